@@ -1,0 +1,53 @@
+"""On-disk cache of featurized datasets, keyed by everything that determines the result."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import torch
+
+from ..atomic_io import atomic_torch_save
+
+logger = logging.getLogger("dgl_graphtx")
+
+#: Bump when the layout of cached payloads changes.
+CACHE_FORMAT = 1
+
+
+def cache_key(settings: Dict[str, Any]) -> str:
+    """Stable hex digest of JSON-serialisable ``settings`` (featurizer, relation, content hash...).
+
+    Example:
+        >>> cache_key({"a": 1, "b": [2]}) == cache_key({"b": [2], "a": 1})
+        True
+    """
+    blob = json.dumps({"cache_format": CACHE_FORMAT, **settings}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def cache_path(cache_dir: Union[str, Path], settings: Dict[str, Any]) -> Path:
+    """Where the dataset described by ``settings`` is cached inside ``cache_dir``."""
+    return Path(cache_dir) / f"molecules-{cache_key(settings)}.pt"
+
+
+def load_cached(path: Path) -> Optional[Dict[str, Any]]:
+    """The cached payload, or ``None`` if absent or unreadable (then it is rebuilt, with a warning)."""
+    if not path.exists():
+        return None
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated or foreign file must not stop the user
+        logger.warning("ignoring unreadable dataset cache %s (%s); rebuilding it", path, err)
+        return None
+    if not isinstance(payload, dict) or payload.get("cache_format") != CACHE_FORMAT:
+        logger.warning("ignoring dataset cache %s written in another format; rebuilding it", path)
+        return None
+    return payload
+
+
+def save_cached(path: Path, payload: Dict[str, Any]) -> None:
+    """Write ``payload`` atomically (concurrent readers never see half a file)."""
+    atomic_torch_save({"cache_format": CACHE_FORMAT, **payload}, path)

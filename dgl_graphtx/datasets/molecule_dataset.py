@@ -1,0 +1,319 @@
+"""A dataset of featurized molecules with (possibly missing) targets, built from SMILES, CSV or SDF."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+import rdkit
+import torch
+from rdkit import Chem
+from torch.utils.data import Dataset
+from tqdm.auto import tqdm
+
+from .._version import __version__
+from ..errors import ConfigError, InvalidMoleculeError
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer
+from ..featurize.molecule import MoleculeLike
+from ..relation_graph import RelationConfig
+from .cache import cache_path, load_cached, save_cached
+from .collate import MoleculeBatch, Sample, labels_and_mask
+from .packed import Indices, PackedGraphs
+from .report import LABEL_MASKED, InputReport, RowIssue
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+
+
+def _coerce_targets(
+    targets: Any, names: Optional[Sequence[str]], ids: Sequence[str], report: InputReport
+) -> Tuple[np.ndarray, List[str]]:
+    """Targets as float64 ``[R, T]`` with NaN where missing, and their names.
+
+    Blank and NaN cells are missing labels; non-numeric or infinite cells are masked too, and
+    reported as :data:`LABEL_MASKED` issues.
+    """
+    num_rows = len(ids)
+    if targets is None:
+        if names:
+            raise ConfigError(f"target_names {list(names)} given without targets")
+        return np.zeros((num_rows, 0), dtype=np.float64), []
+    if isinstance(targets, pd.DataFrame):
+        frame = targets.reset_index(drop=True)
+    else:
+        frame = pd.DataFrame(np.asarray(targets, dtype=object).reshape(num_rows, -1))
+    if len(frame) != num_rows:
+        raise ConfigError(f"got {len(frame)} target rows for {num_rows} molecules")
+    if names is None:
+        names = [str(c) for c in frame.columns] if isinstance(targets, pd.DataFrame) else [f"target_{i}" for i in range(frame.shape[1])]
+    names = list(names)
+    if len(names) != frame.shape[1]:
+        raise ConfigError(f"got {frame.shape[1]} target columns but {len(names)} target names")
+    out = np.empty((num_rows, len(names)), dtype=np.float64)
+    for col, name in enumerate(names):
+        raw = frame.iloc[:, col]
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+        text = raw.astype(str).str.strip()
+        blank = raw.isna().to_numpy() | text.isin(["", "nan", "NaN", "NA", "N/A", "None"]).to_numpy()
+        for row in np.flatnonzero(~np.isfinite(values) & ~blank):
+            report.add(RowIssue(int(row), ids[row], f"unusable value {raw.iloc[row]!r} in target {name!r}", LABEL_MASKED))
+        values[~np.isfinite(values)] = np.nan
+        out[:, col] = values
+    return out, names
+
+
+def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
+    digest = hashlib.sha256()
+    for mol in molecules:
+        if isinstance(mol, Chem.Mol):
+            digest.update(Chem.MolToMolBlock(mol).encode())
+        else:
+            digest.update(repr(mol).encode())
+        digest.update(b"\0")
+    digest.update(np.ascontiguousarray(targets).tobytes())
+    return digest.hexdigest()
+
+
+def _file_fingerprint(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class MoleculeDataset(Dataset):
+    """Featurized molecules with targets, ready for a :class:`~torch.utils.data.DataLoader`.
+
+    Each item is ``(molecular graph, relation graph, labels [T], mask [T])``; ``mask`` is ``False``
+    where a label is missing (blank or NaN in the input), and such labels are 0 in ``labels``, so a
+    masked loss never sees them. Fetching a list of indices (what a DataLoader does through
+    ``__getitems__``) assembles a whole :class:`MoleculeBatch` with vectorised gathers; pass
+    :func:`collate_molecules` as ``collate_fn``.
+
+    Invalid molecules never stop the build: they are left out and recorded in :attr:`report`
+    (row, SMILES, reason), summarised in one log line, and writable with ``report.to_csv``.
+    With ``strict=True`` the first invalid row raises :class:`InvalidMoleculeError` instead.
+
+    Args:
+        molecules: SMILES strings or RDKit molecules (``None`` entries count as unreadable).
+        targets: ``[M, T]`` array-like or DataFrame of target values (``None`` for no targets).
+        target_names: names of the ``T`` target columns.
+        identifiers: text naming each molecule in reports (default: the SMILES).
+        featurizer: featurization settings.
+        relation: relation-graph settings.
+        cache_dir: if given, the featurized result is stored there under a key hashing the
+            settings, the package and RDKit versions and the input content, and reused when all
+            of them match.
+        fingerprint: content hash used in the cache key (computed from the inputs if omitted).
+        strict: raise on the first invalid molecule instead of skipping it.
+        progress: show a progress bar (default: when stderr is a terminal).
+
+    Example:
+        >>> ds = MoleculeDataset(["CCO", "C1CC", "c1ccccc1"], [[1.0], [2.0], [None]], target_names=["y"])
+        >>> len(ds), ds.report.num_skipped
+        (2, 1)
+        >>> graph, relation_graph, labels, mask = ds[1]
+        >>> labels.tolist(), mask.tolist()
+        ([0.0], [False])
+    """
+
+    def __init__(
+        self,
+        molecules: Sequence[Optional[MoleculeLike]],
+        targets: Any = None,
+        *,
+        target_names: Optional[Sequence[str]] = None,
+        identifiers: Optional[Sequence[str]] = None,
+        featurizer: FeaturizerConfig = FeaturizerConfig(),
+        relation: RelationConfig = RelationConfig(),
+        cache_dir: Optional[PathLike] = None,
+        fingerprint: Optional[str] = None,
+        strict: bool = False,
+        progress: Optional[bool] = None,
+    ) -> None:
+        molecules = list(molecules)
+        num_rows = len(molecules)
+        if num_rows == 0:
+            raise ConfigError("no molecules given")
+        self.featurizer = MoleculeFeaturizer(featurizer, relation)
+        ids = list(identifiers) if identifiers is not None else [
+            m if isinstance(m, str) else (Chem.MolToSmiles(m) if isinstance(m, Chem.Mol) else repr(m)) for m in molecules
+        ]
+        if len(ids) != num_rows:
+            raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
+        report = InputReport(num_rows)
+        raw_targets, self.target_names = _coerce_targets(targets, target_names, ids, report)
+
+        settings = self.settings
+        settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
+        path = cache_path(cache_dir, settings) if cache_dir is not None else None
+        payload = load_cached(path) if path is not None else None
+        if payload is None:
+            payload = self._featurize(molecules, ids, raw_targets, report, strict, progress)
+            if path is not None:
+                save_cached(path, payload)
+                logger.info("cached featurized dataset at %s", path)
+        elif strict and InputReport.from_state_dict(payload["report"]).num_skipped:
+            first = InputReport.from_state_dict(payload["report"]).skipped[0]
+            raise self._strict_error(first)
+        self.cache_file: Optional[Path] = path
+        self._load_payload(payload)
+        log = logger.warning if self.report.issues else logger.info
+        log("MoleculeDataset: %s", self.report.summary())
+
+    # -- construction -------------------------------------------------------------------------
+    @property
+    def settings(self) -> Dict[str, Any]:
+        """Everything that determines the featurized result except the input content."""
+        return {
+            "featurizer": self.featurizer.config.to_dict(),
+            "relation": str(self.featurizer.relation),
+            "target_names": list(self.target_names),
+            "package_version": __version__,
+            "rdkit_version": rdkit.__version__,
+        }
+
+    @staticmethod
+    def _strict_error(issue: RowIssue) -> InvalidMoleculeError:
+        return InvalidMoleculeError(
+            f"row {issue.row} (SMILES {issue.smiles!r}): {issue.reason}. Fix or remove this row, "
+            "or build the dataset with strict=False to skip invalid rows and get a report."
+        )
+
+    def _featurize(self, molecules, ids, raw_targets, report, strict, progress) -> Dict[str, Any]:
+        show = sys.stderr.isatty() if progress is None else progress
+        graphs, relations, rows = [], [], []
+        for row, molecule in enumerate(tqdm(molecules, desc="featurizing", unit="mol", disable=not show)):
+            try:
+                graph, relation_graph = self.featurizer(molecule)
+            except Exception as err:  # any failure on user data is reported, never fatal
+                reason = str(err) if isinstance(err, InvalidMoleculeError) else f"{type(err).__name__}: {err}"
+                issue = RowIssue(row, ids[row], reason)
+                if strict:
+                    raise self._strict_error(issue) from None
+                report.add(issue)
+                continue
+            graphs.append(graph)
+            relations.append(relation_graph)
+            rows.append(row)
+        if not graphs:
+            raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")
+        report.issues.sort(key=lambda issue: issue.row)
+        return {
+            "graphs": PackedGraphs.from_graphs(graphs).state_dict(),
+            "relations": PackedGraphs.from_graphs(relations).state_dict(),
+            "labels": torch.from_numpy(raw_targets[rows].astype(np.float32)),
+            "rows": torch.tensor(rows, dtype=torch.int64),
+            "identifiers": [ids[r] for r in rows],
+            "report": report.state_dict(),
+        }
+
+    def _load_payload(self, payload: Dict[str, Any]) -> None:
+        self.graphs = PackedGraphs.from_state_dict(payload["graphs"])
+        self.relations = PackedGraphs.from_state_dict(payload["relations"])
+        self.raw_labels: torch.Tensor = payload["labels"]
+        self.rows: torch.Tensor = payload["rows"]
+        self.identifiers: List[str] = list(payload["identifiers"])
+        self.report = InputReport.from_state_dict(payload["report"])
+
+    @classmethod
+    def from_dataframe(
+        cls,
+        frame: pd.DataFrame,
+        smiles_col: str = "smiles",
+        target_cols: Optional[Sequence[str]] = None,
+        **kwargs: Any,
+    ) -> "MoleculeDataset":
+        """Build from a DataFrame with one SMILES column and zero or more target columns.
+
+        Example:
+            >>> import pandas as pd
+            >>> ds = MoleculeDataset.from_dataframe(pd.DataFrame({"smiles": ["C", "CC"], "y": [0.5, 1.5]}), target_cols=["y"])
+            >>> ds.target_names, len(ds)
+            (['y'], 2)
+        """
+        missing = [c for c in [smiles_col, *(target_cols or [])] if c not in frame.columns]
+        if missing:
+            raise ConfigError(f"column(s) {missing} not found; available columns: {list(frame.columns)}")
+        smiles = ["" if pd.isna(s) else str(s) for s in frame[smiles_col]]
+        targets = frame[list(target_cols)].reset_index(drop=True) if target_cols else None
+        return cls(smiles, targets, target_names=list(target_cols or []), **kwargs)
+
+    @classmethod
+    def from_csv(cls, path: PathLike, smiles_col: str = "smiles", target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
+        """Build from a CSV file (rows are reported 0-based, header excluded).
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
+            >>> _ = p.write_text("smiles,y\\nCCO,1.0\\nC1CC,2.0\\n")
+            >>> MoleculeDataset.from_csv(p, target_cols=["y"]).report.skipped[0].row
+            1
+        """
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"CSV file not found: {path}")
+        frame = pd.read_csv(path, dtype={smiles_col: str}, keep_default_na=True)
+        kwargs.setdefault("fingerprint", _file_fingerprint(path) + f"|{smiles_col}|{list(target_cols or [])}")
+        return cls.from_dataframe(frame, smiles_col, target_cols, **kwargs)
+
+    @classmethod
+    def from_sdf(cls, path: PathLike, target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
+        """Build from an SDF file; ``target_cols`` name SD properties. Coordinates in the file are
+        used when the featurizer's ``coordinates`` is ``"auto"`` or ``"conformer"``.
+
+        Example:
+            >>> from dgl_graphtx.datasets import example_sdf_path
+            >>> ds = MoleculeDataset.from_sdf(example_sdf_path(), featurizer=FeaturizerConfig(coordinates="conformer"))
+            >>> "pos" in ds[0][0].ndata
+            True
+        """
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"SDF file not found: {path}")
+        featurizer = kwargs.get("featurizer", FeaturizerConfig())
+        supplier = Chem.SDMolSupplier(str(path), removeHs=not featurizer.explicit_hydrogens)
+        molecules, ids, rows = [], [], []
+        for index in range(len(supplier)):
+            mol = supplier[index]
+            molecules.append(mol)
+            if mol is None:
+                title = supplier.GetItemText(index).splitlines()[0].strip() if supplier.GetItemText(index) else ""
+                ids.append(f"SDF record {index}" + (f" ({title})" if title else ""))
+                rows.append({})
+            else:
+                ids.append(Chem.MolToSmiles(mol))
+                rows.append(mol.GetPropsAsDict())
+        cols = list(target_cols or [])
+        targets = pd.DataFrame([[props.get(c, np.nan) for c in cols] for props in rows], columns=cols) if cols else None
+        kwargs.setdefault("fingerprint", _file_fingerprint(path) + f"|{cols}")
+        return cls(molecules, targets, target_names=cols, identifiers=ids, **kwargs)
+
+    # -- access -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def num_tasks(self) -> int:
+        """Number of target columns."""
+        return self.raw_labels.shape[1]
+
+    @property
+    def relation(self) -> RelationConfig:
+        """The relation-graph settings the dataset was built with."""
+        return self.featurizer.relation
+
+    def __getitem__(self, index: int) -> Sample:
+        labels, mask = labels_and_mask(self.raw_labels[index])
+        return self.graphs[index], self.relations[index], labels, mask
+
+    def __getitems__(self, indices: Indices) -> MoleculeBatch:
+        idx = torch.as_tensor(indices, dtype=torch.int64)
+        labels, mask = labels_and_mask(self.raw_labels[idx])
+        return MoleculeBatch(self.graphs.batch(idx), self.relations.batch(idx), labels, mask)

@@ -1,0 +1,96 @@
+"""What happened to problematic input rows: nothing is dropped without a record."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, Union
+
+import pandas as pd
+
+#: The molecule was not featurized; the row is absent from the dataset.
+SKIPPED = "skipped"
+#: The molecule was kept but a target value was unusable and is treated as missing.
+LABEL_MASKED = "label_masked"
+
+
+@dataclass(frozen=True)
+class RowIssue:
+    """One problem with one input row.
+
+    Attributes:
+        row: 0-based row (or SDF record) index in the input.
+        smiles: the input text identifying the molecule (SMILES, or the SDF record name).
+        reason: what went wrong, in words.
+        action: :data:`SKIPPED` or :data:`LABEL_MASKED`.
+    """
+
+    row: int
+    smiles: str
+    reason: str
+    action: str = SKIPPED
+
+
+class InputReport:
+    """Issues found while building a dataset, with a one-line summary and CSV export.
+
+    Example:
+        >>> rep = InputReport(total_rows=3)
+        >>> rep.add(RowIssue(1, "C1CC", "SMILES syntax error"))
+        >>> rep.num_skipped, rep.summary()
+        (1, 'kept 2 of 3 rows; skipped 1 invalid (first: row 1 C1CC: SMILES syntax error)')
+    """
+
+    def __init__(self, total_rows: int, issues: List[RowIssue] = None) -> None:
+        self.total_rows = int(total_rows)
+        self.issues: List[RowIssue] = list(issues or [])
+
+    def add(self, issue: RowIssue) -> None:
+        """Record one issue."""
+        self.issues.append(issue)
+
+    @property
+    def skipped(self) -> List[RowIssue]:
+        """Issues whose row is not in the dataset."""
+        return [i for i in self.issues if i.action == SKIPPED]
+
+    @property
+    def num_skipped(self) -> int:
+        """Number of rows left out of the dataset."""
+        return len(self.skipped)
+
+    def __len__(self) -> int:
+        return len(self.issues)
+
+    def summary(self) -> str:
+        """One line: rows kept, skipped, labels masked, and the first problem."""
+        kept = self.total_rows - self.num_skipped
+        parts = [f"kept {kept} of {self.total_rows} rows"]
+        if self.skipped:
+            first = self.skipped[0]
+            parts.append(
+                f"skipped {self.num_skipped} invalid (first: row {first.row} {first.smiles}: {first.reason})"
+            )
+        masked = [i for i in self.issues if i.action == LABEL_MASKED]
+        if masked:
+            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {masked[0].reason})")
+        return "; ".join(parts)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Issues as a DataFrame with columns ``row, smiles, reason, action``."""
+        return pd.DataFrame([asdict(i) for i in self.issues], columns=["row", "smiles", "reason", "action"])
+
+    def to_csv(self, path: Union[str, Path]) -> Path:
+        """Write the issues to ``path`` as CSV and return the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.to_frame().to_csv(path, index=False)
+        return path
+
+    def state_dict(self) -> Dict[str, object]:
+        """Plain-data form for caches."""
+        return {"total_rows": self.total_rows, "issues": [asdict(i) for i in self.issues]}
+
+    @classmethod
+    def from_state_dict(cls, state: Dict[str, object]) -> "InputReport":
+        """Inverse of :meth:`state_dict`."""
+        return cls(state["total_rows"], [RowIssue(**i) for i in state["issues"]])  # type: ignore[arg-type]

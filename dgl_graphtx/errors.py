@@ -1,0 +1,22 @@
+"""Exceptions raised for user mistakes.
+
+Every error that a user can fix (a bad SMILES in strict mode, an impossible configuration, a
+corrupt checkpoint) derives from :class:`GraphTxError`, so command-line tools can print it as one
+line without a traceback while genuine bugs still surface with their stack.
+"""
+
+
+class GraphTxError(Exception):
+    """Base class for errors caused by input or configuration, not by a bug."""
+
+
+class InvalidMoleculeError(GraphTxError, ValueError):
+    """A molecule could not be parsed, featurized or embedded in 3-D."""
+
+
+class ConfigError(GraphTxError, ValueError):
+    """A configuration is inconsistent (for example ``radius`` truncation without coordinates)."""
+
+
+class CheckpointError(GraphTxError, RuntimeError):
+    """A checkpoint file is missing, corrupt, or does not match what the caller expects."""
