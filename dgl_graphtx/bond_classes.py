@@ -14,7 +14,7 @@ from typing import Tuple
 
 import torch
 
-from .featurize.ogb_features import OGB_BOND_FEATURE_DIMS
+from ogb.utils.features import get_bond_feature_dims
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class BondVocabulary:
         (tensor([31]), tensor([[1, 0, 1]]))
     """
 
-    radices: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
+    radices: Tuple[int, ...] = tuple(get_bond_feature_dims())
 
     def __post_init__(self) -> None:
         if not self.radices or any(int(r) < 1 for r in self.radices):

@@ -1,0 +1,26 @@
+"""Attention layers over relation graphs: one skeleton, variant terms plugged in."""
+from .attention import RelationAttention, StructureTerm
+from .focus import FOCUS_FUNCTIONS
+from .gradformer import DecayParameters, DecayTerm, GradformerAttention
+from .graphormer import GraphormerAttention, GraphormerBias
+from .grpe import GRPEAttention, GRPEEncodings, GRPETerm
+from .moire import MoireAttention, MoireTerm
+from .pair_classes import SpatialClasses, edge_classes
+
+__all__ = [
+    "DecayParameters",
+    "DecayTerm",
+    "FOCUS_FUNCTIONS",
+    "GRPEAttention",
+    "GRPEEncodings",
+    "GRPETerm",
+    "GradformerAttention",
+    "GraphormerAttention",
+    "GraphormerBias",
+    "MoireAttention",
+    "MoireTerm",
+    "RelationAttention",
+    "SpatialClasses",
+    "StructureTerm",
+    "edge_classes",
+]

@@ -1,0 +1,122 @@
+"""The one multi-head attention skeleton that every variant runs through.
+
+Attention is message passing over a relation graph ``R`` (see
+:mod:`dgl_graphtx.relation_graph`): an edge ``j -> i`` is a (key/value ``j``, query ``i``) pair.
+
+1. per node: ``q, k, v = x W_q, x W_k, x W_v`` split into ``H`` heads of size ``dh``;
+2. per edge: ``qk_ij = q_i . k_j`` with DGL's fused ``u_dot_v``;
+3. per edge: logit ``s_ij = term.logits(...)`` - the only place where variants differ in scoring
+   (plain ``qk / sqrt(dh)`` when there is no structure term);
+4. ``a = edge_softmax(R, s)`` (normalised over each query's incoming edges), then dropout;
+5. per node: ``z_i = sum_j a_ij v_j`` with DGL's fused ``u_mul_e`` + ``sum``, plus
+   ``term.values(...)`` for variants that add graph-encoded values (GRPE);
+6. heads concatenated, output projection.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+from .. import _dgl_env  # noqa: F401
+import dgl
+import dgl.function as fn
+from dgl.nn.functional import edge_softmax
+
+
+class StructureTerm(nn.Module):
+    """Base class of the structural parts that turn the skeleton into a variant.
+
+    Subclasses override :meth:`logits` (and optionally :meth:`values`). Both receive the relation
+    graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``, and whose ``edges()`` give
+    ``(src, dst) = (key node j, query node i)`` per edge. Both run inside one
+    ``graph.local_scope()``, ``logits`` first, so a term may leave per-edge tensors in
+    ``graph.edata`` for its own ``values`` call; they vanish with the scope.
+    """
+
+    def logits(
+        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float
+    ) -> torch.Tensor:
+        """Per-edge, per-head logits ``[E, H]`` from ``q, k`` (``[N, H, dh]``) and ``qk`` (``[E, H]``,
+        the unscaled ``q_i . k_j``); ``scale`` is ``1 / sqrt(dh)``."""
+        raise NotImplementedError
+
+    def values(self, graph: dgl.DGLGraph, attn: torch.Tensor) -> Optional[torch.Tensor]:
+        """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
+        return None
+
+
+class RelationAttention(nn.Module):
+    """Multi-head attention over a relation graph with a pluggable :class:`StructureTerm`.
+
+    Args:
+        embed_dim: model width ``d`` (input and output).
+        num_heads: number of heads ``H``; must divide ``embed_dim``.
+        structure: the variant's structural term; ``None`` gives plain (vanilla) attention over
+            the relation graph's pairs.
+        attn_dropout: dropout on the per-edge attention weights.
+        bias: whether the q/k/v and output projections have biases.
+
+    Shape:
+        - input: relation graph with ``N`` nodes, ``feat`` ``[N, d]``
+        - output: ``[N, d]``, and the attention weights ``[E, H]`` with ``get_attention=True``
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> _, rel = smiles_to_graphs("CCO")
+        >>> attn = RelationAttention(16, num_heads=4)
+        >>> out, a = attn(rel, torch.randn(3, 16), get_attention=True)
+        >>> out.shape, a.shape
+        (torch.Size([3, 16]), torch.Size([9, 4]))
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        structure: Optional[StructureTerm] = None,
+        attn_dropout: float = 0.0,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.qkv = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.structure = structure
+
+    def forward(
+        self, graph: dgl.DGLGraph, feat: torch.Tensor, get_attention: bool = False
+    ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        """Attend over ``graph``'s edges; see the class docstring."""
+        n = feat.shape[0]
+        if graph.num_nodes() != n:
+            raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
+        q, k, v = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim).unbind(1)
+        with graph.local_scope():
+            graph.ndata["q"], graph.ndata["k"] = q, k
+            graph.apply_edges(fn.u_dot_v("k", "q", "qk"))
+            qk = graph.edata["qk"].squeeze(-1)
+            if self.structure is None:
+                logits = qk * self.scale
+            else:
+                logits = self.structure.logits(graph, q, k, qk, self.scale)
+            attn = edge_softmax(graph, logits)
+            dropped = self.attn_dropout(attn)
+            graph.ndata["v"] = v
+            graph.edata["a"] = dropped.unsqueeze(-1)
+            graph.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "z"))
+            z = graph.ndata["z"]
+            if self.structure is not None:
+                extra = self.structure.values(graph, dropped)
+                if extra is not None:
+                    z = z + extra
+        out = self.out_proj(z.reshape(n, self.embed_dim))
+        return (out, attn) if get_attention else out

@@ -1,0 +1,127 @@
+"""Gradformer's exponential decay mask ``M_h,ij = lambda ^ ReLU(spd_ij - sp_h)``.
+
+Modes (SPEC section 4):
+
+* ``"paper"`` (Eq. 4, also the authors' code): ``s_ij = (q_i.k_j / sqrt(dh)) * M_h,ij``. A mask
+  of 0 pulls a logit to 0, not to -inf.
+* ``"decay"``: attention proportional to ``M * exp(q.k / sqrt(dh))``, i.e.
+  ``s_ij = q_i.k_j / sqrt(dh) + ReLU(spd_ij - sp_h) * log(lambda)``, so far pairs fade to 0.
+* ``"reference"``: as ``"paper"`` but with LeakyReLU and unreachable pairs at distance 510.
+
+Unreachable pairs (``spd == -1``) have ``M = 0`` (``-inf`` log-mask in ``"decay"``); pairs touching
+a virtual node have ``M = 1``. The start points ``sp_h`` are learnable per head and, in a model,
+shared by all layers unless asked otherwise.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
+from .attention import RelationAttention, StructureTerm
+
+GRADFORMER_MODES = ("paper", "decay", "reference")
+REFERENCE_UNREACHABLE_DISTANCE = 510.0
+
+
+class DecayParameters(nn.Module):
+    """Per-head start points ``sp_h`` and the decay ratio ``lambda`` (fixed or learnable).
+
+    Args:
+        num_heads: number of heads.
+        init_start: initial start point of every head.
+        decay: ``lambda`` in ``(0, 1)``.
+        learn_decay: learn ``lambda`` through a sigmoid, starting from ``decay``.
+
+    Example:
+        >>> p = DecayParameters(4, decay=0.6)
+        >>> p.start.shape, round(float(p.decay()), 6)
+        (torch.Size([4]), 0.6)
+    """
+
+    def __init__(self, num_heads: int, init_start: float = 2.0, decay: float = 0.5, learn_decay: bool = False) -> None:
+        super().__init__()
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"decay ratio lambda must lie in (0, 1), got {decay}")
+        self.start = nn.Parameter(torch.full((num_heads,), float(init_start)))
+        logit = torch.tensor(math.log(decay / (1.0 - decay)))
+        if learn_decay:
+            self.decay_logit = nn.Parameter(logit)
+        else:
+            self.register_buffer("decay_logit", logit)
+        self.learn_decay = learn_decay
+
+    def decay(self) -> torch.Tensor:
+        """``lambda`` as a 0-d tensor."""
+        return torch.sigmoid(self.decay_logit)
+
+
+class DecayTerm(StructureTerm):
+    """Gradformer's decay-mask term for :class:`RelationAttention`.
+
+    Args:
+        params: the (possibly shared) start points and decay ratio.
+        mode: ``"paper"``, ``"decay"`` or ``"reference"`` (see the module docstring).
+    """
+
+    def __init__(self, params: DecayParameters, mode: str = "paper") -> None:
+        super().__init__()
+        if mode not in GRADFORMER_MODES:
+            raise ValueError(f"Gradformer mode must be one of {GRADFORMER_MODES}, got {mode!r}")
+        self.params = params
+        self.mode = mode
+
+    def log_mask(self, graph) -> torch.Tensor:
+        """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
+        spd = graph.edata["spd"]
+        start = self.params.start
+        hops = spd.to(start.dtype)[:, None]
+        log_decay = torch.log(self.params.decay()).to(start.dtype)
+        if self.mode == "reference":
+            hops = torch.where(spd[:, None] == SPD_UNREACHABLE, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
+            return F.leaky_relu(hops - start) * log_decay
+        log_m = F.relu(hops - start) * log_decay
+        log_m = torch.where(spd[:, None] == SPD_UNREACHABLE, torch.full_like(log_m, -math.inf), log_m)
+        return torch.where(spd[:, None] == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
+
+    def logits(self, graph, q, k, qk, scale):
+        log_m = self.log_mask(graph)
+        if self.mode == "decay":
+            return qk * scale + log_m
+        return qk * scale * torch.exp(log_m)
+
+
+class GradformerAttention(RelationAttention):
+    """Attention with Gradformer's exponential decay mask.
+
+    Args:
+        embed_dim, num_heads, attn_dropout: as in :class:`RelationAttention`.
+        params: shared :class:`DecayParameters`; a private set is created if ``None``.
+        init_start, decay, learn_decay: used only when ``params`` is ``None``.
+        mode: ``"paper"``, ``"decay"`` or ``"reference"``.
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> _, rel = smiles_to_graphs("CCCCCC")
+        >>> layer = GradformerAttention(16, num_heads=2, mode="decay")
+        >>> layer(rel, torch.randn(6, 16)).shape
+        torch.Size([6, 16])
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        params: Optional[DecayParameters] = None,
+        init_start: float = 2.0,
+        decay: float = 0.5,
+        learn_decay: bool = False,
+        mode: str = "paper",
+        attn_dropout: float = 0.0,
+    ) -> None:
+        params = params or DecayParameters(num_heads, init_start, decay, learn_decay)
+        super().__init__(embed_dim, num_heads, DecayTerm(params, mode), attn_dropout)

@@ -1,0 +1,158 @@
+"""GRPE: node-aware attention with spatial and edge encodings, and graph-encoded values.
+
+For a pair (query ``i``, key ``j``) with spatial class ``psi`` and edge class ``phi``
+(:mod:`dgl_graphtx.nn.pair_classes`)::
+
+    s_ij = (q_i.k_j + q_i.PQ[psi] + k_j.PK[psi] + q_i.EQ[phi] + k_j.EK[phi]) / sqrt(dh)
+    z_i  = sum_j a_ij (v_j + PV[psi] + EV[phi])
+
+Efficient form (GRPE paper, section 4.4): the products of every node with every table row are
+computed once per node (``[N, C, H]``) and gathered per edge by class, and the value terms are
+per-(node, class) sums of attention mass times the table, so no ``[E, H, dh]`` tensor is ever
+built; the extra memory grows with ``E x H``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+from ..bond_classes import BondVocabulary
+from .attention import RelationAttention, StructureTerm
+from .pair_classes import SpatialClasses, edge_classes
+
+GRPE_MODES = ("paper", "reference")
+
+
+def gather_by_class(per_node: torch.Tensor, node: torch.Tensor, cls: torch.Tensor) -> torch.Tensor:
+    """``out[e] = per_node[node[e], cls[e]]`` for ``per_node`` ``[N, C, H]``; returns ``[E, H]``."""
+    n, c, h = per_node.shape
+    return per_node.reshape(n * c, h).index_select(0, node * c + cls)
+
+
+def class_mass(attn: torch.Tensor, node: torch.Tensor, cls: torch.Tensor, num_nodes: int, num_classes: int) -> torch.Tensor:
+    """``mass[i, c] = sum of attn[e]`` over edges ``e`` with ``node[e] == i`` and ``cls[e] == c``;
+    returns ``[N, C, H]``."""
+    mass = attn.new_zeros(num_nodes * num_classes, attn.shape[1])
+    mass.index_add_(0, node * num_classes + cls, attn)
+    return mass.view(num_nodes, num_classes, attn.shape[1])
+
+
+class GRPEEncodings(nn.Module):
+    """The six GRPE tables ``P^Q, P^K, P^V`` (spatial) and ``E^Q, E^K, E^V`` (edge).
+
+    One instance is shared by all layers of a model by default (GRPE paper, Table 8); give each
+    :class:`GRPETerm` its own instance for per-layer tables.
+
+    Args:
+        embed_dim: model width ``d`` (each table row has ``d`` entries, split over heads).
+        num_heads: number of heads.
+        max_distance: ``L``, the largest hop count with its own spatial class.
+        vocab: bond vocabulary of the relation graphs' ``bond`` field.
+
+    Example:
+        >>> enc = GRPEEncodings(16, 4, max_distance=5)
+        >>> enc.spatial_query.shape, enc.edge_value.shape
+        (torch.Size([9, 4, 4]), torch.Size([63, 4, 4]))
+    """
+
+    def __init__(
+        self, embed_dim: int, num_heads: int, max_distance: int = 5, vocab: BondVocabulary = BondVocabulary()
+    ) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
+        self.num_heads, self.head_dim = num_heads, embed_dim // num_heads
+        self.max_distance = max_distance
+        self.vocab = vocab
+        num_spatial = SpatialClasses(max_distance).num_classes
+
+        def table(rows: int) -> nn.Parameter:
+            return nn.Parameter(torch.randn(rows, num_heads, self.head_dim) * 0.02)
+
+        self.spatial_query, self.spatial_key, self.spatial_value = (table(num_spatial) for _ in range(3))
+        self.edge_query, self.edge_key, self.edge_value = (table(vocab.num_classes) for _ in range(3))
+
+
+class GRPETerm(StructureTerm):
+    """GRPE's structural term for :class:`RelationAttention`.
+
+    Args:
+        encodings: the (possibly shared) tables.
+        mode: ``"paper"`` (SPEC section 2) or ``"reference"`` (the authors' code: key terms use
+            the query node's key ``k_i``, distance ``L`` shares the FAR class, the diagonal gets
+            the NO_EDGE class).
+    """
+
+    def __init__(self, encodings: GRPEEncodings, mode: str = "paper") -> None:
+        super().__init__()
+        if mode not in GRPE_MODES:
+            raise ValueError(f"GRPE mode must be one of {GRPE_MODES}, got {mode!r}")
+        self.encodings = encodings
+        self.mode = mode
+        self.spatial = SpatialClasses(encodings.max_distance, far_includes_max=mode == "reference")
+
+    def logits(self, graph, q, k, qk, scale):
+        enc = self.encodings
+        src, dst = graph.edges()
+        key_node = dst if self.mode == "reference" else src
+        psi = self.spatial(graph.edata["spd"])
+        phi = edge_classes(graph.edata["bond"], enc.vocab, self_as_no_edge=self.mode == "reference")
+        graph.edata["grpe_psi"], graph.edata["grpe_phi"] = psi, phi  # reused by values()
+        q_tables = torch.einsum("nhd,chd->nch", q, torch.cat([enc.spatial_query, enc.edge_query]))
+        k_tables = torch.einsum("nhd,chd->nch", k, torch.cat([enc.spatial_key, enc.edge_key]))
+        n_spatial = enc.spatial_query.shape[0]
+        phi_shifted = phi + n_spatial  # edge rows follow the spatial rows in the stacked tables
+        bias = (
+            gather_by_class(q_tables, dst, psi)
+            + gather_by_class(k_tables, key_node, psi)
+            + gather_by_class(q_tables, dst, phi_shifted)
+            + gather_by_class(k_tables, key_node, phi_shifted)
+        )
+        return (qk + bias) * scale
+
+    def values(self, graph, attn):
+        enc = self.encodings
+        _, dst = graph.edges()
+        psi, phi = graph.edata["grpe_psi"], graph.edata["grpe_phi"]
+        n = graph.num_nodes()
+        n_spatial, n_edge = enc.spatial_value.shape[0], enc.edge_value.shape[0]
+        spatial_mass = class_mass(attn, dst, psi, n, n_spatial)
+        edge_mass = class_mass(attn, dst, phi, n, n_edge)
+        return torch.einsum("nch,chd->nhd", spatial_mass, enc.spatial_value) + torch.einsum(
+            "nch,chd->nhd", edge_mass, enc.edge_value
+        )
+
+
+class GRPEAttention(RelationAttention):
+    """GRPE attention layer (node-aware attention + graph-encoded value).
+
+    Args:
+        embed_dim, num_heads, attn_dropout: as in :class:`RelationAttention`.
+        encodings: tables to use (share one across layers); a private set is created if ``None``.
+        max_distance, vocab: used only when ``encodings`` is ``None``.
+        mode: ``"paper"`` or ``"reference"`` (see :class:`GRPETerm`).
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> from dgl_graphtx.relation_graph import RelationConfig
+        >>> _, rel = smiles_to_graphs("c1ccccc1O", relation=RelationConfig(virtual_node=True))
+        >>> layer = GRPEAttention(32, num_heads=4)
+        >>> layer(rel, torch.randn(rel.num_nodes(), 32)).shape
+        torch.Size([8, 32])
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        encodings: Optional[GRPEEncodings] = None,
+        max_distance: int = 5,
+        vocab: BondVocabulary = BondVocabulary(),
+        mode: str = "paper",
+        attn_dropout: float = 0.0,
+    ) -> None:
+        encodings = encodings or GRPEEncodings(embed_dim, num_heads, max_distance, vocab)
+        super().__init__(embed_dim, num_heads, GRPETerm(encodings, mode), attn_dropout)
