@@ -123,5 +123,6 @@ class GradformerAttention(RelationAttention):
         mode: str = "paper",
         attn_dropout: float = 0.0,
     ) -> None:
-        params = params or DecayParameters(num_heads, init_start, decay, learn_decay)
+        if params is None:
+            params = DecayParameters(num_heads, init_start, decay, learn_decay)
         super().__init__(embed_dim, num_heads, DecayTerm(params, mode), attn_dropout)

@@ -154,5 +154,6 @@ class GRPEAttention(RelationAttention):
         mode: str = "paper",
         attn_dropout: float = 0.0,
     ) -> None:
-        encodings = encodings or GRPEEncodings(embed_dim, num_heads, max_distance, vocab)
+        if encodings is None:
+            encodings = GRPEEncodings(embed_dim, num_heads, max_distance, vocab)
         super().__init__(embed_dim, num_heads, GRPETerm(encodings, mode), attn_dropout)

@@ -1,0 +1,101 @@
+"""What every molecule model shares: input encoding, readout, output head, target scaling."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+from .. import _dgl_env  # noqa: F401
+import dgl
+
+from ..errors import ConfigError
+from .config import ModelConfig
+from .encoders import FeatureEncoder
+
+#: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
+#: ``None``, attention weights ``[E, H]`` of each layer).
+Encoded = Tuple[torch.Tensor, Optional[torch.Tensor], List[torch.Tensor]]
+
+
+class MoleculeModel(nn.Module):
+    """Base class: subclasses implement :meth:`encode`; this class embeds the input atoms, pools
+    node states into one vector per molecule, applies the head, and stores the target statistics.
+
+    ``forward`` returns outputs in the training space (standardised targets for regression,
+    logits for classification); :meth:`predict` returns targets in their own units, or
+    probabilities.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.hidden_dim
+        self.atom_encoder = FeatureEncoder(config.atom_feature_dims, d, categorical=config.atom_features == "ogb")
+        self.rwse_encoder = nn.Linear(config.rwse_steps, d) if config.rwse_steps else None
+        self.input_mlp = (
+            nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
+        )
+        if config.head_layers == 1:
+            self.head = nn.Linear(d, config.num_tasks)
+        else:
+            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.num_tasks))
+        self.register_buffer("target_mean", torch.zeros(config.num_tasks))
+        self.register_buffer("target_std", torch.ones(config.num_tasks))
+
+    def encode_atoms(self, graph: dgl.DGLGraph) -> torch.Tensor:
+        """Input node states ``[N, d]`` from ``ndata["feat"]`` (and ``ndata["rwse"]``)."""
+        x = self.atom_encoder(graph.ndata["feat"])
+        if self.rwse_encoder is not None:
+            if "rwse" not in graph.ndata:
+                raise ConfigError(
+                    f"model expects random-walk encodings: featurize with FeaturizerConfig(rwse_steps={self.config.rwse_steps})"
+                )
+            x = x + self.rwse_encoder(graph.ndata["rwse"].to(x.dtype))
+        return self.input_mlp(x) if self.input_mlp is not None else x
+
+    def encode(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Encoded:
+        """Node states after the model's layers; implemented by subclasses."""
+        raise NotImplementedError
+
+    def forward(
+        self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph, return_attention: bool = False
+    ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
+        """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
+        attention weights over the relation graph's edges."""
+        atoms, virtual, attentions = self.encode(graph, relation_graph)
+        if self.config.readout == "virtual":
+            pooled = virtual
+        else:
+            with graph.local_scope():
+                graph.ndata["h"] = atoms
+                pooled = dgl.readout_nodes(graph, "h", op=self.config.readout)
+        out = self.head(pooled)
+        return (out, attentions) if return_attention else out
+
+    def set_target_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Store per-task mean and standard deviation of the (regression) training targets."""
+        self.target_mean.copy_(torch.as_tensor(mean, dtype=self.target_mean.dtype))
+        self.target_std.copy_(torch.as_tensor(std, dtype=self.target_std.dtype).clamp_min(1e-8))
+
+    def normalize_targets(self, labels: torch.Tensor) -> torch.Tensor:
+        """Targets in training space (identity for classification)."""
+        if self.config.task == "classification":
+            return labels
+        return (labels - self.target_mean) / self.target_std
+
+    def to_target_space(self, output: torch.Tensor) -> torch.Tensor:
+        """Map :meth:`forward` outputs to target units (regression) or probabilities."""
+        if self.config.task == "classification":
+            return torch.sigmoid(output)
+        return output * self.target_std + self.target_mean
+
+    @torch.no_grad()
+    def predict(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+        """Predictions ``[B, T]`` in target units (or probabilities), in eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self.to_target_space(self(graph, relation_graph))
+        finally:
+            self.train(was_training)

@@ -1,0 +1,86 @@
+"""Transformer blocks: pre-LN block (GRPE, MoireGT, baselines) and GraphGPS block (Gradformer)."""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import nn
+
+from .. import _dgl_env  # noqa: F401
+import dgl
+from dgl.nn import GINEConv
+
+from ..nn import RelationAttention
+
+
+def feed_forward(dim: int, hidden: int, dropout: float, activation: nn.Module) -> nn.Sequential:
+    """``Linear(dim, hidden) - activation - Dropout - Linear(hidden, dim)``."""
+    return nn.Sequential(nn.Linear(dim, hidden), activation, nn.Dropout(dropout), nn.Linear(hidden, dim))
+
+
+class PreNormBlock(nn.Module):
+    """``x + Drop(MHA(LN x))`` then ``x + Drop(FFN(LN x))`` with a GELU feed-forward.
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> _, rel = smiles_to_graphs("CO")
+        >>> block = PreNormBlock(RelationAttention(8, 2), ffn_dim=16)
+        >>> block(rel, torch.randn(2, 8))[0].shape
+        torch.Size([2, 8])
+    """
+
+    def __init__(self, attention: RelationAttention, ffn_dim: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        dim = attention.embed_dim
+        self.attention = attention
+        self.attn_norm = nn.LayerNorm(dim)
+        self.ffn_norm = nn.LayerNorm(dim)
+        self.ffn = feed_forward(dim, ffn_dim, dropout, nn.GELU())
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, relation_graph: dgl.DGLGraph, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Returns the new node states and the attention weights ``[E, H]``."""
+        h, attn = self.attention(relation_graph, self.attn_norm(x), get_attention=True)
+        x = x + self.dropout(h)
+        x = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        return x, attn
+
+
+def _norm(kind: str, dim: int) -> nn.Module:
+    return nn.BatchNorm1d(dim) if kind == "batch" else nn.LayerNorm(dim)
+
+
+class GPSBlock(nn.Module):
+    """GraphGPS block (post-norm) with a GINE convolution over bonds and global relation attention::
+
+        h_loc = Norm(x + Drop(GINE(x, e)));  h_att = Norm(x + Drop(MHA(x)))
+        h = h_loc + h_att;  out = Norm(h + FFN(h)),  FFN = Linear(d, f)-ReLU-Drop-Linear(f, d)-Drop
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> g, rel = smiles_to_graphs("CCO")
+        >>> block = GPSBlock(RelationAttention(8, 2), ffn_dim=16, norm="layer")
+        >>> block(g, rel, torch.randn(3, 8), torch.randn(4, 8))[0].shape
+        torch.Size([3, 8])
+    """
+
+    def __init__(self, attention: RelationAttention, ffn_dim: int, dropout: float = 0.0, norm: str = "batch") -> None:
+        super().__init__()
+        dim = attention.embed_dim
+        self.local = GINEConv(
+            apply_func=nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)), learn_eps=True
+        )
+        self.attention = attention
+        self.local_norm, self.attn_norm, self.out_norm = (_norm(norm, dim) for _ in range(3))
+        self.ffn = nn.Sequential(feed_forward(dim, ffn_dim, dropout, nn.ReLU()), nn.Dropout(dropout))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph, x: torch.Tensor, edge_feat: torch.Tensor
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Returns the new node states and the attention weights ``[E_rel, H]``."""
+        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat)))
+        h_att, attn = self.attention(relation_graph, x, get_attention=True)
+        h_att = self.attn_norm(x + self.dropout(h_att))
+        h = h_loc + h_att
+        return self.out_norm(h + self.ffn(h)), attn

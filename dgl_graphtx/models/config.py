@@ -1,0 +1,153 @@
+"""Model configuration as dataclasses (serialisable to plain dicts for checkpoints)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from ..bond_classes import BondVocabulary
+from ..errors import ConfigError
+from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
+
+VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
+READOUTS = ("virtual", "mean", "max", "sum")
+TASKS = ("regression", "classification")
+
+
+@dataclass
+class GRPEOptions:
+    """GRPE settings: ``L`` (max hop class), ``paper``/``reference`` mode, table sharing."""
+
+    max_distance: int = 5
+    mode: str = "paper"
+    share_encodings: bool = True
+
+
+@dataclass
+class MoireOptions:
+    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`)."""
+
+    focus: str = "gaussian"
+    distance: str = "spd"
+    mode: str = "paper"
+    max_shift: float = 4.0
+    init_width: float = 2.0
+
+
+@dataclass
+class GradformerOptions:
+    """Gradformer settings: decay mode, lambda, start points, normalisation of the GPS block."""
+
+    mode: str = "paper"
+    decay: float = 0.5
+    learn_decay: bool = False
+    init_start: float = 2.0
+    share_start: bool = True
+    norm: str = "batch"
+
+
+@dataclass
+class GraphormerOptions:
+    """Graphormer-bias baseline settings."""
+
+    max_distance: int = 5
+
+
+@dataclass
+class ModelConfig:
+    """Everything needed to build a model; nested options apply to their own variant only.
+
+    Args:
+        variant: ``grpe``, ``moire``, ``gradformer``, ``vanilla`` or ``graphormer``.
+        num_layers, hidden_dim, num_heads: transformer size.
+        ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
+            GPS block uses ``2 * hidden_dim``).
+        dropout, attn_dropout: dropout after sublayers / on attention weights.
+        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling.
+        virtual_node: whether the relation graphs carry a virtual node (with its own learned
+            input embedding); must match the dataset's ``RelationConfig``.
+        num_tasks, task: number of targets, ``regression`` or (multi-task binary) ``classification``.
+        atom_features: ``ogb`` (categorical, embedded) or ``canonical`` (dense, projected).
+        atom_feature_dims, bond_feature_dims: category counts (``ogb``) or ``(width,)`` (``canonical``).
+        bond_radices: radices of the relation graphs' bond classes.
+        rwse_steps: width of the random-walk structural encoding in ``ndata["rwse"]`` (0: none).
+        input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
+        head_layers: 1 (Linear) or 2 (MLP) output layers.
+
+    Example:
+        >>> cfg = ModelConfig(variant="moire", moire=MoireOptions(focus="cauchy"))
+        >>> ModelConfig.from_dict(cfg.to_dict()) == cfg
+        True
+    """
+
+    variant: str = "grpe"
+    num_layers: int = 4
+    hidden_dim: int = 64
+    num_heads: int = 8
+    ffn_dim: Optional[int] = None
+    dropout: float = 0.1
+    attn_dropout: float = 0.1
+    readout: str = "virtual"
+    virtual_node: bool = True
+    num_tasks: int = 1
+    task: str = "regression"
+    atom_features: str = "ogb"
+    atom_feature_dims: Tuple[int, ...] = OGB_ATOM_FEATURE_DIMS
+    bond_feature_dims: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
+    bond_radices: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
+    rwse_steps: int = 0
+    input_mlp: bool = False
+    head_layers: int = 1
+    grpe: GRPEOptions = field(default_factory=GRPEOptions)
+    moire: MoireOptions = field(default_factory=MoireOptions)
+    gradformer: GradformerOptions = field(default_factory=GradformerOptions)
+    graphormer: GraphormerOptions = field(default_factory=GraphormerOptions)
+
+    def __post_init__(self) -> None:
+        for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
+            setattr(self, name, tuple(int(v) for v in getattr(self, name)))
+        checks = [
+            (self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}"),
+            (self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}"),
+            (self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
+            (self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}"),
+            (self.num_layers >= 1 and self.num_tasks >= 1, "num_layers and num_tasks must be >= 1"),
+            (self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}"),
+            (self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}"),
+            (not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True"),
+            (not (self.variant == "gradformer" and self.virtual_node), "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'"),
+            (self.gradformer.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.gradformer.norm!r}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    @property
+    def feedforward_dim(self) -> int:
+        """The FFN width actually used."""
+        if self.ffn_dim is not None:
+            return self.ffn_dim
+        return 2 * self.hidden_dim if self.variant == "gradformer" else self.hidden_dim
+
+    @property
+    def bond_vocab(self) -> BondVocabulary:
+        """Bond vocabulary matching the relation graphs' ``bond`` classes."""
+        return BondVocabulary(self.bond_radices)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain nested dict (JSON- and ``weights_only``-safe)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ModelConfig":
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        option_types = {"grpe": GRPEOptions, "moire": MoireOptions, "gradformer": GradformerOptions, "graphormer": GraphormerOptions}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown model config keys: {sorted(unknown)}")
+        kwargs = dict(data)
+        for key, option_cls in option_types.items():
+            if key in kwargs and isinstance(kwargs[key], dict):
+                kwargs[key] = option_cls(**kwargs[key])
+        return cls(**kwargs)

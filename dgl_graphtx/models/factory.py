@@ -1,0 +1,18 @@
+"""Build a whole model from a :class:`ModelConfig`."""
+from __future__ import annotations
+
+from .base import MoleculeModel
+from .config import ModelConfig
+from .gps import Gradformer
+from .graph_transformer import GraphTransformer
+
+
+def build_model(config: ModelConfig) -> MoleculeModel:
+    """The model for ``config.variant``: :class:`Gradformer` (GPS blocks) or :class:`GraphTransformer`.
+
+    Example:
+        >>> model = build_model(ModelConfig(variant="vanilla", num_layers=1, hidden_dim=16, num_heads=2))
+        >>> type(model).__name__
+        'GraphTransformer'
+    """
+    return Gradformer(config) if config.variant == "gradformer" else GraphTransformer(config)

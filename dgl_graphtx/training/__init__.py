@@ -1,0 +1,19 @@
+"""Training: the Trainer, metrics, learning-rate schedules and plots."""
+from .metrics import PRIMARY_METRIC, classification_metrics, compute_metrics, regression_metrics
+from .plots import plot_learning_curve, plot_parity
+from .trainer import TrainConfig, Trainer, TrainResult, dataset_labels, masked_loss, seed_everything
+
+__all__ = [
+    "PRIMARY_METRIC",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "classification_metrics",
+    "compute_metrics",
+    "dataset_labels",
+    "masked_loss",
+    "plot_learning_curve",
+    "plot_parity",
+    "regression_metrics",
+    "seed_everything",
+]

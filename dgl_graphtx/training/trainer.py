@@ -1,0 +1,286 @@
+"""Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Union
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, Sampler, Subset
+from tqdm.auto import tqdm
+
+from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..datasets import MoleculeBatch, collate_molecules
+from ..devices import resolve_device
+from ..errors import ConfigError
+from ..models import MoleculeModel
+from .metrics import PRIMARY_METRIC, compute_metrics
+from .plots import plot_learning_curve
+from .schedule import SCHEDULES, lr_factor
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings.
+
+    Args:
+        epochs: maximum number of epochs.
+        batch_size: molecules per batch.
+        lr: peak learning rate of AdamW.
+        weight_decay: AdamW weight decay.
+        schedule: ``linear`` (warm-up then linear decay, as in GRPE), ``cosine`` or ``constant``.
+        warmup_epochs: epochs of linear warm-up.
+        final_lr_ratio: learning rate at the last step, relative to ``lr``.
+        grad_clip: max global gradient norm (0 disables clipping).
+        patience: stop after this many epochs without validation improvement (0: never).
+        seed: seed of shuffling, dropout and (via :func:`seed_everything`) initialisation.
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
+        num_workers: DataLoader worker processes.
+        progress: show a progress bar with loss and validation metric.
+    """
+
+    epochs: int = 100
+    batch_size: int = 64
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    schedule: str = "linear"
+    warmup_epochs: int = 5
+    final_lr_ratio: float = 0.0
+    grad_clip: float = 5.0
+    patience: int = 0
+    seed: int = 0
+    device: str = "auto"
+    num_workers: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ConfigError("epochs and batch_size must be >= 1")
+
+
+class TrainResult(NamedTuple):
+    """Per-epoch history, the selected epoch and its validation metrics."""
+
+    history: pd.DataFrame
+    best_epoch: int
+    best_metrics: Dict[str, float]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA) so runs repeat exactly on CPU.
+
+    Example:
+        >>> seed_everything(1); a = torch.rand(1); seed_everything(1)
+        >>> bool(torch.equal(a, torch.rand(1)))
+        True
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def dataset_labels(dataset: Dataset) -> torch.Tensor:
+    """Labels ``[M, T]`` with NaN where missing, for a :class:`MoleculeDataset` or a ``Subset`` of one."""
+    if isinstance(dataset, Subset):
+        return dataset_labels(dataset.dataset)[torch.as_tensor(dataset.indices, dtype=torch.int64)]
+    if hasattr(dataset, "raw_labels"):
+        return dataset.raw_labels
+    rows = [torch.where(mask, labels, torch.full_like(labels, float("nan"))) for _, _, labels, mask in dataset]
+    return torch.stack(rows)
+
+
+def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean loss over observed labels only (MSE for regression, BCE-with-logits for classification).
+
+    Example:
+        >>> masked_loss("regression", torch.tensor([[1.0, 5.0]]), torch.tensor([[0.0, 0.0]]), torch.tensor([[True, False]]))
+        tensor(1.)
+    """
+    if task == "regression":
+        per_label = (output - target) ** 2
+    else:
+        per_label = F.binary_cross_entropy_with_logits(output, target, reduction="none")
+    weights = mask.to(per_label.dtype)
+    return (per_label * weights).sum() / weights.sum().clamp_min(1.0)
+
+
+class Trainer:
+    """Fits a :class:`~dgl_graphtx.models.MoleculeModel` on molecule datasets.
+
+    Regression targets are standardised with training-set statistics stored in the model.
+    After :meth:`fit` the model holds the weights of the best validation epoch. With ``out_dir``,
+    the trainer writes ``log.csv`` (one row per epoch), ``learning_curve.png`` and, when ``meta``
+    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`).
+
+    Args:
+        model: the model to train.
+        config: optimisation settings.
+        out_dir: folder for logs, plots and the best checkpoint.
+        meta: featurizer / relation settings and target names to store in the checkpoint.
+
+    Example:
+        >>> from dgl_graphtx.datasets import MoleculeDataset
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> ds = MoleculeDataset(["C", "CC", "CCC", "CCCC"], [[0.], [1.], [2.], [3.]], progress=False)
+        >>> result = Trainer(build_model(p.model), TrainConfig(epochs=2, batch_size=2, progress=False)).fit(ds, ds)
+        >>> list(result.history.columns[:3])
+        ['epoch', 'lr', 'train_loss']
+    """
+
+    def __init__(
+        self,
+        model: MoleculeModel,
+        config: TrainConfig = TrainConfig(),
+        out_dir: Optional[PathLike] = None,
+        meta: Optional[CheckpointMeta] = None,
+    ) -> None:
+        self.config = config
+        self.device = resolve_device(config.device)
+        self.model = model.to(self.device)
+        self.task = model.config.task
+        self.metric, self.direction = PRIMARY_METRIC[self.task]
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.meta = meta
+
+    # -- data ---------------------------------------------------------------------------------
+    def loader(self, dataset: Dataset, shuffle: bool = False, sampler: Optional[Sampler] = None, seed: int = 0) -> DataLoader:
+        """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
+        generator = torch.Generator().manual_seed(seed)
+        drop_last = shuffle and len(dataset) % self.config.batch_size == 1  # BatchNorm needs > 1 row
+        return DataLoader(
+            dataset,
+            batch_size=self.config.batch_size,
+            shuffle=shuffle and sampler is None,
+            sampler=sampler,
+            collate_fn=collate_molecules,
+            num_workers=self.config.num_workers,
+            generator=generator,
+            drop_last=drop_last,
+        )
+
+    def _set_normalization(self, train_set: Dataset) -> None:
+        labels = dataset_labels(train_set).double()
+        if self.task != "regression":
+            return
+        observed = ~torch.isnan(labels)
+        if not observed.any(dim=0).all():
+            raise ConfigError("every target needs at least one observed training label")
+        filled = torch.where(observed, labels, torch.zeros_like(labels))
+        count = observed.sum(0)
+        mean = filled.sum(0) / count
+        var = (torch.where(observed, labels - mean, torch.zeros_like(labels)) ** 2).sum(0) / count.clamp_min(1)
+        self.model.set_target_normalization(mean.float(), var.sqrt().float())
+
+    # -- loop ---------------------------------------------------------------------------------
+    def fit(self, train_set: Dataset, valid_set: Optional[Dataset] = None, train_sampler: Optional[Sampler] = None) -> TrainResult:
+        """Train for ``config.epochs`` (or until early stopping) and keep the best weights.
+
+        Without ``valid_set`` the last epoch is kept.
+        """
+        cfg = self.config
+        torch.manual_seed(cfg.seed)
+        self._set_normalization(train_set)
+        train_loader = self.loader(train_set, shuffle=True, sampler=train_sampler, seed=cfg.seed)
+        steps_per_epoch = max(len(train_loader), 1)
+        optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer,
+            lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
+        )
+        history: List[Dict[str, float]] = []
+        best_score, best_epoch, best_state, best_metrics = None, 0, None, {}
+        bar = tqdm(range(1, cfg.epochs + 1), desc="training", unit="epoch", disable=not cfg.progress)
+        for epoch in bar:
+            start = time.perf_counter()
+            train_loss = self._train_epoch(train_loader, optimizer, scheduler)
+            row: Dict[str, float] = {"epoch": epoch, "lr": optimizer.param_groups[0]["lr"], "train_loss": train_loss}
+            if valid_set is not None:
+                metrics = self.evaluate(valid_set)
+                row.update({f"valid_{k}": v for k, v in metrics.items()})
+                score = metrics[self.metric]
+                improved = self._is_better(score, best_score)
+            else:
+                metrics, score, improved = {}, None, True
+            row["seconds"] = time.perf_counter() - start
+            history.append(row)
+            if improved:
+                best_score, best_epoch, best_metrics = score, epoch, metrics
+                best_state = copy.deepcopy(self.model.state_dict())
+                self._save_best(best_epoch, best_metrics)
+            bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
+            self._write_log(history)
+            if cfg.patience and epoch - best_epoch >= cfg.patience:
+                logger.info("early stopping at epoch %d (best epoch %d)", epoch, best_epoch)
+                break
+        if best_state is not None:
+            self.model.load_state_dict(best_state)
+        frame = pd.DataFrame(history)
+        if self.out_dir is not None:
+            plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
+        return TrainResult(frame, best_epoch, best_metrics)
+
+    def _is_better(self, score: float, best: Optional[float]) -> bool:
+        if best is None or np.isnan(best):
+            return True
+        if np.isnan(score):
+            return False
+        return score < best if self.direction == "min" else score > best
+
+    def _train_epoch(self, loader: DataLoader, optimizer, scheduler) -> float:
+        self.model.train()
+        total, count = 0.0, 0
+        for batch in loader:
+            batch = batch.to(self.device)
+            output = self.model(batch.graph, batch.relation_graph)
+            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if self.config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            total += float(loss.detach()) * batch.batch_size
+            count += batch.batch_size
+        return total / max(count, 1)
+
+    def _save_best(self, epoch: int, metrics: Dict[str, float]) -> None:
+        if self.out_dir is None or self.meta is None:
+            return
+        extra = {**self.meta.extra, "epoch": epoch, "valid_metrics": metrics, "train_config": asdict(self.config)}
+        meta = CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
+        save_checkpoint(self.out_dir / "best.pt", self.model, meta)
+
+    def _write_log(self, history: List[Dict[str, float]]) -> None:
+        if self.out_dir is not None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(history).to_csv(self.out_dir / "log.csv", index=False)
+
+    # -- inference ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, dataset: Dataset) -> np.ndarray:
+        """Predictions ``[M, T]`` in target units (probabilities for classification)."""
+        self.model.eval()
+        outputs = []
+        for batch in self.loader(dataset):
+            batch: MoleculeBatch = batch.to(self.device)
+            outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
+        return torch.cat(outputs).double().numpy()
+
+    def evaluate(self, dataset: Dataset) -> Dict[str, float]:
+        """Metrics of the current model on ``dataset`` (RMSE/MAE/R2 or ROC-AUC/AP)."""
+        return compute_metrics(self.task, dataset_labels(dataset).double().numpy(), self.predict(dataset))
