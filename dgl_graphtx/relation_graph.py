@@ -15,6 +15,7 @@ Node data: ``is_virtual`` (bool).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -63,14 +64,18 @@ class RelationConfig:
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
             raise ConfigError(f"relation mode must be one of {_MODES}, got {self.mode!r}")
-        if self.mode == "hops" and (self.hops is None or int(self.hops) < 0):
-            raise ConfigError("mode 'hops' needs hops >= 0, e.g. RelationConfig('hops', hops=3)")
-        if self.mode == "radius" and (self.radius is None or not float(self.radius) > 0):
-            raise ConfigError("mode 'radius' needs radius > 0, e.g. RelationConfig('radius', radius=5.0)")
         if self.mode != "hops" and self.hops is not None:
             raise ConfigError(f"hops={self.hops} given but mode is {self.mode!r}")
         if self.mode != "radius" and self.radius is not None:
             raise ConfigError(f"radius={self.radius} given but mode is {self.mode!r}")
+        if self.mode == "hops":
+            if isinstance(self.hops, bool) or not isinstance(self.hops, (int, np.integer)) or self.hops < 0:
+                raise ConfigError(f"mode 'hops' needs an integer hops >= 0, e.g. RelationConfig('hops', hops=3); got {self.hops!r}")
+            object.__setattr__(self, "hops", int(self.hops))
+        if self.mode == "radius":
+            if not isinstance(self.radius, (int, float, np.number)) or not 0 < float(self.radius) < math.inf:
+                raise ConfigError(f"mode 'radius' needs a finite radius > 0, e.g. RelationConfig('radius', radius=5.0); got {self.radius!r}")
+            object.__setattr__(self, "radius", float(self.radius))  # radius=5 and 5.0 are one setting
 
     @classmethod
     def parse(cls, spec: str, virtual_node: Optional[bool] = None) -> "RelationConfig":

@@ -7,13 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import dgllife
 import numpy as np
+import ogb
 import pandas as pd
 import rdkit
 import torch
 from rdkit import Chem
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
+
+from .. import _dgl_env  # noqa: F401
+import dgl
 
 from .._version import __version__
 from ..errors import ConfigError, InvalidMoleculeError
@@ -46,7 +51,13 @@ def _coerce_targets(
     if isinstance(targets, pd.DataFrame):
         frame = targets.reset_index(drop=True)
     else:
-        frame = pd.DataFrame(np.asarray(targets, dtype=object).reshape(num_rows, -1))
+        array = np.asarray(targets, dtype=object)
+        if array.ndim == 1 and any(isinstance(v, (list, tuple, np.ndarray)) for v in array):
+            raise ConfigError("target rows have different lengths; give a rectangular [molecules x targets] table")
+        if array.ndim == 0 or array.shape[0] != num_rows:  # reshape would silently refold them
+            rows = "a scalar" if array.ndim == 0 else f"{array.shape[0]} target rows"
+            raise ConfigError(f"got {rows} for {num_rows} molecules")
+        frame = pd.DataFrame(array.reshape(num_rows, -1))
     if len(frame) != num_rows:
         raise ConfigError(f"got {len(frame)} target rows for {num_rows} molecules")
     if names is None:
@@ -175,8 +186,8 @@ class MoleculeDataset(Dataset):
             "featurizer": self.featurizer.config.to_dict(),
             "relation": str(self.featurizer.relation),
             "target_names": list(self.target_names),
-            "package_version": __version__,
-            "rdkit_version": rdkit.__version__,
+            "versions": {"dgl_graphtx": __version__, "rdkit": rdkit.__version__, "dgl": dgl.__version__,
+                         "dgllife": dgllife.__version__, "ogb": ogb.__version__},
         }
 
     @staticmethod

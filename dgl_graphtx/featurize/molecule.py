@@ -51,6 +51,12 @@ def parse_smiles(smiles: str) -> Chem.Mol:
             Chem.SanitizeMol(mol)
         except Exception as err:  # RDKit raises several unrelated exception types here
             raise InvalidMoleculeError(f"RDKit sanitization failed: {err}") from None
+        # The step-by-step parse above only diagnoses problems. The molecule returned is RDKit's
+        # standard parse, which also removes explicit [H] atoms (hydrogens are nodes only with
+        # explicit_hydrogens=True) and perceives stereochemistry (E/Z bonds, chiral centres).
+        mol = Chem.MolFromSmiles(text)
+        if mol is None:
+            raise InvalidMoleculeError("RDKit could not parse this SMILES (hydrogen removal or stereo perception failed)")
     if mol.GetNumAtoms() == 0:
         raise InvalidMoleculeError("molecule has no atoms")
     return mol

@@ -1,0 +1,111 @@
+"""Shared fixtures and independent reference helpers for the foundation-layer tests.
+
+The helpers here never call into ``dgl_graphtx``: they compute reference values straight from
+RDKit, numpy or the raw text of an SDF file, so that the tests compare the library against
+something it did not produce itself.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+# Importing ``ogb`` starts background threads (ogb.version and the ``outdated`` package) that ask
+# PyPI for the latest version. Tests must never touch the network: make ``outdated`` unimportable
+# before anything imports ogb, which makes ogb skip its check (it guards the import).
+sys.modules.setdefault("outdated", None)
+os.environ.setdefault("OUTDATED_IGNORE", "1")
+
+import numpy as np
+import pytest
+from rdkit import Chem
+
+from dgl_graphtx.datasets import example_sdf_path
+
+#: Molecules with rings, branches, charges, stereo, triple/aromatic bonds and fragments.
+REFERENCE_SMILES = [
+    "CCO",
+    "c1ccccc1O",
+    "CC(=O)Nc1ccc(O)cc1",
+    "C1CC2CCC1C2",
+    "C/C=C/C(=O)O",
+    "N[C@@H](C)C(=O)O",
+    "CC#N",
+    "C[N+](C)(C)C",
+    "[O-]C=O",
+    "c1ccc2ccccc2c1",
+]
+
+#: Disconnected inputs: salts and mixtures.
+FRAGMENTED_SMILES = ["[Na+].[Cl-]", "CC(=O)[O-].[Na+]", "c1ccccc1.O"]
+
+
+def rdkit_spd(mol: Chem.Mol) -> np.ndarray:
+    """Hop counts from ``Chem.GetDistanceMatrix`` with -1 for unreachable pairs."""
+    dm = Chem.GetDistanceMatrix(mol)
+    out = np.where(dm >= 1e6, -1, dm).astype(np.int64)  # RDKit uses 1e8 for "no path"
+    return out
+
+
+def relation_pairs(rel) -> List[Tuple[int, int]]:
+    """Relation-graph edges as (query i, key j) pairs (edge j -> i)."""
+    src, dst = rel.edges()
+    return list(zip(dst.tolist(), src.tolist()))
+
+
+def edge_index(rel) -> Dict[Tuple[int, int], int]:
+    """Map (query i, key j) -> edge id; asserts that no pair occurs twice."""
+    pairs = relation_pairs(rel)
+    index = {pair: e for e, pair in enumerate(pairs)}
+    assert len(index) == len(pairs), "duplicate pairs in relation graph"
+    return index
+
+
+def parse_sdf_text(path: Path) -> List[dict]:
+    """Read an SDF V2000 file by hand: atom symbols, coordinates and SD properties per record."""
+    records = []
+    text = Path(path).read_text()
+    for block in text.split("$$$$"):
+        lines = block.strip("\n").splitlines()
+        if len(lines) < 4:
+            continue
+        counts = lines[3]
+        n_atoms = int(counts[0:3])
+        atoms = lines[4 : 4 + n_atoms]
+        coords = np.array([[float(a[0:10]), float(a[10:20]), float(a[20:30])] for a in atoms])
+        symbols = [a[31:34].strip() for a in atoms]
+        props = {}
+        for k, line in enumerate(lines):
+            if line.startswith(">") and "<" in line:
+                name = line[line.index("<") + 1 : line.rindex(">")]
+                props[name] = lines[k + 1].strip()
+        records.append({"name": lines[0].strip(), "coords": coords, "symbols": symbols, "props": props})
+    return records
+
+
+@pytest.fixture(scope="session")
+def sdf_path() -> Path:
+    return Path(example_sdf_path())
+
+
+@pytest.fixture(scope="session")
+def sdf_records(sdf_path) -> List[dict]:
+    records = parse_sdf_text(sdf_path)
+    assert len(records) == 8
+    return records
+
+
+@pytest.fixture(scope="session")
+def sdf_mols_with_h(sdf_path) -> List[Chem.Mol]:
+    mols = list(Chem.SDMolSupplier(str(sdf_path), removeHs=False))
+    assert all(m is not None for m in mols)
+    return mols
+
+
+@pytest.fixture(scope="session")
+def sdf_mols(sdf_path) -> List[Chem.Mol]:
+    mols = list(Chem.SDMolSupplier(str(sdf_path), removeHs=True))
+    assert all(m is not None for m in mols)
+    return mols
