@@ -58,7 +58,8 @@ def train_and_evaluate(
         >>> from dgl_graphtx.datasets import freesolv
         >>> from dgl_graphtx.models import get_preset
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
-        >>> ds = MoleculeDataset.from_dataframe(freesolv()[:40], target_cols=["expt"], progress=False)
+        >>> ds = MoleculeDataset.from_dataframe(freesolv()[:40], target_cols=["expt"],
+        ...                                     featurizer=p.featurizer, relation=p.relation, progress=False)
         >>> r = train_and_evaluate(ds, p, TrainConfig(epochs=1, progress=False))
         >>> sorted(r.test_metrics)
         ['mae', 'r2', 'rmse']

@@ -136,7 +136,7 @@ class Trainer:
         >>> from dgl_graphtx.datasets import MoleculeDataset
         >>> from dgl_graphtx.models import build_model, get_preset
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
-        >>> ds = MoleculeDataset(["C", "CC", "CCC", "CCCC"], [[0.], [1.], [2.], [3.]], progress=False)
+        >>> ds = MoleculeDataset(["C", "CC", "CCC", "CCCC"], [[0.], [1.], [2.], [3.]], relation=p.relation, progress=False)
         >>> result = Trainer(build_model(p.model), TrainConfig(epochs=2, batch_size=2, progress=False)).fit(ds, ds)
         >>> list(result.history.columns[:3])
         ['epoch', 'lr', 'train_loss']
