@@ -98,7 +98,7 @@ def test_ogb_bond_features_hand_computed(smiles, bond_idx, expected):
 
 def test_ogb_featurizer_objects_follow_dgllife_protocol():
     mol = Chem.MolFromSmiles("CC(=O)O")
-    atoms, bonds = OGBAtomFeaturizer(), OGBBondFeaturizer(bond_data_field="e")
+    atoms, bonds = OGBAtomFeaturizer(), OGBBondFeaturizer(field="e")
     assert atoms.feat_size() == 9 and bonds.feat_size() == 3
     assert atoms(mol)["feat"].shape == (4, 9)
     assert bonds(mol)["e"].shape == (6, 3)

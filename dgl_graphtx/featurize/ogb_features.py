@@ -7,7 +7,7 @@ they plug into :func:`dgllife.utils.mol_to_bigraph` like ``CanonicalAtomFeaturiz
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from ogb.utils.features import (
@@ -25,11 +25,36 @@ OGB_ATOM_FEATURE_DIMS: Tuple[int, ...] = tuple(get_atom_feature_dims())
 OGB_BOND_FEATURE_DIMS: Tuple[int, ...] = tuple(get_bond_feature_dims())
 
 
-class OGBAtomFeaturizer:
+class _OGBFeaturizer:
+    """Shared part of the OGB featurizers: the output field, category counts and dgllife protocol."""
+
+    dims: Tuple[int, ...] = ()
+
+    def __init__(self, field: str = "feat") -> None:
+        self.field = field
+
+    @property
+    def feature_dims(self) -> Tuple[int, ...]:
+        """Category count of each column, for building embedding tables."""
+        return self.dims
+
+    def feat_size(self, feat_name: Optional[str] = None) -> int:
+        """Number of feature columns (dgllife protocol)."""
+        return len(self.dims)
+
+    def rows(self, mol: Chem.Mol) -> List[List[int]]:
+        raise NotImplementedError
+
+    def __call__(self, mol: Chem.Mol) -> Dict[str, torch.Tensor]:
+        feats = torch.tensor(self.rows(mol), dtype=torch.int64).reshape(-1, len(self.dims))
+        return {self.field: feats}
+
+
+class OGBAtomFeaturizer(_OGBFeaturizer):
     """Atom featurizer producing OGB's 9 categorical atom features as int64.
 
     Args:
-        atom_data_field: key under which the features are returned (and stored in ``ndata``).
+        field: key under which the features are returned (and stored in ``ndata``).
 
     Example:
         >>> from rdkit import Chem
@@ -38,25 +63,13 @@ class OGBAtomFeaturizer:
         (torch.Size([2, 9]), torch.int64)
     """
 
-    def __init__(self, atom_data_field: str = "feat") -> None:
-        self.atom_data_field = atom_data_field
+    dims = OGB_ATOM_FEATURE_DIMS
 
-    @property
-    def feature_dims(self) -> Tuple[int, ...]:
-        """Category count of each column, for building embedding tables."""
-        return OGB_ATOM_FEATURE_DIMS
-
-    def feat_size(self, feat_name: Optional[str] = None) -> int:
-        """Number of feature columns (dgllife protocol)."""
-        return len(OGB_ATOM_FEATURE_DIMS)
-
-    def __call__(self, mol: Chem.Mol) -> Dict[str, torch.Tensor]:
-        rows = [atom_to_feature_vector(atom) for atom in mol.GetAtoms()]
-        feats = torch.tensor(rows, dtype=torch.int64).reshape(-1, len(OGB_ATOM_FEATURE_DIMS))
-        return {self.atom_data_field: feats}
+    def rows(self, mol: Chem.Mol) -> List[List[int]]:
+        return [atom_to_feature_vector(atom) for atom in mol.GetAtoms()]
 
 
-class OGBBondFeaturizer:
+class OGBBondFeaturizer(_OGBFeaturizer):
     """Bond featurizer producing OGB's 3 categorical bond features as int64.
 
     Rows follow dgllife's bigraph convention: bond ``i`` gives rows ``2i`` (begin -> end) and
@@ -64,7 +77,7 @@ class OGBBondFeaturizer:
     single atoms batch with the rest.
 
     Args:
-        bond_data_field: key under which the features are returned (and stored in ``edata``).
+        field: key under which the features are returned (and stored in ``edata``).
 
     Example:
         >>> from rdkit import Chem
@@ -73,22 +86,7 @@ class OGBBondFeaturizer:
                 [1, 0, 0]])
     """
 
-    def __init__(self, bond_data_field: str = "feat") -> None:
-        self.bond_data_field = bond_data_field
+    dims = OGB_BOND_FEATURE_DIMS
 
-    @property
-    def feature_dims(self) -> Tuple[int, ...]:
-        """Category count of each column, for building embedding tables."""
-        return OGB_BOND_FEATURE_DIMS
-
-    def feat_size(self, feat_name: Optional[str] = None) -> int:
-        """Number of feature columns (dgllife protocol)."""
-        return len(OGB_BOND_FEATURE_DIMS)
-
-    def __call__(self, mol: Chem.Mol) -> Dict[str, torch.Tensor]:
-        rows = []
-        for bond in mol.GetBonds():
-            vec = bond_to_feature_vector(bond)
-            rows.extend((vec, vec))
-        feats = torch.tensor(rows, dtype=torch.int64).reshape(-1, len(OGB_BOND_FEATURE_DIMS))
-        return {self.bond_data_field: feats}
+    def rows(self, mol: Chem.Mol) -> List[List[int]]:
+        return [vec for bond in mol.GetBonds() for vec in [bond_to_feature_vector(bond)] * 2]

@@ -77,16 +77,18 @@ class DecayTerm(StructureTerm):
 
     def log_mask(self, graph) -> torch.Tensor:
         """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
-        spd = graph.edata["spd"]
+        spd = graph.edata["spd"][:, None]
         start = self.params.start
-        hops = spd.to(start.dtype)[:, None]
+        hops = spd.to(start.dtype)
         log_decay = torch.log(self.params.decay()).to(start.dtype)
+        unreachable = spd == SPD_UNREACHABLE
         if self.mode == "reference":
-            hops = torch.where(spd[:, None] == SPD_UNREACHABLE, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
-            return F.leaky_relu(hops - start) * log_decay
-        log_m = F.relu(hops - start) * log_decay
-        log_m = torch.where(spd[:, None] == SPD_UNREACHABLE, torch.full_like(log_m, -math.inf), log_m)
-        return torch.where(spd[:, None] == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
+            hops = torch.where(unreachable, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
+            log_m = F.leaky_relu(hops - start) * log_decay
+        else:
+            log_m = F.relu(hops - start) * log_decay
+            log_m = torch.where(unreachable, torch.full_like(log_m, -math.inf), log_m)
+        return torch.where(spd == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
 
     def logits(self, graph, q, k, qk, scale):
         log_m = self.log_mask(graph)
