@@ -99,7 +99,7 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
         )
         model = build_model(config)
         model.load_state_dict(payload["state_dict"], strict=True)
-    except (KeyError, TypeError, ConfigError, RuntimeError) as err:
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:  # ConfigError is a ValueError
         raise CheckpointError(f"checkpoint {path} is inconsistent: {type(err).__name__}: {err}") from None
     model.eval()
     return LoadedCheckpoint(model.to(map_location), meta, str(payload.get("package_version")))

@@ -8,12 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
+from .datasets.molecule_dataset import read_molecule_csv
 from .errors import GraphTxError
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
@@ -121,7 +124,7 @@ def cmd_predict(args) -> int:
         raise GraphTxError("give SMILES as arguments or a CSV with --input (not both)")
     smiles: Sequence[str] = args.smiles
     if args.input:
-        frame = _read_csv(Path(args.input), args.smiles_col)
+        frame = read_molecule_csv(args.input, args.smiles_col)
         smiles = ["" if pd.isna(s) else str(s) for s in frame[args.smiles_col]]
     table = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size).predict(smiles)
     if args.output:
@@ -133,21 +136,12 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def _read_csv(path: Path, smiles_col: str) -> pd.DataFrame:
-    if not path.is_file():
-        raise GraphTxError(f"CSV file not found: {path}")
-    frame = pd.read_csv(path)
-    if smiles_col not in frame.columns:
-        raise GraphTxError(f"column {smiles_col!r} not in {path}; columns are {list(frame.columns)} (use --smiles-col)")
-    return frame
-
-
 def cmd_evaluate(args) -> int:
     from .predict import Predictor
     from .training import compute_metrics
 
     predictor = Predictor(args.checkpoint, device=args.device)
-    frame = _read_csv(Path(args.data), args.smiles_col)
+    frame = read_molecule_csv(args.data, args.smiles_col)
     missing = [t for t in predictor.target_names if t not in frame.columns]
     if missing:
         raise GraphTxError(f"target column(s) {missing} of the checkpoint not in {args.data}")
@@ -156,7 +150,9 @@ def cmd_evaluate(args) -> int:
     y_true = frame.loc[valid, predictor.target_names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
     metrics = compute_metrics(predictor.model.config.task, y_true, y_pred)
-    print(json.dumps({"molecules": int(valid.sum()), "invalid": int((~valid).sum()), **metrics}, indent=2))
+    labelled = int(np.isfinite(y_true).any(axis=1).sum())
+    report = {"molecules": int(valid.sum()), "labelled": labelled, "invalid": int((~valid).sum()), **metrics}
+    print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in report.items()}, indent=2))
     return 0
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Iterable, List, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -55,10 +55,10 @@ class Predictor:
         """Names of the predicted columns."""
         return list(self.meta.target_names)
 
-    def predict(self, molecules: Union[MoleculeLike, Sequence[MoleculeLike]], progress: bool = False) -> pd.DataFrame:
-        """Predict every input; returns columns ``smiles``, one per target, and ``error``."""
-        if isinstance(molecules, (str, bytes)) or not isinstance(molecules, Sequence):
-            molecules = [molecules]
+    def predict(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False) -> pd.DataFrame:
+        """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
+        numpy array); returns columns ``smiles``, one per target, and ``error``."""
+        molecules = [molecules] if isinstance(molecules, (str, bytes, Chem.Mol)) else list(molecules)
         names = self.target_names
         predictions = np.full((len(molecules), len(names)), np.nan)
         errors: List[Optional[str]] = [None] * len(molecules)
@@ -94,7 +94,7 @@ def _describe(molecule: object) -> str:
 
 
 def predict_smiles(
-    smiles: Union[MoleculeLike, Sequence[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
+    smiles: Union[MoleculeLike, Iterable[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
 ) -> pd.DataFrame:
     """Predict from SMILES with a checkpoint: one row per input, in input order; invalid SMILES
     give NaN predictions and a filled ``error`` column. ``kwargs`` go to :class:`Predictor`.

@@ -78,6 +78,29 @@ def _coerce_targets(
     return out, names
 
 
+def read_molecule_csv(path: PathLike, smiles_col: str = "smiles") -> pd.DataFrame:
+    """Read a CSV of molecules (SMILES kept as text), with one-line errors for the usual mistakes:
+    missing file, empty or malformed file, no ``smiles_col`` column.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
+        >>> _ = p.write_text("smiles,y\\nCCO,1.0\\n")
+        >>> read_molecule_csv(p).shape
+        (1, 2)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"CSV file not found: {path}")
+    try:
+        frame = pd.read_csv(path, dtype={smiles_col: str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cannot read {path} as CSV: {err}") from None
+    if smiles_col not in frame.columns:
+        raise ConfigError(f"column {smiles_col!r} not in {path}; columns are {list(frame.columns)}")
+    return frame
+
+
 def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
     digest = hashlib.sha256()
     for mol in molecules:
@@ -268,9 +291,7 @@ class MoleculeDataset(Dataset):
             1
         """
         path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"CSV file not found: {path}")
-        frame = pd.read_csv(path, dtype={smiles_col: str}, keep_default_na=True)
+        frame = read_molecule_csv(path, smiles_col)
         kwargs.setdefault("fingerprint", _file_fingerprint(path) + f"|{smiles_col}|{list(target_cols or [])}")
         return cls.from_dataframe(frame, smiles_col, target_cols, **kwargs)
 

@@ -8,10 +8,19 @@ from typing import Any, Dict, Optional, Tuple
 from ..bond_classes import BondVocabulary
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
+from ..nn.focus import FOCUS_FUNCTIONS
+from ..nn.gradformer import GRADFORMER_MODES
+from ..nn.grpe import GRPE_MODES
+from ..nn.moire import DISTANCES, MOIRE_MODES
 
 VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 READOUTS = ("virtual", "mean", "max", "sum")
 TASKS = ("regression", "classification")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
 
 
 @dataclass
@@ -21,6 +30,10 @@ class GRPEOptions:
     max_distance: int = 5
     mode: str = "paper"
     share_encodings: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.mode in GRPE_MODES, f"grpe.mode must be one of {GRPE_MODES}, got {self.mode!r}")
+        _check(self.max_distance >= 1, f"grpe.max_distance must be >= 1, got {self.max_distance}")
 
 
 @dataclass
@@ -32,6 +45,12 @@ class MoireOptions:
     mode: str = "paper"
     max_shift: float = 4.0
     init_width: float = 2.0
+
+    def __post_init__(self) -> None:
+        _check(self.focus in FOCUS_FUNCTIONS, f"moire.focus must be one of {sorted(FOCUS_FUNCTIONS)}, got {self.focus!r}")
+        _check(self.distance in DISTANCES, f"moire.distance must be one of {DISTANCES}, got {self.distance!r}")
+        _check(self.mode in MOIRE_MODES, f"moire.mode must be one of {MOIRE_MODES}, got {self.mode!r}")
+        _check(self.init_width > 0, f"moire.init_width must be > 0, got {self.init_width}")
 
 
 @dataclass
@@ -45,12 +64,20 @@ class GradformerOptions:
     share_start: bool = True
     norm: str = "batch"
 
+    def __post_init__(self) -> None:
+        _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
+        _check(0.0 < self.decay < 1.0, f"gradformer.decay (lambda) must lie in (0, 1), got {self.decay}")
+        _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
+
 
 @dataclass
 class GraphormerOptions:
     """Graphormer-bias baseline settings."""
 
     max_distance: int = 5
+
+    def __post_init__(self) -> None:
+        _check(self.max_distance >= 1, f"graphormer.max_distance must be >= 1, got {self.max_distance}")
 
 
 @dataclass
@@ -106,21 +133,19 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
             setattr(self, name, tuple(int(v) for v in getattr(self, name)))
-        checks = [
-            (self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}"),
-            (self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}"),
-            (self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
-            (self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}"),
-            (self.num_layers >= 1 and self.num_tasks >= 1, "num_layers and num_tasks must be >= 1"),
-            (self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}"),
-            (self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}"),
-            (not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True"),
-            (not (self.variant == "gradformer" and self.virtual_node), "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'"),
-            (self.gradformer.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.gradformer.norm!r}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
+        _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
+        _check(self.num_heads >= 1 and self.hidden_dim >= 1, "hidden_dim and num_heads must be >= 1")
+        _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
+        _check(self.num_layers >= 1 and self.num_tasks >= 1, "num_layers and num_tasks must be >= 1")
+        _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
+        _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
+        _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
+        _check(
+            not (self.variant == "gradformer" and self.virtual_node),
+            "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'",
+        )
 
     @property
     def feedforward_dim(self) -> int:
@@ -141,13 +166,18 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ModelConfig":
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        option_types = {"grpe": GRPEOptions, "moire": MoireOptions, "gradformer": GradformerOptions, "graphormer": GraphormerOptions}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown model config keys: {sorted(unknown)}")
+        _reject_unknown(cls, data, "model config")
         kwargs = dict(data)
-        for key, option_cls in option_types.items():
-            if key in kwargs and isinstance(kwargs[key], dict):
+        for key, option_cls in _OPTION_TYPES.items():
+            if isinstance(kwargs.get(key), dict):
+                _reject_unknown(option_cls, kwargs[key], f"{key} options")
                 kwargs[key] = option_cls(**kwargs[key])
         return cls(**kwargs)
+
+
+_OPTION_TYPES = {"grpe": GRPEOptions, "moire": MoireOptions, "gradformer": GradformerOptions, "graphormer": GraphormerOptions}
+
+
+def _reject_unknown(cls: type, data: Dict[str, Any], what: str) -> None:
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+    _check(not unknown, f"unknown {what} keys: {sorted(unknown)}")

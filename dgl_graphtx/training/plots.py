@@ -30,9 +30,10 @@ def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> P
     column = f"valid_{metric}"
     if column in history:
         axes[1].plot(history["epoch"], history[column], color="tab:orange")
-        best = history[column].idxmin() if metric in ("rmse", "mae") else history[column].idxmax()
-        axes[1].axvline(history["epoch"][best], color="grey", linestyle=":", label=f"best epoch {history['epoch'][best]}")
-        axes[1].legend()
+        if history[column].notna().any():  # e.g. ROC-AUC is undefined on a one-class validation set
+            best = history[column].idxmin() if metric in ("rmse", "mae") else history[column].idxmax()
+            axes[1].axvline(history["epoch"][best], color="grey", linestyle=":", label=f"best epoch {history['epoch'][best]}")
+            axes[1].legend()
     axes[1].set(xlabel="epoch", ylabel=metric, title=f"validation {metric}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

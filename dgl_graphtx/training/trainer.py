@@ -7,7 +7,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Union
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -110,12 +110,13 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
         >>> masked_loss("regression", torch.tensor([[1.0, 5.0]]), torch.tensor([[0.0, 0.0]]), torch.tensor([[True, False]]))
         tensor(1.)
     """
+    target = torch.where(mask, target, output.detach())  # masked values may be NaN: never touch them
     if task == "regression":
         per_label = (output - target) ** 2
     else:
-        per_label = F.binary_cross_entropy_with_logits(output, target, reduction="none")
-    weights = mask.to(per_label.dtype)
-    return (per_label * weights).sum() / weights.sum().clamp_min(1.0)
+        per_label = F.binary_cross_entropy_with_logits(output, target.clamp(0.0, 1.0), reduction="none")
+    per_label = torch.where(mask, per_label, torch.zeros_like(per_label))
+    return per_label.sum() / mask.sum().clamp_min(1).to(per_label.dtype)
 
 
 class Trainer:
@@ -207,8 +208,8 @@ class Trainer:
         bar = tqdm(range(1, cfg.epochs + 1), desc="training", unit="epoch", disable=not cfg.progress)
         for epoch in bar:
             start = time.perf_counter()
-            train_loss = self._train_epoch(train_loader, optimizer, scheduler)
-            row: Dict[str, float] = {"epoch": epoch, "lr": optimizer.param_groups[0]["lr"], "train_loss": train_loss}
+            train_loss, last_lr = self._train_epoch(train_loader, optimizer, scheduler)
+            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss}
             if valid_set is not None:
                 metrics = self.evaluate(valid_set)
                 row.update({f"valid_{k}": v for k, v in metrics.items()})
@@ -241,9 +242,10 @@ class Trainer:
             return False
         return score < best if self.direction == "min" else score > best
 
-    def _train_epoch(self, loader: DataLoader, optimizer, scheduler) -> float:
+    def _train_epoch(self, loader: DataLoader, optimizer, scheduler) -> Tuple[float, float]:
+        """Mean training loss and the learning rate of the epoch's last step."""
         self.model.train()
-        total, count = 0.0, 0
+        total, count, lr = 0.0, 0, optimizer.param_groups[0]["lr"]
         for batch in loader:
             batch = batch.to(self.device)
             output = self.model(batch.graph, batch.relation_graph)
@@ -252,11 +254,12 @@ class Trainer:
             loss.backward()
             if self.config.grad_clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size
             count += batch.batch_size
-        return total / max(count, 1)
+        return total / max(count, 1), lr
 
     def _save_best(self, epoch: int, metrics: Dict[str, float]) -> None:
         if self.out_dir is None or self.meta is None:
