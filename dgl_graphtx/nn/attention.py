@@ -6,7 +6,8 @@ Attention is message passing over a relation graph ``R`` (see
 1. per node: ``q, k, v = x W_q, x W_k, x W_v`` split into ``H`` heads of size ``dh``;
 2. per edge: ``qk_ij = q_i . k_j`` with DGL's fused ``u_dot_v``;
 3. per edge: logit ``s_ij = term.logits(...)`` - the only place where variants differ in scoring
-   (plain ``qk / sqrt(dh)`` when there is no structure term);
+   (plain ``qk / sqrt(dh)`` when there is no structure term), after ``term.prepare(graph)`` has
+   derived what the term needs from the relation graph (pair classes, distances...);
 4. ``a = edge_softmax(R, s)`` (normalised over each query's incoming edges), then dropout;
 5. per node: ``z_i = sum_j a_ij v_j`` with DGL's fused ``u_mul_e`` + ``sum``, plus
    ``term.values(...)`` for variants that add graph-encoded values (GRPE);
@@ -15,7 +16,7 @@ Attention is message passing over a relation graph ``R`` (see
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -29,21 +30,24 @@ from dgl.nn.functional import edge_softmax
 class StructureTerm(nn.Module):
     """Base class of the structural parts that turn the skeleton into a variant.
 
-    Subclasses override :meth:`logits` (and optionally :meth:`values`). Both receive the relation
-    graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``, and whose ``edges()`` give
-    ``(src, dst) = (key node j, query node i)`` per edge. Both run inside one
-    ``graph.local_scope()``, ``logits`` first, so a term may leave per-edge tensors in
-    ``graph.edata`` for its own ``values`` call; they vanish with the scope.
+    Subclasses override :meth:`logits` and optionally :meth:`prepare` and :meth:`values`. All
+    receive the relation graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``, and
+    whose ``edges()`` give ``(src, dst) = (key node j, query node i)`` per edge. Per forward pass,
+    ``prepare`` runs once and its result is handed to ``logits`` and ``values``.
     """
 
+    def prepare(self, graph: dgl.DGLGraph) -> Any:
+        """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
+        return None
+
     def logits(
-        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float
+        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
     ) -> torch.Tensor:
         """Per-edge, per-head logits ``[E, H]`` from ``q, k`` (``[N, H, dh]``) and ``qk`` (``[E, H]``,
-        the unscaled ``q_i . k_j``); ``scale`` is ``1 / sqrt(dh)``."""
+        the unscaled ``q_i . k_j``); ``scale`` is ``1 / sqrt(dh)``; ``state`` is :meth:`prepare`'s."""
         raise NotImplementedError
 
-    def values(self, graph: dgl.DGLGraph, attn: torch.Tensor) -> Optional[torch.Tensor]:
+    def values(self, graph: dgl.DGLGraph, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
         """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
         return None
 
@@ -107,7 +111,8 @@ class RelationAttention(nn.Module):
             if self.structure is None:
                 logits = qk * self.scale
             else:
-                logits = self.structure.logits(graph, q, k, qk, self.scale)
+                state = self.structure.prepare(graph)
+                logits = self.structure.logits(graph, q, k, qk, self.scale, state)
             attn = edge_softmax(graph, logits)
             dropped = self.attn_dropout(attn)
             graph.ndata["v"] = v
@@ -115,7 +120,7 @@ class RelationAttention(nn.Module):
             graph.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "z"))
             z = graph.ndata["z"]
             if self.structure is not None:
-                extra = self.structure.values(graph, dropped)
+                extra = self.structure.values(graph, dropped, state)
                 if extra is not None:
                     z = z + extra
         out = self.out_proj(z.reshape(n, self.embed_dim))

@@ -90,7 +90,7 @@ class DecayTerm(StructureTerm):
             log_m = torch.where(unreachable, torch.full_like(log_m, -math.inf), log_m)
         return torch.where(spd == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
 
-    def logits(self, graph, q, k, qk, scale):
+    def logits(self, graph, q, k, qk, scale, state):
         log_m = self.log_mask(graph)
         if self.mode == "decay":
             return qk * scale + log_m

@@ -28,7 +28,7 @@ class GraphormerBias(StructureTerm):
         self.spatial_bias = nn.Parameter(torch.zeros(self.spatial.num_classes, num_heads))
         self.edge_bias = nn.Parameter(torch.zeros(vocab.num_classes, num_heads))
 
-    def logits(self, graph, q, k, qk, scale):
+    def logits(self, graph, q, k, qk, scale, state):
         psi = self.spatial(graph.edata["spd"])
         return qk * scale + self.spatial_bias[psi] + self.edge_bias[graph.edata["bond"]]
 

@@ -13,7 +13,7 @@ built; the extra memory grows with ``E x H``.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
@@ -94,36 +94,40 @@ class GRPETerm(StructureTerm):
         self.mode = mode
         self.spatial = SpatialClasses(encodings.max_distance, far_includes_max=mode == "reference")
 
-    def logits(self, graph, q, k, qk, scale):
+    def prepare(self, graph) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Joint (spatial, edge) classes: per edge, its row among the joint classes present in
+        ``graph``; per present joint class, its spatial and its edge class. Tables are built for
+        the present classes only (a few dozen, not all ``(L + 4) x num_bond_classes``)."""
+        n_edge = self.encodings.vocab.num_classes
+        psi = self.spatial(graph.edata["spd"])
+        phi = edge_classes(graph.edata["bond"], self.encodings.vocab, self_as_no_edge=self.mode == "reference")
+        joint = psi * n_edge + phi
+        present = torch.bincount(joint, minlength=self.spatial.num_classes * n_edge) > 0
+        classes = present.nonzero().squeeze(1)
+        compact = torch.cumsum(present, 0) - 1  # joint class -> its row among the present ones
+        return compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge
+
+    def logits(self, graph, q, k, qk, scale, state):
         enc = self.encodings
+        cls, spatial_rows, edge_rows = state
         src, dst = graph.edges()
         key_node = dst if self.mode == "reference" else src
-        psi = self.spatial(graph.edata["spd"])
-        phi = edge_classes(graph.edata["bond"], enc.vocab, self_as_no_edge=self.mode == "reference")
-        graph.edata["grpe_psi"], graph.edata["grpe_phi"] = psi, phi  # reused by values()
-        q_tables = torch.einsum("nhd,chd->nch", q, torch.cat([enc.spatial_query, enc.edge_query]))
-        k_tables = torch.einsum("nhd,chd->nch", k, torch.cat([enc.spatial_key, enc.edge_key]))
-        n_spatial = enc.spatial_query.shape[0]
-        phi_shifted = phi + n_spatial  # edge rows follow the spatial rows in the stacked tables
-        bias = (
-            gather_by_class(q_tables, dst, psi)
-            + gather_by_class(k_tables, key_node, psi)
-            + gather_by_class(q_tables, dst, phi_shifted)
-            + gather_by_class(k_tables, key_node, phi_shifted)
+        # q_i.PQ[psi] + q_i.EQ[phi] = q_i.(PQ[psi] + EQ[phi]): one table row per joint class
+        query_table = enc.spatial_query[spatial_rows] + enc.edge_query[edge_rows]  # [C, H, dh]
+        key_table = enc.spatial_key[spatial_rows] + enc.edge_key[edge_rows]
+        bias = gather_by_class(torch.einsum("nhd,chd->nch", q, query_table), dst, cls) + gather_by_class(
+            torch.einsum("nhd,chd->nch", k, key_table), key_node, cls
         )
         return (qk + bias) * scale
 
-    def values(self, graph, attn):
+    def values(self, graph, attn, state):
         enc = self.encodings
+        cls, spatial_rows, edge_rows = state
         _, dst = graph.edges()
-        psi, phi = graph.edata["grpe_psi"], graph.edata["grpe_phi"]
-        n = graph.num_nodes()
-        n_spatial, n_edge = enc.spatial_value.shape[0], enc.edge_value.shape[0]
-        spatial_mass = class_mass(attn, dst, psi, n, n_spatial)
-        edge_mass = class_mass(attn, dst, phi, n, n_edge)
-        return torch.einsum("nch,chd->nhd", spatial_mass, enc.spatial_value) + torch.einsum(
-            "nch,chd->nhd", edge_mass, enc.edge_value
-        )
+        # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV + EV)[c]
+        value_table = enc.spatial_value[spatial_rows] + enc.edge_value[edge_rows]
+        mass = class_mass(attn, dst, cls, graph.num_nodes(), value_table.shape[0])
+        return torch.einsum("nch,chd->nhd", mass, value_table)
 
 
 class GRPEAttention(RelationAttention):

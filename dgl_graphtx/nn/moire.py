@@ -94,7 +94,7 @@ class MoireTerm(StructureTerm):
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
         return torch.where(virtual, torch.zeros_like(log_f), log_f)
 
-    def logits(self, graph, q, k, qk, scale):
+    def logits(self, graph, q, k, qk, scale, state):
         src, dst = graph.edges()
         is_self = (src == dst).to(qk.dtype)[:, None]
         log_f = self.log_focus(graph)
