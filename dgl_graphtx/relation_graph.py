@@ -112,6 +112,11 @@ class RelationConfig:
         return base + ("+vn" if self.virtual_node else "")
 
 
+#: Up to this many nodes, hop counts come from dense breadth-first frontiers (fast for molecules);
+#: larger graphs use scipy's sparse breadth-first search.
+DENSE_SPD_MAX_NODES = 256
+
+
 def shortest_path_lengths(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """All-pairs hop counts of an undirected graph, ``-1`` where unreachable.
 
@@ -121,12 +126,27 @@ def shortest_path_lengths(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> n
                [ 1,  0, -1],
                [-1, -1,  0]])
     """
-    if num_nodes == 0:
-        return np.zeros((0, 0), dtype=np.int64)
-    adj = sp.coo_matrix(
-        (np.ones(len(src), dtype=np.float64), (np.asarray(src), np.asarray(dst))),
-        shape=(num_nodes, num_nodes),
-    ).tocsr()
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if num_nodes > DENSE_SPD_MAX_NODES:
+        return _sparse_hops(num_nodes, src, dst)
+    adj = np.zeros((num_nodes, num_nodes), dtype=np.float32)
+    adj[src, dst] = adj[dst, src] = 1.0
+    hops = np.full((num_nodes, num_nodes), SPD_UNREACHABLE, dtype=np.int64)
+    np.fill_diagonal(hops, 0)
+    reached = np.eye(num_nodes, dtype=bool)
+    frontier = reached.astype(np.float32)
+    for distance in range(1, num_nodes):
+        frontier = ((frontier @ adj) > 0) & ~reached  # row i: nodes first reached from i in `distance` hops
+        if not frontier.any():
+            break
+        hops[frontier] = distance
+        reached |= frontier
+        frontier = frontier.astype(np.float32)
+    return hops
+
+
+def _sparse_hops(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    adj = sp.coo_matrix((np.ones(len(src)), (src, dst)), shape=(num_nodes, num_nodes)).tocsr()
     hops = shortest_path(adj, method="D", directed=False, unweighted=True)
     out = np.full((num_nodes, num_nodes), SPD_UNREACHABLE, dtype=np.int64)
     finite = np.isfinite(hops)

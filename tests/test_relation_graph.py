@@ -353,3 +353,23 @@ def test_relation_config_constructor_validation():
         RelationConfig("complete", hops=3)
     with pytest.raises(ConfigError):
         RelationConfig("hops", hops=2, radius=3.0)
+
+
+@pytest.mark.parametrize("num_nodes", [1, 2, 9, 40, 256, 300])
+def test_shortest_path_lengths_match_networkx_on_random_graphs(num_nodes):
+    """Both the dense (<= 256 nodes) and the sparse (> 256) search agree with networkx BFS."""
+    import networkx as nx
+
+    from dgl_graphtx.relation_graph import shortest_path_lengths
+
+    rng = np.random.default_rng(num_nodes)
+    num_edges = int(rng.integers(0, 2 * num_nodes + 1))
+    src, dst = rng.integers(0, num_nodes, num_edges), rng.integers(0, num_nodes, num_edges)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(num_nodes))
+    graph.add_edges_from(zip(src.tolist(), dst.tolist()))
+    expected = np.full((num_nodes, num_nodes), -1)
+    for i, lengths in nx.all_pairs_shortest_path_length(graph):
+        for j, hops in lengths.items():
+            expected[i, j] = hops
+    np.testing.assert_array_equal(shortest_path_lengths(num_nodes, src, dst), expected)
