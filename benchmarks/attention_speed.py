@@ -39,6 +39,8 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _molecules as M  # noqa: E402
+import _report as R  # noqa: E402
+import _timing as T  # noqa: E402
 
 import dgl  # noqa: E402
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
@@ -337,8 +339,8 @@ def measure(variant: str, size: str, relation_name: str, inputs: Inputs, args) -
         grads_of((dense(x_pad_req, pairs) * w_pad).sum(), [x_pad_req, *dense_params])
 
     # DGL and dense calls alternate, so both see the same load from other processes
-    times = M.time_interleaved({"dgl_fwd": dgl_fwd, "dense_fwd": dense_fwd}, args.repeats, args.warmup)
-    times.update(M.time_interleaved({"dgl_fb": dgl_fwd_bwd, "dense_fb": dense_fwd_bwd}, args.repeats, args.warmup))
+    times = T.time_interleaved({"dgl_fwd": dgl_fwd, "dense_fwd": dense_fwd}, args.repeats, args.warmup)
+    times.update(T.time_interleaved({"dgl_fb": dgl_fwd_bwd, "dense_fb": dense_fwd_bwd}, args.repeats, args.warmup))
     counts = rel.batch_num_nodes().double()
     row: Dict[str, object] = {
         "variant": variant,
@@ -353,9 +355,9 @@ def measure(variant: str, size: str, relation_name: str, inputs: Inputs, args) -
         "check": "ok" if ok else "FAIL",
     }
     for name, t in times.items():
-        row[f"{name}_ms"] = 1e3 * M.median(t)
-        row[f"{name}_graphs_s"] = b / M.median(t)
-        row[f"{name}_spread"] = M.spread(t)
+        row[f"{name}_ms"] = 1e3 * T.median(t)
+        row[f"{name}_graphs_s"] = b / T.median(t)
+        row[f"{name}_spread"] = T.spread(t)
     row["ratio_fwd"] = row["dgl_fwd_graphs_s"] / row["dense_fwd_graphs_s"]
     row["ratio_fb"] = row["dgl_fb_graphs_s"] / row["dense_fb_graphs_s"]
     row["meets_target"] = "yes" if row["ratio_fb"] >= TARGET_RATIO else "no"
@@ -451,13 +453,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "and print the top 15 ops by self CPU time")
     parser.add_argument("--profile-relation", choices=RELATIONS, default="complete", help="relation graph for --profile")
     parser.add_argument("--csv", type=Path, default=None, help="CSV output; None: benchmarks/results/attention_speed.csv (-quick.csv with --quick)")
+    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md (never updated with --quick)")
     args = parser.parse_args(argv)
     if args.quick:
         args.warmup, args.repeats = min(args.warmup, 1), min(args.repeats, 2)
         args.batch_size = min(args.batch_size, 32)
         args.threads = args.threads or 1  # fast and steady on a busy machine; it is a smoke test
     if args.csv is None:
-        args.csv = M.default_csv("attention_speed", args.quick)
+        args.csv = R.default_csv("attention_speed", args.quick)
     if args.repeats < 1 or args.warmup < 0 or args.batch_size < 1:
         parser.error("need repeats >= 1, warmup >= 0, batch size >= 1")
     if args.dim % args.heads:
@@ -469,8 +472,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    env = M.environment()
-    M.print_environment(env, "attention_speed environment")
+    env = R.environment()
+    R.print_environment(env, "attention_speed environment")
     if args.profile:
         run_profile(args)
         return 0
@@ -495,7 +498,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     flush=True,
                 )
     print()
-    print(M.format_table(rows, COLUMNS))
+    print(R.format_table(rows, COLUMNS))
     print()
     print("g/s = graphs per second (median); nodes / rel edges = per graph (GRPE rows include the virtual node);")
     print("check |diff| = max abs difference DGL vs dense output in float64 on the benchmark batch.")
@@ -504,9 +507,20 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"(torch threads: {torch.get_num_threads()})")
     met = sum(r["meets_target"] == "yes" for r in rows)
     print(f"  met in {met} of {len(rows)} rows")
-    print(M.load_note())
-    path = M.write_csv(args.csv, rows, env)
+    print(R.load_note())
+    path = R.write_csv(args.csv, rows, env)
     print(f"CSV written to {path}")
+    if not (args.quick or args.no_docs):
+        docs = R.update_section("attention_speed", "\n".join([
+            "## Attention speed: DGL relation-graph path vs. dense padded PyTorch",
+            "",
+            f"Written by `benchmarks/attention_speed.py`: {R.environment_line(env)} Batch {args.batch_size}, d={args.dim}, "
+            f"{args.heads} heads; graphs/s (median of {args.repeats}); the dense implementation of each variant is "
+            "checked equal to the DGL layer (float64) before timing. Target: DGL >= 1.0x dense for forward+backward.",
+            "",
+            R.markdown_table(rows, COLUMNS),
+        ]))
+        print(f"updated {docs}")
     failed = [r for r in rows if r["check"] != "ok"]
     if failed:
         print(f"\nERROR: dense and DGL paths differ by more than {CHECK_ATOL} in {len(failed)} rows: "

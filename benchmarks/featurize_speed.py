@@ -38,6 +38,8 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _molecules as M  # noqa: E402
+import _report as R  # noqa: E402
+import _timing as T  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset, collate_molecules  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
@@ -90,8 +92,8 @@ def measure_mode(name: str, smiles: List[str], targets: List[float], args, work_
         molecules=len(ds),
         skipped=ds.report.num_skipped,
         cold_reps=args.cold_repeats,
-        cold_s=M.median(cold_times),
-        cold_mol_s=len(smiles) / M.median(cold_times),
+        cold_s=T.median(cold_times),
+        cold_mol_s=len(smiles) / T.median(cold_times),
         mean_atoms=float(ds.graphs.num_nodes.double().mean()),
         mean_rel_edges=float(ds.relations.num_edges.double().mean()),
         cache_mb=cache_file.stat().st_size / 2**20,
@@ -101,7 +103,7 @@ def measure_mode(name: str, smiles: List[str], targets: List[float], args, work_
 
     # cached load: the same constructor call again (one untimed warm-up load first)
     loaded: List[MoleculeDataset] = []
-    load_times = M.time_repeats(
+    load_times = T.time_repeats(
         lambda: loaded.append(MoleculeDataset(smiles, targets, cache_dir=cache_dir, **kwargs)),
         repeats=args.repeats,
         warmup=1,
@@ -112,24 +114,24 @@ def measure_mode(name: str, smiles: List[str], targets: List[float], args, work_
     ds = loaded[-1]
     row.update(
         load_reps=args.repeats,
-        load_ms=1e3 * M.median(load_times),
-        load_mol_s=len(smiles) / M.median(load_times),
-        load_spread=M.spread(load_times),
+        load_ms=1e3 * T.median(load_times),
+        load_mol_s=len(smiles) / T.median(load_times),
+        load_spread=T.spread(load_times),
     )
     row["meets_target"] = "yes" if row["load_mol_s"] >= TARGET_CACHED_MOL_PER_S else "NO"
 
     # breakdown of the cached load: torch.load of the file alone, fingerprint alone
-    torch_load = M.time_repeats(
+    torch_load = T.time_repeats(
         lambda: torch.load(cache_file, map_location="cpu", weights_only=True), repeats=args.repeats, warmup=1
     )
-    row["torch_load_ms"] = 1e3 * M.median(torch_load)
+    row["torch_load_ms"] = 1e3 * T.median(torch_load)
     fingerprint = _fingerprint_fn()
     if fingerprint is not None:
         import numpy as np
 
         raw = np.asarray(targets, dtype=np.float64).reshape(-1, 1)
-        row["fingerprint_ms"] = 1e3 * M.median(
-            M.time_repeats(lambda: fingerprint(smiles, raw), repeats=args.repeats, warmup=1)
+        row["fingerprint_ms"] = 1e3 * T.median(
+            T.time_repeats(lambda: fingerprint(smiles, raw), repeats=args.repeats, warmup=1)
         )
     else:
         row["fingerprint_ms"] = float("nan")
@@ -142,13 +144,13 @@ def measure_mode(name: str, smiles: List[str], targets: List[float], args, work_
         for _ in loader:
             pass
 
-    pass_times = M.time_repeats(one_pass, repeats=args.repeats, warmup=1)
+    pass_times = T.time_repeats(one_pass, repeats=args.repeats, warmup=1)
     row.update(
         batches=num_batches,
-        loader_s=M.median(pass_times),
-        loader_batch_s=num_batches / M.median(pass_times),
-        loader_mol_s=len(ds) / M.median(pass_times),
-        loader_spread=M.spread(pass_times),
+        loader_s=T.median(pass_times),
+        loader_batch_s=num_batches / T.median(pass_times),
+        loader_mol_s=len(ds) / T.median(pass_times),
+        loader_spread=T.spread(pass_times),
     )
     shutil.rmtree(work_dir, ignore_errors=True)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -199,6 +201,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads; None: torch's choice (all cores)")
     parser.add_argument("--work-dir", type=Path, default=None, help="parent of the temporary cache dirs (removed at the end); None: the system temp dir")
     parser.add_argument("--csv", type=Path, default=None, help="CSV output; None: benchmarks/results/featurize_speed.csv (-quick.csv with --quick)")
+    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md (never updated with --quick)")
     args = parser.parse_args(argv)
     if args.quick:
         args.molecules = min(args.molecules, 256)
@@ -207,7 +210,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.cold_repeats = 1
         args.threads = args.threads or 1  # fast and steady on a busy machine; it is a smoke test
     if args.csv is None:
-        args.csv = M.default_csv("featurize_speed", args.quick)
+        args.csv = R.default_csv("featurize_speed", args.quick)
     if min(args.repeats, args.cold_repeats, args.molecules, args.radius_molecules) < 1:
         parser.error("counts and repeats must be >= 1")
     return args
@@ -218,8 +221,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
-    env = M.environment()
-    M.print_environment(env, "featurize_speed environment")
+    env = R.environment()
+    R.print_environment(env, "featurize_speed environment")
 
     smiles, targets = M.freesolv_smiles()
     big_smiles = M.repeat_to(smiles, args.molecules)[: args.molecules]
@@ -255,7 +258,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         shutil.rmtree(base, ignore_errors=True)
 
     print()
-    print(M.format_table(rows, COLUMNS))
+    print(R.format_table(rows, COLUMNS))
     print()
     print("cold = featurize + write the cache into a fresh dir; cached load = the same MoleculeDataset(...)")
     print("call served from the cache (fingerprints the input, torch.load, unpacks); (torch.load ms) and")
@@ -265,9 +268,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"TARGET: cached load >= {TARGET_CACHED_MOL_PER_S:,.0f} molecules/s on 2 cores (torch threads: {torch.get_num_threads()})")
     for row in rows:
         print(f"  {row['mode']:<28} {row['load_mol_s']:>12,.0f} mol/s  {'meets target' if row['meets_target'] == 'yes' else 'BELOW target'}")
-    print(M.load_note())
-    path = M.write_csv(args.csv, rows, env)
+    print(R.load_note())
+    path = R.write_csv(args.csv, rows, env)
     print(f"CSV written to {path}")
+    if not (args.quick or args.no_docs):
+        docs = R.update_section("featurize_speed", "\n".join([
+            "## Featurization and loading speed",
+            "",
+            f"Written by `benchmarks/featurize_speed.py`: {R.environment_line(env)} FreeSolv SMILES repeated to "
+            f"{args.molecules:,} molecules (radius mode: {args.radius_molecules:,}, ETKDG conformers). Cold = featurize "
+            "and write the cache; cached load = the same `MoleculeDataset(...)` call served from the cache; loader = one "
+            f"pass of `DataLoader(batch_size={args.batch_size}, collate_fn=collate_molecules)`. Target: cached load >= "
+            f"{TARGET_CACHED_MOL_PER_S:,.0f} molecules/s.",
+            "",
+            R.markdown_table(rows, COLUMNS),
+        ]))
+        print(f"updated {docs}")
     return 0
 
 
