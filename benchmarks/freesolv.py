@@ -19,9 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Dict, List
+from typing import Dict
 
-import numpy as np
 import pandas as pd
 import torch
 from dgllife.model import AttentiveFPPredictor
@@ -31,7 +30,6 @@ from torch.utils.data import Subset
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import DOCS, update_section  # noqa: E402
 
-from dgl_graphtx.checkpoint import CheckpointMeta  # noqa: E402
 from dgl_graphtx.datasets import freesolv  # noqa: E402
 from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
@@ -178,8 +176,10 @@ def main(argv=None) -> int:
             config = TrainConfig(seed=seed, progress=False, **settings)
             out_dir = args.out / name / f"seed{seed}"
             start = time.perf_counter()
-            fn = run_baseline if run.model == "attentivefp" else lambda *a: run_variant(run, *a)
-            metrics, best_epoch, y, p = fn(seed, config, out_dir, cache_dir)
+            if run.model == "attentivefp":
+                metrics, best_epoch, y, p = run_baseline(seed, config, out_dir, cache_dir)
+            else:
+                metrics, best_epoch, y, p = run_variant(run, seed, config, out_dir, cache_dir)
             seconds = time.perf_counter() - start
             valid = pd.read_csv(out_dir / "log.csv")["valid_rmse"].min()
             records.append({"run": name, "seed": seed, **metrics, "valid_rmse": valid, "best_epoch": best_epoch, "seconds": seconds})

@@ -7,7 +7,6 @@ Pairs touching a virtual node get no focus term (MoireGT itself uses no virtual 
 """
 from __future__ import annotations
 
-from typing import Optional
 
 import torch
 from torch import nn
