@@ -13,9 +13,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
 
 import numpy as np
 import pytest
@@ -30,7 +28,6 @@ from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer, smiles_t
 from dgl_graphtx.nn import (
     DecayParameters,
     GradformerAttention,
-    GraphormerAttention,
     GRPEAttention,
     GRPEEncodings,
     MoireAttention,
@@ -39,59 +36,15 @@ from dgl_graphtx.nn import (
 from dgl_graphtx.relation_graph import RelationConfig
 
 import dense_reference as ref
+from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, MAX_DIST, SALT, SALT2, VARIANTS, Variant, build
 
-D_MODEL, HEADS, MAX_DIST = 16, 4, 3
-ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
-SALT = "CC(=O)[O-].[Na+]"
-SALT2 = "c1ccccc1O.[Na+].[Cl-]"
-FEAT3D = FeaturizerConfig(coordinates="etkdg")
 
 
 # ---------------------------------------------------------------------------------------------
 # Variants
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Variant:
-    kind: str
-    mode: str = "paper"
-    focus: Optional[str] = None
-    distance: Optional[str] = None
-    learn_decay: bool = False
-
-    @property
-    def id(self) -> str:
-        parts = [self.kind] + ([self.mode] if self.kind not in ("vanilla", "graphormer") else [])
-        if self.focus:
-            parts += [self.focus, self.distance]
-        if self.kind == "gradformer":
-            parts.append("learned" if self.learn_decay else "fixed")
-        return "-".join(parts)
-
-
-VARIANTS = (
-    [Variant("vanilla"), Variant("graphormer"), Variant("grpe", "paper"), Variant("grpe", "reference")]
-    + [
-        Variant("moire", mode, focus, distance)
-        for mode in ("paper", "reference")
-        for focus in ref.FOCUS_NAMES
-        for distance in ("dist", "spd")
-    ]
-    + [Variant("gradformer", mode, learn_decay=learn) for mode in ("paper", "decay", "reference") for learn in (False, True)]
-)
 STRUCTURED = [v for v in VARIANTS if v.kind != "vanilla"]
 ids = lambda v: v.id  # noqa: E731
-
-
-def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads: int = HEADS):
-    if v.kind == "vanilla":
-        return RelationAttention(embed_dim, heads, attn_dropout=attn_dropout)
-    if v.kind == "graphormer":
-        return GraphormerAttention(embed_dim, heads, max_distance=MAX_DIST, attn_dropout=attn_dropout)
-    if v.kind == "grpe":
-        return GRPEAttention(embed_dim, heads, max_distance=MAX_DIST, mode=v.mode, attn_dropout=attn_dropout)
-    if v.kind == "moire":
-        return MoireAttention(embed_dim, heads, focus=v.focus, distance=v.distance, mode=v.mode, attn_dropout=attn_dropout)
-    return GradformerAttention(embed_dim, heads, decay=0.6, learn_decay=v.learn_decay, mode=v.mode, attn_dropout=attn_dropout)
 
 
 def make_layer(v: Variant, seed: int = 0, attn_dropout: float = 0.0, dtype=torch.float32):

@@ -9,9 +9,8 @@ without a virtual node), ``hops=2`` and ``radius=3.0`` truncated relation graphs
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 import pytest
@@ -20,25 +19,13 @@ from rdkit import Chem
 
 import dgl_graphtx  # noqa: F401  (sets the DGL backend)
 import dgl
-from dgl_graphtx.featurize import FeaturizerConfig, smiles_to_graphs
-from dgl_graphtx.nn import (
-    GradformerAttention,
-    GraphormerAttention,
-    GRPEAttention,
-    MoireAttention,
-    RelationAttention,
-)
+from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.relation_graph import RelationConfig
 
 import dense_reference as ref
+from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, MAX_DIST, SALT, SALT2, VARIANTS, Variant, build
 
-D_MODEL, HEADS, MAX_DIST = 16, 4, 3  # L = 3 so that FAR (aspirin has spd up to 6) is exercised
 ATOL = RTOL = 1e-6
-
-ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
-SALT = "CC(=O)[O-].[Na+]"
-SALT2 = "c1ccccc1O.[Na+].[Cl-]"
-FEAT3D = FeaturizerConfig(coordinates="etkdg")
 
 CASES = {
     "mol": (ASPIRIN, RelationConfig()),
@@ -67,59 +54,9 @@ def relation_graphs(case: str) -> List:
 # ---------------------------------------------------------------------------------------------
 # Variant catalogue
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Variant:
-    kind: str
-    mode: str = "paper"
-    focus: Optional[str] = None
-    distance: Optional[str] = None
-    learn_decay: bool = False
-
-    @property
-    def id(self) -> str:
-        parts = [self.kind] + ([self.mode] if self.kind not in ("vanilla", "graphormer") else [])
-        if self.focus:
-            parts += [self.focus, self.distance]
-        if self.kind == "gradformer":
-            parts.append("learned" if self.learn_decay else "fixed")
-        return "-".join(parts)
-
-    @property
-    def opts(self) -> Dict:
-        return {"max_distance": MAX_DIST, "focus": self.focus, "distance": self.distance}
-
-
-VARIANTS = (
-    [Variant("vanilla"), Variant("graphormer"), Variant("grpe", "paper"), Variant("grpe", "reference")]
-    + [
-        Variant("moire", mode, focus, distance)
-        for mode in ("paper", "reference")
-        for focus in ref.FOCUS_NAMES
-        for distance in ("dist", "spd")
-    ]
-    + [Variant("gradformer", mode, learn_decay=learn) for mode in ("paper", "decay", "reference") for learn in (False, True)]
-)
-
 MOIRE_SHIFTS = [0.8, 2.1, 0.3, -0.4]  # heads 2, 3 below mu >= 0.5
 MOIRE_WIDTHS = [0.7, 1.6, 0.05, -0.2]  # heads 2, 3 below sigma >= 0.1
 GRADFORMER_STARTS = [0.4, 1.3, 2.2, 3.6]
-GRADFORMER_DECAY = 0.6
-
-
-def build(v: Variant, attn_dropout: float = 0.0):
-    if v.kind == "vanilla":
-        return RelationAttention(D_MODEL, HEADS, attn_dropout=attn_dropout)
-    if v.kind == "graphormer":
-        return GraphormerAttention(D_MODEL, HEADS, max_distance=MAX_DIST, attn_dropout=attn_dropout)
-    if v.kind == "grpe":
-        return GRPEAttention(D_MODEL, HEADS, max_distance=MAX_DIST, mode=v.mode, attn_dropout=attn_dropout)
-    if v.kind == "moire":
-        return MoireAttention(D_MODEL, HEADS, focus=v.focus, distance=v.distance, mode=v.mode, attn_dropout=attn_dropout)
-    if v.kind == "gradformer":
-        return GradformerAttention(
-            D_MODEL, HEADS, decay=GRADFORMER_DECAY, learn_decay=v.learn_decay, mode=v.mode, attn_dropout=attn_dropout
-        )
-    raise ValueError(v.kind)
 
 
 def perturb(layer, v: Variant, seed: int = 0):

@@ -1,0 +1,68 @@
+"""The catalogue of attention variants and modes shared by the attention test modules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from dgl_graphtx.featurize import FeaturizerConfig
+from dgl_graphtx.nn import GradformerAttention, GraphormerAttention, GRPEAttention, MoireAttention, RelationAttention
+
+import dense_reference as ref
+
+D_MODEL, HEADS, MAX_DIST = 16, 4, 3  # L = 3 so that FAR (aspirin has spd up to 6) is exercised
+GRADFORMER_DECAY = 0.6
+ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
+SALT = "CC(=O)[O-].[Na+]"
+SALT2 = "c1ccccc1O.[Na+].[Cl-]"
+FEAT3D = FeaturizerConfig(coordinates="etkdg")
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str
+    mode: str = "paper"
+    focus: Optional[str] = None
+    distance: Optional[str] = None
+    learn_decay: bool = False
+
+    @property
+    def id(self) -> str:
+        parts = [self.kind] + ([self.mode] if self.kind not in ("vanilla", "graphormer") else [])
+        if self.focus:
+            parts += [self.focus, self.distance]
+        if self.kind == "gradformer":
+            parts.append("learned" if self.learn_decay else "fixed")
+        return "-".join(parts)
+
+    @property
+    def opts(self) -> Dict:
+        return {"max_distance": MAX_DIST, "focus": self.focus, "distance": self.distance}
+
+
+VARIANTS = (
+    [Variant("vanilla"), Variant("graphormer"), Variant("grpe", "paper"), Variant("grpe", "reference")]
+    + [
+        Variant("moire", mode, focus, distance)
+        for mode in ("paper", "reference")
+        for focus in ref.FOCUS_NAMES
+        for distance in ("dist", "spd")
+    ]
+    + [Variant("gradformer", mode, learn_decay=learn) for mode in ("paper", "decay", "reference") for learn in (False, True)]
+)
+
+
+def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads: int = HEADS) -> RelationAttention:
+    """A freshly initialised layer of variant ``v``."""
+    if v.kind == "vanilla":
+        return RelationAttention(embed_dim, heads, attn_dropout=attn_dropout)
+    if v.kind == "graphormer":
+        return GraphormerAttention(embed_dim, heads, max_distance=MAX_DIST, attn_dropout=attn_dropout)
+    if v.kind == "grpe":
+        return GRPEAttention(embed_dim, heads, max_distance=MAX_DIST, mode=v.mode, attn_dropout=attn_dropout)
+    if v.kind == "moire":
+        return MoireAttention(embed_dim, heads, focus=v.focus, distance=v.distance, mode=v.mode, attn_dropout=attn_dropout)
+    if v.kind == "gradformer":
+        return GradformerAttention(
+            embed_dim, heads, decay=GRADFORMER_DECAY, learn_decay=v.learn_decay, mode=v.mode, attn_dropout=attn_dropout
+        )
+    raise ValueError(v.kind)
