@@ -2,7 +2,7 @@
 baseline (AttentiveFP on canonical features) trained by this script on the same splits, and the
 published anchors. Writes a table and a parity plot into docs/benchmarks.md.
 
-    python benchmarks/freesolv.py                  # full run (about an hour on 2 CPU cores)
+    python benchmarks/freesolv.py                  # full run (about 30 min on 2 CPU cores, 2 workers)
     python benchmarks/freesolv.py --quick          # smoke test: 1 seed, 3 epochs
     python benchmarks/freesolv.py --runs grpe-tiny attentivefp --seeds 0
 
@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Dict
+from typing import Dict, Tuple
 
 import pandas as pd
 import torch
@@ -56,14 +58,17 @@ class Run:
     atom_features: str = "ogb"
 
 
+# Chosen with freesolv_tune.py on the validation parts of seeds 0-2 (GRPE-Tiny, checked on
+# Gradformer): canonical dgllife features beat OGB's (mean valid RMSE 0.94 vs 1.10 for GRPE,
+# 0.90 vs 1.06 for Gradformer); dropout 0.1 beat 0.2 and 0.3; lr 5e-4 and 1e-3 tied, 3e-4 worse.
 COMMON = dict(epochs=200, batch_size=32, lr=5e-4, weight_decay=0.01, warmup_epochs=5, patience=60)
 RUNS: Dict[str, Run] = {
-    "grpe-tiny": Run("grpe", "tiny", COMMON),
-    "moire-2d": Run("moire", "2d", COMMON),
-    "moire-3d": Run("moire", "3d", COMMON),
-    "gradformer": Run("gradformer", None, COMMON),
-    "graphormer": Run("graphormer", None, COMMON),
-    "vanilla": Run("vanilla", None, COMMON),
+    "grpe-tiny": Run("grpe", "tiny", COMMON, atom_features="canonical"),
+    "moire-2d": Run("moire", "2d", COMMON, atom_features="canonical"),
+    "moire-3d": Run("moire", "3d", COMMON, atom_features="canonical"),
+    "gradformer": Run("gradformer", None, COMMON, atom_features="canonical"),
+    "graphormer": Run("graphormer", None, COMMON, atom_features="canonical"),
+    "vanilla": Run("vanilla", None, COMMON, atom_features="canonical"),
     "attentivefp": Run("attentivefp", None, COMMON),
 }
 
@@ -115,6 +120,25 @@ def run_variant(run: Run, seed: int, config: TrainConfig, out_dir: Path, cache_d
     return result.test_metrics, result.train.best_epoch, table["expt"].to_numpy(), table["expt_pred"].to_numpy()
 
 
+def run_one(job) -> Tuple[Dict[str, object], pd.DataFrame]:
+    """Train and test one (run, seed) pair; executed in a worker process."""
+    name, seed, epochs, out_root, threads = job
+    torch.set_num_threads(threads)
+    logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
+    run = RUNS[name]
+    config = TrainConfig(seed=seed, progress=False, **{**run.train, **({"epochs": epochs} if epochs else {})})
+    out_dir, cache_dir = out_root / name / f"seed{seed}", out_root / "cache"
+    start = time.perf_counter()
+    if run.model == "attentivefp":
+        metrics, best_epoch, y, p = run_baseline(seed, config, out_dir, cache_dir)
+    else:
+        metrics, best_epoch, y, p = run_variant(run, seed, config, out_dir, cache_dir)
+    seconds = time.perf_counter() - start
+    valid = float(pd.read_csv(out_dir / "log.csv")["valid_rmse"].min())
+    record = {"run": name, "seed": seed, **metrics, "valid_rmse": valid, "best_epoch": best_epoch, "seconds": seconds}
+    return record, pd.DataFrame({"run": name, "seed": seed, "expt": y, "pred": p})
+
+
 def summarise(records: pd.DataFrame) -> pd.DataFrame:
     grouped = records.groupby("run", sort=False)
     out = pd.DataFrame({
@@ -126,13 +150,20 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("test RMSE")
 
 
+def best_variant(summary: pd.DataFrame) -> str:
+    """The dgl_graphtx variant with the lowest mean test RMSE (the baseline does not count)."""
+    variants = [name for name in summary.index if RUNS[name].model != "attentivefp"]
+    return variants[0] if variants else summary.index[0]
+
+
 def markdown(summary: pd.DataFrame, args, parity_name: str) -> str:
     lines = [
         "## FreeSolv (hydration free energy, kcal/mol)",
         "",
-        f"Written by `benchmarks/freesolv.py` ({time.strftime('%Y-%m-%d')}; {torch.get_num_threads()} CPU threads). "
+        f"Written by `benchmarks/freesolv.py` ({time.strftime('%Y-%m-%d')}; {args.jobs} worker(s) x {args.threads} torch thread(s)). "
         f"Random {'/'.join(str(int(f * 100)) for f in FRACTIONS)} splits, seeds {args.seeds}; the best-validation epoch "
-        "is evaluated once on the test part. Hyperparameters were chosen on seed 0's validation split only.",
+        "is evaluated once on the test part. Hyperparameters were chosen with `benchmarks/freesolv_tune.py` on the "
+        "validation parts only (settings in the script); all variants use dgllife's canonical atom/bond features.",
         "",
         "| model | test RMSE | test MAE | valid RMSE | best epoch | min/run |",
         "|---|---|---|---|---|---|",
@@ -144,11 +175,12 @@ def markdown(summary: pd.DataFrame, args, parity_name: str) -> str:
         )
     for name, mean, std in ANCHORS:
         lines.append(f"| *{name} (published)* | {mean:.3f} ± {std:.3f} | | | | |")
-    best = summary.index[0]
+    best = best_variant(summary)
+    rmse = summary.loc[best, "test RMSE"]
     lines += [
         "",
-        f"Target: best variant <= {TARGET_RMSE:.2f} kcal/mol. Best here: **{best}** at "
-        f"{summary['test RMSE'].iloc[0]:.3f} kcal/mol ({'meets' if summary['test RMSE'].iloc[0] <= TARGET_RMSE else 'misses'} the target).",
+        f"Target: best variant <= {TARGET_RMSE:.2f} kcal/mol. Best variant here: **{best}** at "
+        f"{rmse:.3f} kcal/mol ({'meets' if rmse <= TARGET_RMSE else 'misses'} the target).",
         "",
         f"![parity plot of {best}]({parity_name})",
     ]
@@ -163,29 +195,20 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 seed, 3 epochs, no docs update")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/freesolv"))
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
+    parser.add_argument("--jobs", type=int, default=2, help="runs trained in parallel worker processes")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs, args.no_docs = args.seeds[:1], 3, True
     logging.basicConfig(level=logging.WARNING)
-    cache_dir = args.out / "cache"
+    jobs = [(name, seed, args.epochs, args.out, args.threads) for seed in args.seeds for name in args.runs]
     records, predictions = [], []
-    for seed in args.seeds:
-        for name in args.runs:
-            run = RUNS[name]
-            settings = {**run.train, **({"epochs": args.epochs} if args.epochs else {})}
-            config = TrainConfig(seed=seed, progress=False, **settings)
-            out_dir = args.out / name / f"seed{seed}"
-            start = time.perf_counter()
-            if run.model == "attentivefp":
-                metrics, best_epoch, y, p = run_baseline(seed, config, out_dir, cache_dir)
-            else:
-                metrics, best_epoch, y, p = run_variant(run, seed, config, out_dir, cache_dir)
-            seconds = time.perf_counter() - start
-            valid = pd.read_csv(out_dir / "log.csv")["valid_rmse"].min()
-            records.append({"run": name, "seed": seed, **metrics, "valid_rmse": valid, "best_epoch": best_epoch, "seconds": seconds})
-            predictions.append(pd.DataFrame({"run": name, "seed": seed, "expt": y, "pred": p}))
-            print(f"{name:12s} seed {seed}: test RMSE {metrics['rmse']:.3f}  MAE {metrics['mae']:.3f}  "
-                  f"valid RMSE {valid:.3f}  best epoch {best_epoch}  {seconds / 60:.1f} min", flush=True)
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for record, prediction in pool.map(run_one, jobs):
+            records.append(record)
+            predictions.append(prediction)
+            print(f"{record['run']:12s} seed {record['seed']}: test RMSE {record['rmse']:.3f}  MAE {record['mae']:.3f}  "
+                  f"valid RMSE {record['valid_rmse']:.3f}  best epoch {record['best_epoch']}  {record['seconds'] / 60:.1f} min", flush=True)
     frame = pd.DataFrame(records)
     args.out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out / "runs.csv", index=False)
@@ -195,8 +218,8 @@ def main(argv=None) -> int:
     print(summary.round(3).to_string())
     for name, mean, std in ANCHORS:
         print(f"published: {name}: {mean:.3f} +/- {std:.3f}")
-    best = summary.index[0]
-    print(f"target: best variant <= {TARGET_RMSE} kcal/mol; best {best}: {summary['test RMSE'].iloc[0]:.3f}")
+    best = best_variant(summary)
+    print(f"target: best variant <= {TARGET_RMSE} kcal/mol; best {best}: {summary.loc[best, 'test RMSE']:.3f}")
     if not args.no_docs:
         preds = pd.concat(predictions)
         parity = DOCS.parent / "img" / "freesolv_parity.png"
