@@ -16,8 +16,13 @@ from typing import List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .datasets.molecule_dataset import read_molecule_csv
+from .datasets import MoleculeDataset, freesolv, read_molecule_csv, smiles_column
+from .env_info import environment_report
 from .errors import GraphTxError
+from .experiment import train_and_evaluate
+from .models import get_preset
+from .predict import Predictor
+from .training import TrainConfig, compute_metrics
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
 MODELS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
@@ -85,7 +90,6 @@ def _print_table(frame: pd.DataFrame) -> None:
 
 
 def _load_dataset(path: Path, targets: List[str], args, preset):
-    from .datasets import MoleculeDataset
 
     kwargs = dict(featurizer=preset.featurizer, relation=preset.relation, cache_dir=args.cache_dir, progress=not args.no_progress)
     if path.suffix.lower() in (".sdf", ".sd"):
@@ -94,9 +98,6 @@ def _load_dataset(path: Path, targets: List[str], args, preset):
 
 
 def cmd_train(args) -> int:
-    from .experiment import train_and_evaluate
-    from .models import get_preset
-    from .training import TrainConfig
 
     path = Path(args.data)
     if not path.is_file():
@@ -118,14 +119,13 @@ def _fmt(metrics) -> str:
 
 
 def cmd_predict(args) -> int:
-    from .predict import Predictor
 
     if bool(args.smiles) == bool(args.input):
         raise GraphTxError("give SMILES as arguments or a CSV with --input (not both)")
     smiles: Sequence[str] = args.smiles
     if args.input:
         frame = read_molecule_csv(args.input, args.smiles_col)
-        smiles = ["" if pd.isna(s) else str(s) for s in frame[args.smiles_col]]
+        smiles = smiles_column(frame, args.smiles_col)
     table = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size).predict(smiles)
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -137,15 +137,13 @@ def cmd_predict(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .predict import Predictor
-    from .training import compute_metrics
 
     predictor = Predictor(args.checkpoint, device=args.device)
     frame = read_molecule_csv(args.data, args.smiles_col)
     missing = [t for t in predictor.target_names if t not in frame.columns]
     if missing:
         raise GraphTxError(f"target column(s) {missing} of the checkpoint not in {args.data}")
-    table = predictor.predict(["" if pd.isna(s) else str(s) for s in frame[args.smiles_col]])
+    table = predictor.predict(smiles_column(frame, args.smiles_col))
     valid = table["error"].isna().to_numpy()
     y_true = frame.loc[valid, predictor.target_names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
@@ -157,7 +155,6 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_info(args) -> int:
-    from .env_info import environment_report
 
     for key, value in environment_report().items():
         print(f"{key:14s} {value}")
@@ -165,11 +162,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .datasets import freesolv
-    from .experiment import train_and_evaluate
-    from .models import get_preset
-    from .predict import Predictor
-    from .training import TrainConfig
 
     print("dgl_graphtx demo: GRPE-Tiny on FreeSolv (642 molecules, hydration free energy, kcal/mol)")
     preset = get_preset("grpe", "tiny")

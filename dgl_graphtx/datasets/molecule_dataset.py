@@ -101,6 +101,11 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles") -> pd.DataFram
     return frame
 
 
+def smiles_column(frame: pd.DataFrame, smiles_col: str) -> List[str]:
+    """The SMILES column as strings, blank cells as ``""`` (reported as empty SMILES later)."""
+    return ["" if pd.isna(s) else str(s) for s in frame[smiles_col]]
+
+
 def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
     digest = hashlib.sha256()
     for mol in molecules:
@@ -142,8 +147,8 @@ class MoleculeDataset(Dataset):
         featurizer: featurization settings.
         relation: relation-graph settings.
         cache_dir: if given, the featurized result is stored there under a key hashing the
-            settings, the package and RDKit versions and the input content, and reused when all
-            of them match.
+            settings, the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB, and the input
+            content, and reused when all of them match.
         fingerprint: content hash used in the cache key (computed from the inputs if omitted).
         strict: raise on the first invalid molecule instead of skipping it.
         progress: show a progress bar (default: when stderr is a terminal).
@@ -193,9 +198,10 @@ class MoleculeDataset(Dataset):
             if path is not None:
                 save_cached(path, payload)
                 logger.info("cached featurized dataset at %s", path)
-        elif strict and InputReport.from_state_dict(payload["report"]).num_skipped:
-            first = InputReport.from_state_dict(payload["report"]).skipped[0]
-            raise self._strict_error(first)
+        elif strict:
+            skipped = InputReport.from_state_dict(payload["report"]).skipped
+            if skipped:
+                raise self._strict_error(skipped[0])
         self.cache_file: Optional[Path] = path
         self._load_payload(payload)
         log = logger.warning if self.report.issues else logger.info
@@ -275,7 +281,7 @@ class MoleculeDataset(Dataset):
         missing = [c for c in [smiles_col, *(target_cols or [])] if c not in frame.columns]
         if missing:
             raise ConfigError(f"column(s) {missing} not found; available columns: {list(frame.columns)}")
-        smiles = ["" if pd.isna(s) else str(s) for s in frame[smiles_col]]
+        smiles = smiles_column(frame, smiles_col)
         targets = frame[list(target_cols)].reset_index(drop=True) if target_cols else None
         return cls(smiles, targets, target_names=list(target_cols or []), **kwargs)
 
