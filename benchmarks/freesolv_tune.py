@@ -10,6 +10,7 @@ settings are then written into the RUNS table of freesolv.py by hand.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import logging
 import sys
@@ -47,8 +48,13 @@ def _number(text: str) -> object:
 
 def validate(model: str, preset: str, setting: Dict[str, object], seed: int, base: Dict[str, object], cache_dir: Path) -> float:
     train_kw = {**base, **{k: v for k, v in setting.items() if k in TRAIN_KEYS}}
-    model_kw = {k: v for k, v in setting.items() if k not in TRAIN_KEYS and k != "atom_features"}
+    model_kw = {k: v for k, v in setting.items() if k not in TRAIN_KEYS and k != "atom_features" and "." not in k}
     p = get_preset(model, preset, atom_features=setting.get("atom_features", "ogb"), **model_kw)
+    for key, value in setting.items():  # nested options, e.g. gradformer.mode=decay
+        if "." in key:
+            group, name = key.split(".", 1)
+            options = dataclasses.replace(getattr(p.model, group), **{name: value})
+            p = dataclasses.replace(p, model=dataclasses.replace(p.model, **{group: options}))
     ds = freesolv(as_dataset=True, featurizer=p.featurizer, relation=p.relation, cache_dir=cache_dir, progress=False)
     split = make_split(ds, "random", (0.8, 0.1, 0.1), seed)
     seed_everything(seed)
@@ -61,7 +67,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--preset", default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--grid", nargs="+", default=[], help="key=v1,v2 (TrainConfig or ModelConfig fields, or atom_features)")
+    parser.add_argument("--grid", nargs="+", default=[],
+                        help="key=v1,v2: TrainConfig or ModelConfig fields, atom_features, or nested options such as gradformer.mode")
     parser.add_argument("--base", nargs="*", default=["epochs=200", "batch_size=32", "lr=0.0005", "warmup_epochs=5", "patience=60"])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/freesolv_tune.csv"))
     args = parser.parse_args(argv)
