@@ -8,12 +8,11 @@ import numpy as np
 import pandas as pd
 import torch
 from rdkit import Chem
-from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs
 from .devices import resolve_device
-from .featurize import MoleculeFeaturizer
+from .featurize import MoleculeFeaturizer, featurize_each
 from .featurize.molecule import MoleculeLike
 
 PathLike = Union[str, Path]
@@ -63,14 +62,12 @@ class Predictor:
         predictions = np.full((len(molecules), len(names)), np.nan)
         errors: List[Optional[str]] = [None] * len(molecules)
         graphs, relations, rows = [], [], []
-        for row, molecule in enumerate(tqdm(molecules, desc="featurizing", unit="mol", disable=not progress)):
-            try:
-                graph, relation = self.featurizer(molecule)
-            except Exception as err:  # reported per row, never fatal for the batch
-                errors[row] = str(err) or type(err).__name__
+        for row, featurized, error in featurize_each(self.featurizer, molecules, progress):
+            if featurized is None:
+                errors[row] = error
                 continue
-            graphs.append(graph)
-            relations.append(relation)
+            graphs.append(featurized[0])
+            relations.append(featurized[1])
             rows.append(row)
         if rows:
             packed_graphs, packed_relations = PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations)

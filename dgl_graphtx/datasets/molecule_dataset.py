@@ -15,14 +15,13 @@ import rdkit
 import torch
 from rdkit import Chem
 from torch.utils.data import Dataset
-from tqdm.auto import tqdm
 
 from .. import _dgl_env  # noqa: F401
 import dgl
 
 from .._version import __version__
 from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
 from .cache import cache_path, load_cached, save_cached
@@ -229,18 +228,15 @@ class MoleculeDataset(Dataset):
     def _featurize(self, molecules, ids, raw_targets, report, strict, progress) -> Dict[str, Any]:
         show = sys.stderr.isatty() if progress is None else progress
         graphs, relations, rows = [], [], []
-        for row, molecule in enumerate(tqdm(molecules, desc="featurizing", unit="mol", disable=not show)):
-            try:
-                graph, relation_graph = self.featurizer(molecule)
-            except Exception as err:  # any failure on user data is reported, never fatal
-                reason = str(err) if isinstance(err, InvalidMoleculeError) else f"{type(err).__name__}: {err}"
-                issue = RowIssue(row, ids[row], reason)
+        for row, featurized, error in featurize_each(self.featurizer, molecules, show):
+            if featurized is None:
+                issue = RowIssue(row, ids[row], error)
                 if strict:
-                    raise self._strict_error(issue) from None
+                    raise self._strict_error(issue)
                 report.add(issue)
                 continue
-            graphs.append(graph)
-            relations.append(relation_graph)
+            graphs.append(featurized[0])
+            relations.append(featurized[1])
             rows.append(row)
         if not graphs:
             raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")

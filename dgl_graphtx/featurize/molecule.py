@@ -1,11 +1,12 @@
 """SMILES or RDKit molecule -> molecular DGLGraph (via dgllife) and its relation graph."""
 from __future__ import annotations
 
-from typing import Tuple, Union
+from typing import Iterable, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from rdkit import Chem, rdBase
+from tqdm.auto import tqdm
 
 from .. import _dgl_env  # noqa: F401
 import dgl
@@ -156,6 +157,23 @@ class MoleculeFeaturizer:
     def __call__(self, molecule: MoleculeLike) -> Tuple[dgl.DGLGraph, dgl.DGLGraph]:
         graph = self.molecular_graph(molecule)
         return graph, build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
+
+
+def featurize_each(
+    featurizer: MoleculeFeaturizer, molecules: Iterable[Optional[MoleculeLike]], progress: bool = False
+) -> Iterator[Tuple[int, Optional[Tuple[dgl.DGLGraph, dgl.DGLGraph]], Optional[str]]]:
+    """Featurize molecule by molecule, never raising for bad input: yields ``(row, graphs, None)``
+    or ``(row, None, reason)``, with a progress bar if asked.
+
+    Example:
+        >>> [(row, error) for row, _, error in featurize_each(MoleculeFeaturizer(), ["CO", "C1C"])]
+        [(0, None), (1, 'SMILES syntax error (RDKit could not parse it)')]
+    """
+    for row, molecule in enumerate(tqdm(molecules, desc="featurizing", unit="mol", disable=not progress)):
+        try:
+            yield row, featurizer(molecule), None
+        except Exception as err:  # any failure on user data is reported, never fatal
+            yield row, None, str(err) if isinstance(err, InvalidMoleculeError) else f"{type(err).__name__}: {err}"
 
 
 def smiles_to_graphs(
