@@ -139,3 +139,14 @@ def write_csv(path: Path, rows: List[Dict[str, object]], env: Dict[str, str]) ->
         writer.writeheader()
         writer.writerows(records)
     return path
+
+
+def publish(name: str, rows: List[Dict[str, object]], columns: List[Tuple[str, str]], env: Dict[str, str],
+            csv_path: Path, docs_intro: List[str], update_docs: bool) -> None:
+    """End of a benchmark run: the load note, the CSV, and (unless disabled) the docs section
+    ``name`` made of ``docs_intro`` lines followed by the table."""
+    print(load_note())
+    print(f"CSV written to {write_csv(csv_path, rows, env)}")
+    if update_docs:
+        print(f"updated {update_section(name, chr(10).join(docs_intro + ['', markdown_table(rows, columns)]))}")
+

@@ -507,20 +507,13 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"(torch threads: {torch.get_num_threads()})")
     met = sum(r["meets_target"] == "yes" for r in rows)
     print(f"  met in {met} of {len(rows)} rows")
-    print(R.load_note())
-    path = R.write_csv(args.csv, rows, env)
-    print(f"CSV written to {path}")
-    if not (args.quick or args.no_docs):
-        docs = R.update_section("attention_speed", "\n".join([
-            "## Attention speed: DGL relation-graph path vs. dense padded PyTorch",
-            "",
-            f"Written by `benchmarks/attention_speed.py`: {R.environment_line(env)} Batch {args.batch_size}, d={args.dim}, "
-            f"{args.heads} heads; graphs/s (median of {args.repeats}); the dense implementation of each variant is "
-            "checked equal to the DGL layer (float64) before timing. Target: DGL >= 1.0x dense for forward+backward.",
-            "",
-            R.markdown_table(rows, COLUMNS),
-        ]))
-        print(f"updated {docs}")
+    R.publish("attention_speed", rows, COLUMNS, env, args.csv, [
+        "## Attention speed: DGL relation-graph path vs. dense padded PyTorch",
+        "",
+        f"Written by `benchmarks/attention_speed.py`: {R.environment_line(env)} Batch {args.batch_size}, d={args.dim}, "
+        f"{args.heads} heads; graphs/s (median of {args.repeats}); the dense implementation of each variant is "
+        "checked equal to the DGL layer (float64) before timing. Target: DGL >= 1.0x dense for forward+backward.",
+    ], update_docs=not (args.quick or args.no_docs))
     failed = [r for r in rows if r["check"] != "ok"]
     if failed:
         print(f"\nERROR: dense and DGL paths differ by more than {CHECK_ATOL} in {len(failed)} rows: "

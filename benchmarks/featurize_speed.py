@@ -268,22 +268,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"TARGET: cached load >= {TARGET_CACHED_MOL_PER_S:,.0f} molecules/s on 2 cores (torch threads: {torch.get_num_threads()})")
     for row in rows:
         print(f"  {row['mode']:<28} {row['load_mol_s']:>12,.0f} mol/s  {'meets target' if row['meets_target'] == 'yes' else 'BELOW target'}")
-    print(R.load_note())
-    path = R.write_csv(args.csv, rows, env)
-    print(f"CSV written to {path}")
-    if not (args.quick or args.no_docs):
-        docs = R.update_section("featurize_speed", "\n".join([
-            "## Featurization and loading speed",
-            "",
-            f"Written by `benchmarks/featurize_speed.py`: {R.environment_line(env)} FreeSolv SMILES repeated to "
-            f"{args.molecules:,} molecules (radius mode: {args.radius_molecules:,}, ETKDG conformers). Cold = featurize "
-            "and write the cache; cached load = the same `MoleculeDataset(...)` call served from the cache; loader = one "
-            f"pass of `DataLoader(batch_size={args.batch_size}, collate_fn=collate_molecules)`. Target: cached load >= "
-            f"{TARGET_CACHED_MOL_PER_S:,.0f} molecules/s.",
-            "",
-            R.markdown_table(rows, COLUMNS),
-        ]))
-        print(f"updated {docs}")
+    R.publish("featurize_speed", rows, COLUMNS, env, args.csv, [
+        "## Featurization and loading speed",
+        "",
+        f"Written by `benchmarks/featurize_speed.py`: {R.environment_line(env)} FreeSolv SMILES repeated to "
+        f"{args.molecules:,} molecules (radius mode: {args.radius_molecules:,}, ETKDG conformers). Cold = featurize "
+        "and write the cache; cached load = the same `MoleculeDataset(...)` call served from the cache; loader = one "
+        f"pass of `DataLoader(batch_size={args.batch_size}, collate_fn=collate_molecules)`. Target: cached load >= "
+        f"{TARGET_CACHED_MOL_PER_S:,.0f} molecules/s.",
+    ], update_docs=not (args.quick or args.no_docs))
     return 0
 
 
