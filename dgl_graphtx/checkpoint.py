@@ -74,6 +74,12 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
 
     Raises :class:`CheckpointError` if the file is missing, corrupt, not a dgl_graphtx checkpoint,
     from a newer format, or its weights do not fit its own configuration.
+
+    Example:
+        >>> load_checkpoint("no/such/file.pt")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.CheckpointError: checkpoint not found: no/such/file.pt
     """
     path = Path(path)
     if not path.is_file():

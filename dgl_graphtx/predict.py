@@ -95,5 +95,16 @@ def predict_smiles(
 ) -> pd.DataFrame:
     """Predict from SMILES with a checkpoint: one row per input, in input order; invalid SMILES
     give NaN predictions and a filled ``error`` column. ``kwargs`` go to :class:`Predictor`.
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("grpe", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+        ...                        CheckpointMeta(p.featurizer, p.relation, ["dG"]))
+        >>> table = predict_smiles(["CCO", ""], path)
+        >>> table["error"].isna().tolist(), table["error"][1]
+        ([True, False], 'empty SMILES')
     """
     return Predictor(checkpoint, **kwargs).predict(smiles)

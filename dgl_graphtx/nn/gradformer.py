@@ -66,6 +66,13 @@ class DecayTerm(StructureTerm):
     Args:
         params: the (possibly shared) start points and decay ratio.
         mode: ``"paper"``, ``"decay"`` or ``"reference"`` (see the module docstring).
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> _, rel = smiles_to_graphs("CCCC")
+        >>> term = DecayTerm(DecayParameters(1, init_start=1.0, decay=0.5))
+        >>> term.log_mask(rel).exp()[:4, 0].tolist()  # query 0: keys at 0, 1, 2, 3 hops
+        [1.0, 1.0, 0.5, 0.25]
     """
 
     def __init__(self, params: DecayParameters, mode: str = "paper") -> None:

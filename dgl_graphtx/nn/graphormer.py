@@ -20,6 +20,11 @@ class GraphormerBias(StructureTerm):
         num_heads: number of heads.
         max_distance: largest hop count with its own spatial class.
         vocab: bond vocabulary of the relation graphs' ``bond`` field.
+
+    Example:
+        >>> bias = GraphormerBias(num_heads=4, max_distance=3)
+        >>> bias.spatial_bias.shape, bias.edge_bias.shape
+        (torch.Size([7, 4]), torch.Size([63, 4]))
     """
 
     def __init__(self, num_heads: int, max_distance: int = 5, vocab: BondVocabulary = BondVocabulary()) -> None:

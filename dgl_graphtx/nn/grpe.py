@@ -84,6 +84,12 @@ class GRPETerm(StructureTerm):
         mode: ``"paper"`` (SPEC section 2) or ``"reference"`` (the authors' code: key terms use
             the query node's key ``k_i``, distance ``L`` shares the FAR class, the diagonal gets
             the NO_EDGE class).
+
+    Example:
+        >>> shared = GRPEEncodings(32, 4)
+        >>> layers = [RelationAttention(32, 4, GRPETerm(shared)) for _ in range(2)]  # tables shared
+        >>> layers[0].structure.encodings is layers[1].structure.encodings
+        True
     """
 
     def __init__(self, encodings: GRPEEncodings, mode: str = "paper") -> None:

@@ -47,6 +47,13 @@ class MoireTerm(StructureTerm):
             authors' code: ``(q.k / sqrt(dh)) * log f + 0.1 [i == j]``).
         max_shift: largest initial shift; heads start at shifts spread over ``[0.5, max_shift]``.
         init_width: initial width ``sigma`` of every head.
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> _, rel = smiles_to_graphs("CCO")
+        >>> term = MoireTerm(num_heads=2, distance="spd", max_shift=1.5)
+        >>> term.log_focus(rel).shape  # log f per edge and head
+        torch.Size([9, 2])
     """
 
     def __init__(

@@ -48,6 +48,10 @@ class TrainConfig:
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
         num_workers: DataLoader worker processes.
         progress: show a progress bar with loss and validation metric.
+
+    Example:
+        >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
+        5
     """
 
     epochs: int = 100
@@ -94,7 +98,14 @@ def seed_everything(seed: int) -> None:
 
 
 def dataset_labels(dataset: Dataset) -> torch.Tensor:
-    """Labels ``[M, T]`` with NaN where missing, for a :class:`MoleculeDataset` or a ``Subset`` of one."""
+    """Labels ``[M, T]`` with NaN where missing, for a :class:`MoleculeDataset` or a ``Subset`` of one.
+
+    Example:
+        >>> from dgl_graphtx.datasets import MoleculeDataset
+        >>> ds = MoleculeDataset(["C", "CC", "CCC"], [[1.0], [None], [3.0]], progress=False)
+        >>> dataset_labels(Subset(ds, [2, 1])).tolist()
+        [[3.0], [nan]]
+    """
     if isinstance(dataset, Subset):
         return dataset_labels(dataset.dataset)[torch.as_tensor(dataset.indices, dtype=torch.int64)]
     if hasattr(dataset, "raw_labels"):
