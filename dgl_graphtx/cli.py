@@ -85,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_table(frame: pd.DataFrame) -> None:
+    """Print a prediction table; molecules without an error show an empty ``error`` cell."""
     with pd.option_context("display.max_rows", 200, "display.width", 160, "display.max_colwidth", 60):
-        print(frame.to_string(index=False))
+        print(frame.fillna({"error": ""}).to_string(index=False))
 
 
 def _load_dataset(path: Path, targets: List[str], args, preset):
