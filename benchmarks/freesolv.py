@@ -37,7 +37,7 @@ from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
-from dgl_graphtx.training import Trainer, TrainConfig, plot_parity, seed_everything  # noqa: E402
+from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, plot_parity, seed_everything  # noqa: E402
 
 ANCHORS = [
     ("MoleculeNet best (MPNN), Wu et al. 2018", 1.15, 0.12),
@@ -109,9 +109,9 @@ def run_baseline(seed: int, config: TrainConfig, out_dir: Path, cache_dir: Path)
     trainer = Trainer(model, config, out_dir=out_dir)
     result = trainer.fit(Subset(ds, split.train), Subset(ds, split.valid))
     test = Subset(ds, split.test)
-    preds = trainer.predict(test)[:, 0]
-    labels = ds.raw_labels[split.test, 0].double().numpy()
-    return trainer.evaluate(test), result.best_epoch, labels, preds
+    preds = trainer.predict(test)
+    labels = ds.raw_labels[split.test].double().numpy()
+    return compute_metrics("regression", labels, preds), result.best_epoch, labels[:, 0], preds[:, 0]
 
 
 def run_variant(run: Run, seed: int, config: TrainConfig, out_dir: Path, cache_dir: Path):

@@ -13,7 +13,7 @@ from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
-from .training import Trainer, TrainConfig, TrainResult, seed_everything
+from .training import Trainer, TrainConfig, TrainResult, compute_metrics, seed_everything
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
@@ -78,9 +78,9 @@ def train_and_evaluate(
     trainer = Trainer(model, train_config, out_dir=out, meta=meta)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))
     test_set = Subset(dataset, parts.test)
-    metrics = trainer.evaluate(test_set)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
+    metrics = compute_metrics(preset.model.task, labels, predicted)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]

@@ -186,9 +186,9 @@ class Trainer:
         )
 
     def _set_normalization(self, train_set: Dataset) -> None:
-        labels = dataset_labels(train_set).double()
         if self.task != "regression":
             return
+        labels = dataset_labels(train_set).double()
         observed = ~torch.isnan(labels)
         if not observed.any(dim=0).all():
             raise ConfigError("every target needs at least one observed training label")
