@@ -12,7 +12,7 @@ from rdkit import Chem
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs
 from .devices import resolve_device
-from .featurize import MoleculeFeaturizer, featurize_each
+from .featurize import MoleculeFeaturizer, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
 
 PathLike = Union[str, Path]
@@ -79,15 +79,9 @@ class Predictor:
                 outputs.append(self.model.predict(graph, relation).cpu())
             predictions[rows] = torch.cat(outputs).double().numpy()
         table = pd.DataFrame(predictions, columns=names)
-        table.insert(0, "smiles", [m if isinstance(m, str) else _describe(m) for m in molecules])
+        table.insert(0, "smiles", [describe_molecule(m) for m in molecules])
         table["error"] = errors
         return table
-
-
-def _describe(molecule: object) -> str:
-    if isinstance(molecule, Chem.Mol):
-        return Chem.MolToSmiles(molecule)
-    return repr(molecule)
 
 
 def predict_smiles(

@@ -21,7 +21,7 @@ import dgl
 
 from .._version import __version__
 from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, featurize_each
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
 from .cache import cache_path, load_cached, save_cached
@@ -180,9 +180,7 @@ class MoleculeDataset(Dataset):
         if num_rows == 0:
             raise ConfigError("no molecules given")
         self.featurizer = MoleculeFeaturizer(featurizer, relation)
-        ids = list(identifiers) if identifiers is not None else [
-            m if isinstance(m, str) else (Chem.MolToSmiles(m) if isinstance(m, Chem.Mol) else repr(m)) for m in molecules
-        ]
+        ids = list(identifiers) if identifiers is not None else [describe_molecule(m) for m in molecules]
         if len(ids) != num_rows:
             raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
         report = InputReport(num_rows)

@@ -74,6 +74,21 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     return parse_smiles(molecule)
 
 
+def describe_molecule(molecule: object) -> str:
+    """Text naming an input in reports and tables: the SMILES as given, a molecule's SMILES, or
+    the ``repr`` of anything else.
+
+    Example:
+        >>> describe_molecule(Chem.MolFromSmiles("OCC")), describe_molecule(None)
+        ('CCO', 'None')
+    """
+    if isinstance(molecule, str):
+        return molecule
+    if isinstance(molecule, Chem.Mol):
+        return Chem.MolToSmiles(molecule)
+    return repr(molecule)
+
+
 class MoleculeFeaturizer:
     """Turns a SMILES string or RDKit molecule into ``(molecular graph, relation graph)``.
 
