@@ -1,0 +1,46 @@
+"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, info, demo}``.
+
+One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
+``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
+checkpoints) are printed as one ``error:`` line without a traceback and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Optional, Sequence
+
+from ..errors import GraphTxError
+from . import demo, evaluate, info, predict, train
+
+SUBCOMMANDS = (train, predict, evaluate, info, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests).
+
+    Example:
+        >>> build_parser().parse_args(["info"]).command
+        'info'
+    """
+    parser = argparse.ArgumentParser(prog="dgl-graphtx", description="Graph transformers (GRPE, MoireGT, Gradformer) for molecules on DGL.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in SUBCOMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``dgl-graphtx`` console script."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except GraphTxError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
