@@ -35,8 +35,8 @@ MOIRE_MU_MIN = 0.5  # SPEC 3
 MOIRE_SIGMA_MIN = 0.1  # SPEC 3
 TRIANGLE_FLOOR = 1e-6  # SPEC 3
 MOIRE_REFERENCE_SELF = 0.1  # SPEC 3 reference mode
+MOIRE_REFERENCE_FLOOR = 1e-9  # SPEC 3 reference mode: f is floored at 1e-9 before its log
 GRADFORMER_REFERENCE_UNREACHABLE = 510.0  # SPEC 4 reference mode
-LEAKY_SLOPE = 0.01  # torch.nn.LeakyReLU's default slope (SPEC 4 names no slope)
 
 FOCUS_NAMES = ("gaussian", "laplacian", "cauchy", "triangle", "mirrored_sigmoid")
 
@@ -153,7 +153,8 @@ def reference_attention(
     Args:
         kind: ``vanilla`` | ``graphormer`` | ``grpe`` | ``moire`` | ``gradformer``.
         mode: the variant's mode (``paper`` / ``reference`` / ``decay``); ignored for baselines.
-        opts: ``max_distance`` (grpe, graphormer), ``focus`` and ``distance`` (moire).
+        opts: ``max_distance`` (grpe, graphormer), ``focus`` and ``distance`` (moire), ``slope``
+            (gradformer reference mode: the LeakyReLU's negative slope).
         params: float64 tensors: ``qkv_w [3d, d]``, ``qkv_b``, ``out_w [d, d]``, ``out_b``, ``heads``
             (int) and the variant's structural parameters (see the test module).
         x: node features ``[N, d]``.
@@ -196,6 +197,12 @@ def reference_attention(
         ref = mode == "reference"
         psi = _map(spd, lambda s_: spatial_class(s_, L, ref))
         phi = _map(pairs.bond, lambda b_: edge_class(b_, ref))
+        if ref:
+            # SPEC 2, authors' preprocessing: the diagonal is first set to SELF, then every entry
+            # whose distance is not 1 becomes NO_EDGE; the task token's distance to itself is 0.
+            # So every self pair, the virtual node's included, is (spatial 0, NO_EDGE).
+            psi[eye] = spatial_class(0, L, ref)
+            phi[eye] = NO_EDGE
 
         def per_pair(table):  # [C, d] -> [N, N, H, dh], row c split per head
             return table.reshape(table.shape[0], H, dh)
@@ -220,9 +227,15 @@ def reference_attention(
         else:
             D = spd.double()
         D = torch.where(unreachable, torch.full_like(D, MOIRE_UNREACHABLE_D), D)
-        mu = torch.clamp(params["shift"], min=MOIRE_MU_MIN)  # mu' = max(mu, 0.5)
         sigma = torch.clamp(params["width"], min=MOIRE_SIGMA_MIN)
-        logf = torch.stack([log_focus(opts["focus"], D, mu[h], sigma[h]) for h in range(H)])
+        if mode == "paper":
+            mu = torch.clamp(params["shift"], min=MOIRE_MU_MIN)  # mu' = max(mu, 0.5)
+            logf = torch.stack([log_focus(opts["focus"], D, mu[h], sigma[h]) for h in range(H)])
+        else:
+            # authors' code: no clamp of mu; f formed, floored at 1e-9, then its log taken
+            mu = params["shift"]
+            f = torch.stack([torch.exp(log_focus(opts["focus"], D, mu[h], sigma[h])) for h in range(H)])
+            logf = torch.log(torch.clamp(f, min=MOIRE_REFERENCE_FLOOR))
         # pairs touching the virtual node get no focus term (library docstring; MoireGT has no VN)
         logf = torch.where(virtual[None], torch.zeros_like(logf), logf)
         if mode == "paper":
@@ -236,7 +249,7 @@ def reference_attention(
         if mode == "reference":
             hops = torch.where(unreachable[None], torch.full_like(hops, GRADFORMER_REFERENCE_UNREACHABLE), hops)
             excess = hops - sp[:, None, None]
-            excess = torch.where(excess > 0, excess, LEAKY_SLOPE * excess)
+            excess = torch.where(excess > 0, excess, opts["slope"] * excess)  # LeakyReLU
         else:
             excess = torch.clamp(hops - sp[:, None, None], min=0.0)  # ReLU
         if mode == "decay":

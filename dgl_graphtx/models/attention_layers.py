@@ -39,4 +39,4 @@ def build_attention_layers(config: ModelConfig) -> List[RelationAttention]:
         return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop) for _ in range(n)]
     o = config.gradformer
     shared = DecayParameters(h, o.init_start, o.decay, o.learn_decay) if o.share_start else None
-    return [GradformerAttention(d, h, shared, o.init_start, o.decay, o.learn_decay, o.mode, drop) for _ in range(n)]
+    return [GradformerAttention(d, h, shared, o.init_start, o.decay, o.learn_decay, o.mode, drop, o.slope) for _ in range(n)]

@@ -9,7 +9,7 @@ from ..bond_classes import BondVocabulary
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 from ..nn.focus import FOCUS_FUNCTIONS
-from ..nn.gradformer import GRADFORMER_MODES
+from ..nn.gradformer import GRADFORMER_MODES, REFERENCE_SLOPE, check_slope
 from ..nn.grpe import GRPE_MODES
 from ..nn.moire import DISTANCES, MOIRE_MODES
 
@@ -55,7 +55,16 @@ class MoireOptions:
 
 @dataclass
 class GradformerOptions:
-    """Gradformer settings: decay mode, lambda, start points, normalisation of the GPS block."""
+    """Gradformer settings: decay mode, lambda, start points, normalisation of the GPS block.
+
+    ``slope`` is the LeakyReLU slope of ``mode="reference"`` (the authors' ``process_hop``:
+    0 in their ``config.py``, 0.1 in the ZINC/NCI1/CLUSTER scripts, 0.2 for ogbg-molhiv); the
+    other modes use ReLU and need ``slope=0``.
+
+    Example:
+        >>> GradformerOptions(mode="reference", slope=0.2).slope
+        0.2
+    """
 
     mode: str = "paper"
     decay: float = 0.5
@@ -63,9 +72,14 @@ class GradformerOptions:
     init_start: float = 2.0
     share_start: bool = True
     norm: str = "batch"
+    slope: float = REFERENCE_SLOPE
 
     def __post_init__(self) -> None:
         _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
+        try:
+            check_slope(self.mode, self.slope)
+        except ValueError as err:
+            raise ConfigError(f"gradformer.slope: {err}") from None
         _check(0.0 < self.decay < 1.0, f"gradformer.decay (lambda) must lie in (0, 1), got {self.decay}")
         _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
 

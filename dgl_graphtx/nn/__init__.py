@@ -5,7 +5,7 @@ from .gradformer import DecayParameters, DecayTerm, GradformerAttention
 from .graphormer import GraphormerAttention, GraphormerBias
 from .grpe import GRPEAttention, GRPEEncodings, GRPETerm
 from .moire import MoireAttention, MoireTerm
-from .pair_classes import SpatialClasses, edge_classes
+from .pair_classes import SpatialClasses, authors_diagonal
 
 __all__ = [
     "DecayParameters",
@@ -22,5 +22,5 @@ __all__ = [
     "RelationAttention",
     "SpatialClasses",
     "StructureTerm",
-    "edge_classes",
+    "authors_diagonal",
 ]

@@ -6,7 +6,10 @@ Modes (SPEC section 4):
   of 0 pulls a logit to 0, not to -inf.
 * ``"decay"``: attention proportional to ``M * exp(q.k / sqrt(dh))``, i.e.
   ``s_ij = q_i.k_j / sqrt(dh) + ReLU(spd_ij - sp_h) * log(lambda)``, so far pairs fade to 0.
-* ``"reference"``: as ``"paper"`` but with LeakyReLU and unreachable pairs at distance 510.
+* ``"reference"``: as ``"paper"`` but with ``LeakyReLU(spd - sp_h, slope)`` and unreachable pairs
+  at distance 510, as the authors' ``process_hop``. The slope is a hyperparameter there: 0 in the
+  official ``config.py`` (the default here), 0.1 in their ZINC/NCI1/CLUSTER scripts, 0.2 for
+  ogbg-molhiv.
 
 Unreachable pairs (``spd == -1``) have ``M = 0`` (``-inf`` log-mask in ``"decay"``); pairs touching
 a virtual node have ``M = 1``. The start points ``sp_h`` are learnable per head and, in a model,
@@ -26,6 +29,28 @@ from .attention import RelationAttention, StructureTerm
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
 REFERENCE_UNREACHABLE_DISTANCE = 510.0
+#: LeakyReLU slope of ``reference`` mode in the authors' ``config.py``.
+REFERENCE_SLOPE = 0.0
+
+
+def check_slope(mode: str, slope: float) -> None:
+    """Raise ``ValueError`` unless ``slope`` is usable with ``mode``: a LeakyReLU slope in
+    ``[0, 1)``, and non-zero only in ``reference`` mode (``paper`` and ``decay`` use ReLU).
+
+    Example:
+        >>> check_slope("reference", 0.2)
+        >>> check_slope("decay", 0.2)
+        Traceback (most recent call last):
+        ...
+        ValueError: the LeakyReLU slope 0.2 applies to Gradformer mode 'reference' only; modes 'paper' and 'decay' use ReLU (slope 0)
+    """
+    if not 0.0 <= slope < 1.0:
+        raise ValueError(f"the LeakyReLU slope must lie in [0, 1), got {slope}")
+    if slope != 0.0 and mode != "reference":
+        raise ValueError(
+            f"the LeakyReLU slope {slope} applies to Gradformer mode 'reference' only; "
+            "modes 'paper' and 'decay' use ReLU (slope 0)"
+        )
 
 
 class DecayParameters(nn.Module):
@@ -66,6 +91,8 @@ class DecayTerm(StructureTerm):
     Args:
         params: the (possibly shared) start points and decay ratio.
         mode: ``"paper"``, ``"decay"`` or ``"reference"`` (see the module docstring).
+        slope: negative slope of the LeakyReLU in ``reference`` mode (default 0, the authors'
+            ``config.py``); must be 0 in the other modes.
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
@@ -75,12 +102,14 @@ class DecayTerm(StructureTerm):
         [1.0, 1.0, 0.5, 0.25]
     """
 
-    def __init__(self, params: DecayParameters, mode: str = "paper") -> None:
+    def __init__(self, params: DecayParameters, mode: str = "paper", slope: float = REFERENCE_SLOPE) -> None:
         super().__init__()
         if mode not in GRADFORMER_MODES:
             raise ValueError(f"Gradformer mode must be one of {GRADFORMER_MODES}, got {mode!r}")
+        check_slope(mode, slope)
         self.params = params
         self.mode = mode
+        self.slope = slope
 
     def log_mask(self, graph) -> torch.Tensor:
         """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
@@ -91,7 +120,7 @@ class DecayTerm(StructureTerm):
         unreachable = spd == SPD_UNREACHABLE
         if self.mode == "reference":
             hops = torch.where(unreachable, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
-            log_m = F.leaky_relu(hops - start) * log_decay
+            log_m = F.leaky_relu(hops - start, negative_slope=self.slope) * log_decay
         else:
             log_m = F.relu(hops - start) * log_decay
             log_m = torch.where(unreachable, torch.full_like(log_m, -math.inf), log_m)
@@ -112,6 +141,7 @@ class GradformerAttention(RelationAttention):
         params: shared :class:`DecayParameters`; a private set is created if ``None``.
         init_start, decay, learn_decay: used only when ``params`` is ``None``.
         mode: ``"paper"``, ``"decay"`` or ``"reference"``.
+        slope: LeakyReLU slope of ``reference`` mode (see :class:`DecayTerm`).
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
@@ -131,7 +161,8 @@ class GradformerAttention(RelationAttention):
         learn_decay: bool = False,
         mode: str = "paper",
         attn_dropout: float = 0.0,
+        slope: float = REFERENCE_SLOPE,
     ) -> None:
         if params is None:
             params = DecayParameters(num_heads, init_start, decay, learn_decay)
-        super().__init__(embed_dim, num_heads, DecayTerm(params, mode), attn_dropout)
+        super().__init__(embed_dim, num_heads, DecayTerm(params, mode, slope), attn_dropout)

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..bond_classes import BondVocabulary
 from .attention import RelationAttention, StructureTerm
-from .pair_classes import SpatialClasses, edge_classes
+from .pair_classes import SpatialClasses, authors_diagonal
 
 GRPE_MODES = ("paper", "reference")
 
@@ -82,8 +82,9 @@ class GRPETerm(StructureTerm):
     Args:
         encodings: the (possibly shared) tables.
         mode: ``"paper"`` (SPEC section 2) or ``"reference"`` (the authors' code: key terms use
-            the query node's key ``k_i``, distance ``L`` shares the FAR class, the diagonal gets
-            the NO_EDGE class).
+            the query node's key ``k_i``, distance ``L`` shares the FAR class, every self pair,
+            the virtual node's included, gets spatial class 0 and the NO_EDGE class; see
+            :func:`~dgl_graphtx.nn.pair_classes.authors_diagonal`).
 
     Example:
         >>> shared = GRPEEncodings(32, 4)
@@ -104,9 +105,12 @@ class GRPETerm(StructureTerm):
         """Joint (spatial, edge) classes: per edge, its row among the joint classes present in
         ``graph``; per present joint class, its spatial and its edge class. Tables are built for
         the present classes only (a few dozen, not all ``(L + 4) x num_bond_classes``)."""
-        n_edge = self.encodings.vocab.num_classes
-        psi = self.spatial(graph.edata["spd"])
-        phi = edge_classes(graph.edata["bond"], self.encodings.vocab, self_as_no_edge=self.mode == "reference")
+        vocab = self.encodings.vocab
+        n_edge = vocab.num_classes
+        psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
+        if self.mode == "reference":
+            src, dst = graph.edges()
+            psi, phi = authors_diagonal(psi, phi, src == dst, vocab)
         joint = psi * n_edge + phi
         present = torch.bincount(joint, minlength=self.spatial.num_classes * n_edge) > 0
         classes = present.nonzero().squeeze(1)

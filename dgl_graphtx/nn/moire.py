@@ -4,9 +4,15 @@
 different fragments get ``D = 1e6``. Each head has its own learnable shift ``mu`` and width
 ``sigma`` (clamped to ``mu >= 0.5`` and ``sigma >= 0.1``) and a learnable self-pair weight ``w``.
 Pairs touching a virtual node get no focus term (MoireGT itself uses no virtual node).
+
+``mode="reference"`` follows the authors' ``MoireAttention`` (RadialFocus, ``src/layers.py``):
+``s_ij = (q_i.k_j / sqrt(dh)) * log max(f, 1e-9) + 0.1 [i == j]`` with ``sigma >= 0.1`` and no
+clamp of ``mu``. The floor is applied in log space, ``max(log f, log 1e-9)``, which is the same
+number without forming ``f``.
 """
 from __future__ import annotations
 
+import math
 
 import torch
 from torch import nn
@@ -22,6 +28,8 @@ MU_MIN = 0.5
 SIGMA_MIN = 0.1
 UNREACHABLE_DISTANCE = 1e6
 REFERENCE_SELF_WEIGHT = 0.1
+#: The authors' floor of the focus before its log (``f.clamp(min=1e-9)``), ``reference`` mode only.
+REFERENCE_FOCUS_FLOOR = 1e-9
 
 
 def initial_shifts(num_heads: int, max_shift: float) -> torch.Tensor:
@@ -44,7 +52,8 @@ class MoireTerm(StructureTerm):
         focus: one of :data:`~dgl_graphtx.nn.focus.FOCUS_FUNCTIONS` (default ``"gaussian"``).
         distance: ``"dist"`` (3-D, Angstrom) or ``"spd"`` (hops).
         mode: ``"paper"`` (additive log-focus, learnable self weight) or ``"reference"`` (the
-            authors' code: ``(q.k / sqrt(dh)) * log f + 0.1 [i == j]``).
+            authors' code: ``(q.k / sqrt(dh)) * log max(f, 1e-9) + 0.1 [i == j]``, no clamp of
+            ``mu``).
         max_shift: largest initial shift; heads start at shifts spread over ``[0.5, max_shift]``.
         init_width: initial width ``sigma`` of every head.
 
@@ -93,10 +102,16 @@ class MoireTerm(StructureTerm):
         return torch.where(spd == SPD_UNREACHABLE, torch.full_like(d, UNREACHABLE_DISTANCE), d)
 
     def log_focus(self, graph) -> torch.Tensor:
-        """``log f_h(D)`` per edge and head ``[E, H]``; 0 on virtual-node pairs."""
-        mu = torch.clamp(self.shift, min=MU_MIN)
+        """``log f_h(D)`` per edge and head ``[E, H]``; 0 on virtual-node pairs.
+
+        ``paper`` mode: ``mu' = max(mu, 0.5)``, no floor. ``reference`` mode: ``mu`` unclamped and
+        ``log max(f, 1e-9)``, as the authors' code."""
+        reference = self.mode == "reference"
+        mu = self.shift if reference else torch.clamp(self.shift, min=MU_MIN)
         sigma = torch.clamp(self.width, min=SIGMA_MIN)
         log_f = FOCUS_FUNCTIONS[self.focus](self.distances(graph)[:, None], mu, sigma)
+        if reference:
+            log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
         return torch.where(virtual, torch.zeros_like(log_f), log_f)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Tuple
 
 import torch
 
@@ -49,15 +50,30 @@ class SpatialClasses:
         return torch.where(spd == SPD_VIRTUAL, torch.full_like(spd, self.virtual), classes)
 
 
-def edge_classes(bond: torch.Tensor, vocab: BondVocabulary, self_as_no_edge: bool = False) -> torch.Tensor:
-    """Edge class ``phi`` of a pair: its ``bond`` class, with ``SELF`` folded into ``NO_EDGE`` when
-    ``self_as_no_edge`` (the GRPE authors' code leaves the diagonal without a class of its own).
+def authors_diagonal(
+    spatial: torch.Tensor, edge: torch.Tensor, is_self: torch.Tensor, vocab: BondVocabulary
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The GRPE authors' classes on the diagonal: every self pair, the virtual node's (their task
+    token's) included, gets spatial class 0 and the ``NO_EDGE`` edge class.
+
+    Their preprocessing (``preprocess_item`` of the official GRPE code) sets the whole diagonal to
+    the self-edge class and then overwrites every entry whose hop distance is not 1 with
+    ``NO_EDGE``; the task token's distance to itself is 0. Pairs between the virtual node and
+    atoms keep their ``VIRTUAL`` classes.
+
+    Args:
+        spatial, edge: spatial and edge classes per edge ``[E]`` (:class:`SpatialClasses`, the
+            relation graph's ``bond`` field).
+        is_self: ``[E]`` bool, the edge's source equals its destination.
+        vocab: the bond vocabulary of ``edge``.
 
     Example:
-        >>> v = BondVocabulary((2,))
-        >>> edge_classes(torch.tensor([0, 2, 3, 4]), v, self_as_no_edge=True).tolist()
-        [0, 2, 2, 4]
+        >>> sc, v = SpatialClasses(max_distance=2), BondVocabulary((2,))
+        >>> spd, bond = torch.tensor([0, 1, -2, -2]), torch.tensor([3, 0, 4, 4])  # self, bond, VN-atom, VN-self
+        >>> psi, phi = authors_diagonal(sc(spd), bond, torch.tensor([True, False, False, True]), v)
+        >>> psi.tolist(), phi.tolist()
+        ([0, 1, 5, 0], [2, 0, 4, 2])
     """
-    if not self_as_no_edge:
-        return bond
-    return torch.where(bond == vocab.self_pair, torch.full_like(bond, vocab.no_edge), bond)
+    spatial = torch.where(is_self, torch.zeros_like(spatial), spatial)
+    edge = torch.where(is_self, torch.full_like(edge, vocab.no_edge), edge)
+    return spatial, edge
