@@ -144,3 +144,15 @@ def test_gradformer_with_gated_gcn_and_pe_gate_uses_the_random_walk_encodings():
     gate_grads = [block.local.pe_mlp[0].weight.grad for block in net.blocks]
     assert all(g is not None and g.abs().sum() > 0 for g in gate_grads)
     assert net.rwse_norm.weight.grad.abs().sum() > 0
+
+
+def test_gated_gcn_model_config_round_trips_through_a_checkpoint(tmp_path):
+    from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+
+    p = tiny_preset("gradformer", "molhiv")
+    net = seeded_model(p).eval()
+    meta = CheckpointMeta(p.featurizer, p.relation, ["y"], {})
+    loaded = load_checkpoint(save_checkpoint(tmp_path / "m.pt", net, meta))
+    assert loaded.model.config == p.model and loaded.model.config.gradformer.pe_gate
+    batch = batch_of(dataset_for(p.featurizer, p.relation, 0, 4))
+    assert torch.equal(loaded.model.eval()(batch.graph, batch.relation_graph), net(batch.graph, batch.relation_graph))
