@@ -43,13 +43,14 @@ def make_split(dataset: MoleculeDataset, kind: str, fractions: Tuple[float, floa
 def train_and_evaluate(
     dataset: MoleculeDataset,
     preset: Preset,
-    train_config: TrainConfig = TrainConfig(),
+    train_config: Optional[TrainConfig] = None,
     split: str = "random",
     fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
     out_dir: Optional[PathLike] = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (seeded by ``train_config.seed``), train ``preset``'s model, select the best
-    validation epoch, and evaluate on the test part.
+    validation epoch, and evaluate on the test part. Without ``train_config`` the preset's own
+    training recipe is used (``TrainConfig.from_recipe(preset.train)``).
 
     With ``out_dir``: ``best.pt``, ``log.csv``, ``learning_curve.png``, ``metrics.json``,
     ``test_predictions.csv`` and ``input_report.csv`` are written there.
@@ -68,6 +69,8 @@ def train_and_evaluate(
         raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
     if dataset.relation != preset.relation or dataset.featurizer.config != preset.featurizer:
         raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
+    if train_config is None:
+        train_config = TrainConfig.from_recipe(preset.train)
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
         raise ConfigError(f"split {split} {fractions} of {len(dataset)} molecules left a part empty; use more data or other fractions")

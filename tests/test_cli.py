@@ -173,7 +173,7 @@ def test_info_in_process():
     assert torch.__version__ in torch_line
 
 
-@pytest.mark.parametrize("command", ["train", "predict", "evaluate", "info", "demo"])
+@pytest.mark.parametrize("command", ["train", "predict", "evaluate", "presets", "info", "demo"])
 def test_help_for_every_subcommand(command):
     code, stdout, _ = _run([command, "--help"])
     assert code == 0
@@ -184,7 +184,7 @@ def test_help_for_every_subcommand(command):
 def test_top_level_help_lists_subcommands():
     code, stdout, _ = _run(["--help"])
     assert code == 0
-    for command in ("train", "predict", "evaluate", "info", "demo"):
+    for command in ("train", "predict", "evaluate", "presets", "info", "demo"):
         assert command in stdout
     assert {a.dest for a in build_parser()._actions} >= {"command"}
 

@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import GraphTxError
-from . import demo, evaluate, info, predict, train
+from . import demo, evaluate, info, predict, presets, train
 
-SUBCOMMANDS = (train, predict, evaluate, info, demo)
+SUBCOMMANDS = (train, predict, evaluate, presets, info, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,14 +22,14 @@ def split_targets(text: str) -> List[str]:
 def add_train_options(parser: argparse.ArgumentParser) -> None:
     """Model, split and optimisation options of ``train`` (and of commands that train)."""
     parser.add_argument("--model", choices=MODELS, default="grpe", help="attention variant (default: grpe)")
-    parser.add_argument("--preset", default=None, help="preset of the model: grpe tiny|small, moire 2d|3d, gradformer default, vanilla/graphormer tiny")
+    parser.add_argument("--preset", default=None, help="preset of the model, with its paper's training recipe (list: dgl-graphtx presets); default: the model's first")
     parser.add_argument("--atom-features", choices=("ogb", "canonical"), default="ogb", help="atom/bond featurizer (default: ogb)")
     parser.add_argument("--task", choices=("regression", "classification"), default="regression")
     parser.add_argument("--split", choices=("random", "scaffold"), default="random")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--epochs", type=int, default=None, help="default: the preset's recipe")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: the preset's recipe")
+    parser.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the preset's recipe)")
     parser.add_argument("--patience", type=int, default=0, help="early-stopping patience in epochs (0: off)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ...")
     parser.add_argument("--cache-dir", default=None, help="folder caching featurized molecules")

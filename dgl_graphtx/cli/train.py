@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Dict
 
 from ..datasets import MoleculeDataset
 from ..errors import GraphTxError
@@ -31,6 +32,17 @@ def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
     return MoleculeDataset.from_csv(path, args.smiles_col, targets, **kwargs)
 
 
+def explicit_recipe_options(args: argparse.Namespace) -> Dict[str, Any]:
+    """The training-recipe flags given on the command line (``None`` means "the preset's").
+
+    Example:
+        >>> explicit_recipe_options(argparse.Namespace(epochs=None, batch_size=8, lr=None))
+        {'batch_size': 8}
+    """
+    given = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr}
+    return {key: value for key, value in given.items() if value is not None}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args``."""
     path = Path(args.data)
@@ -39,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     targets = split_targets(args.targets)
     preset = get_preset(args.model, args.preset, num_tasks=len(targets), task=args.task, atom_features=args.atom_features)
     dataset = load_dataset(path, targets, args, preset)
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
-                         seed=args.seed, device=args.device, progress=not args.no_progress)
+    config = TrainConfig.from_recipe(preset.train, **explicit_recipe_options(args), patience=args.patience,
+                                     seed=args.seed, device=args.device, progress=not args.no_progress)
     result = train_and_evaluate(dataset, preset, config, split=args.split, out_dir=args.out)
     print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
     print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")

@@ -2,10 +2,10 @@
 and Gradformer (GPS blocks), with presets from the papers."""
 from .base import MoleculeModel
 from .config import GradformerOptions, GraphormerOptions, GRPEOptions, ModelConfig, MoireOptions
-from .factory import build_model
+from .factory import build_model, count_parameters
 from .gps import Gradformer
 from .graph_transformer import GraphTransformer
-from .presets import PRESETS, Preset, get_preset
+from .presets import PRESETS, Preset, PresetInfo, PresetSummary, TrainRecipe, get_preset, summarize_presets
 
 __all__ = [
     "GRPEOptions",
@@ -18,6 +18,11 @@ __all__ = [
     "MoleculeModel",
     "PRESETS",
     "Preset",
+    "PresetInfo",
+    "PresetSummary",
+    "TrainRecipe",
     "build_model",
+    "count_parameters",
     "get_preset",
+    "summarize_presets",
 ]

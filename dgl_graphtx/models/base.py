@@ -33,6 +33,7 @@ class MoleculeModel(nn.Module):
         d = config.hidden_dim
         self.atom_encoder = FeatureEncoder(config.atom_feature_dims, d, categorical=config.atom_features == "ogb")
         self.rwse_encoder = nn.Linear(config.rwse_steps, d) if config.rwse_steps else None
+        self.rwse_norm = nn.BatchNorm1d(config.rwse_steps) if config.rwse_norm else None
         self.input_mlp = (
             nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
         )
@@ -43,15 +44,25 @@ class MoleculeModel(nn.Module):
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
-    def encode_atoms(self, graph: dgl.DGLGraph) -> torch.Tensor:
-        """Input node states ``[N, d]`` from ``ndata["feat"]`` (and ``ndata["rwse"]``)."""
+    def structural_encoding(self, graph: dgl.DGLGraph) -> Optional[torch.Tensor]:
+        """The random-walk encodings ``[N, k]`` of ``ndata["rwse"]`` (BatchNorm-ed with
+        ``config.rwse_norm``), or ``None`` when the model uses none."""
+        if self.rwse_encoder is None:
+            return None
+        if "rwse" not in graph.ndata:
+            raise ConfigError(
+                f"model expects random-walk encodings: featurize with FeaturizerConfig(rwse_steps={self.config.rwse_steps})"
+            )
+        rwse = graph.ndata["rwse"].to(self.rwse_encoder.weight.dtype)
+        return self.rwse_norm(rwse) if self.rwse_norm is not None else rwse
+
+    def encode_atoms(self, graph: dgl.DGLGraph, rwse: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Input node states ``[N, d]`` from ``ndata["feat"]`` plus the encoded ``rwse`` (default:
+        :meth:`structural_encoding`)."""
         x = self.atom_encoder(graph.ndata["feat"])
         if self.rwse_encoder is not None:
-            if "rwse" not in graph.ndata:
-                raise ConfigError(
-                    f"model expects random-walk encodings: featurize with FeaturizerConfig(rwse_steps={self.config.rwse_steps})"
-                )
-            x = x + self.rwse_encoder(graph.ndata["rwse"].to(x.dtype))
+            rwse = self.structural_encoding(graph) if rwse is None else rwse
+            x = x + self.rwse_encoder(rwse)
         return self.input_mlp(x) if self.input_mlp is not None else x
 
     def encode(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Encoded:

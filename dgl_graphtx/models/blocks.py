@@ -1,16 +1,16 @@
 """Transformer blocks: pre-LN block (GRPE, MoireGT, baselines) and GraphGPS block (Gradformer)."""
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
 
 from .. import _dgl_env  # noqa: F401
 import dgl
-from dgl.nn import GINEConv
 
 from ..nn import RelationAttention
+from .local_models import build_local_model
 
 
 def feed_forward(dim: int, hidden: int, dropout: float, activation: nn.Module) -> nn.Sequential:
@@ -51,10 +51,15 @@ def _norm(kind: str, dim: int) -> nn.Module:
 
 
 class GPSBlock(nn.Module):
-    """GraphGPS block (post-norm) with a GINE convolution over bonds and global relation attention::
+    """GraphGPS block (post-norm) with a local model over bonds and global relation attention::
 
-        h_loc = Norm(x + Drop(GINE(x, e)));  h_att = Norm(x + Drop(MHA(x)))
+        h_loc = Norm(x + Drop(MPNN(x, e)));  h_att = Norm(x + Drop(MHA(x)))
         h = h_loc + h_att;  out = Norm(h + FFN(h)),  FFN = Linear(d, f)-ReLU-Drop-Linear(f, d)-Drop
+
+    ``MPNN`` is ``local_model``: ``"gine"`` or ``"gatedgcn"`` (see
+    :mod:`~dgl_graphtx.models.local_models`; GatedGCN carries its own residual, so, as in the
+    authors' code, ``x`` enters ``h_loc`` twice), with ``pe_gate`` gating GatedGCN's edges by the
+    positional encodings ``pe`` passed to :meth:`forward`.
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
@@ -64,22 +69,33 @@ class GPSBlock(nn.Module):
         torch.Size([3, 8])
     """
 
-    def __init__(self, attention: RelationAttention, ffn_dim: int, dropout: float = 0.0, norm: str = "batch") -> None:
+    def __init__(
+        self,
+        attention: RelationAttention,
+        ffn_dim: int,
+        dropout: float = 0.0,
+        norm: str = "batch",
+        local_model: str = "gine",
+        pe_gate: bool = False,
+    ) -> None:
         super().__init__()
         dim = attention.embed_dim
-        self.local = GINEConv(
-            apply_func=nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)), learn_eps=True
-        )
+        self.local = build_local_model(local_model, dim, pe_gate)
         self.attention = attention
         self.local_norm, self.attn_norm, self.out_norm = (_norm(norm, dim) for _ in range(3))
         self.ffn = nn.Sequential(feed_forward(dim, ffn_dim, dropout, nn.ReLU()), nn.Dropout(dropout))
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph, x: torch.Tensor, edge_feat: torch.Tensor
+        self,
+        graph: dgl.DGLGraph,
+        relation_graph: dgl.DGLGraph,
+        x: torch.Tensor,
+        edge_feat: torch.Tensor,
+        pe: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """Returns the new node states and the attention weights ``[E_rel, H]``."""
-        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat)))
+        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat, pe)))
         h_att, attn = self.attention(relation_graph, x, get_attention=True)
         h_att = self.attn_norm(x + self.dropout(h_att))
         h = h_loc + h_att

@@ -12,6 +12,7 @@ from ..nn.focus import FOCUS_FUNCTIONS
 from ..nn.gradformer import GRADFORMER_MODES, REFERENCE_SLOPE, check_slope
 from ..nn.grpe import GRPE_MODES
 from ..nn.moire import DISTANCES, MOIRE_MODES
+from .local_models import LOCAL_MODELS
 
 VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 READOUTS = ("virtual", "mean", "max", "sum")
@@ -55,15 +56,18 @@ class MoireOptions:
 
 @dataclass
 class GradformerOptions:
-    """Gradformer settings: decay mode, lambda, start points, normalisation of the GPS block.
+    """Gradformer settings: decay mode, lambda, start points, normalisation and local model of
+    the GPS block.
 
     ``slope`` is the LeakyReLU slope of ``mode="reference"`` (the authors' ``process_hop``:
-    0 in their ``config.py``, 0.1 in the ZINC/NCI1/CLUSTER scripts, 0.2 for ogbg-molhiv); the
-    other modes use ReLU and need ``slope=0``.
+    0 in their ``config.py`` and NCI1 script, 0.1 in the ZINC/CLUSTER scripts, 0.2 for
+    ogbg-molhiv); the other modes use ReLU and need ``slope=0``. ``local_model`` is the GPS
+    block's message passing over bonds, ``"gine"`` or ``"gatedgcn"``; ``pe_gate`` (GatedGCN only)
+    gates its edges by the random-walk encodings, as the authors' MolHIV model.
 
     Example:
-        >>> GradformerOptions(mode="reference", slope=0.2).slope
-        0.2
+        >>> GradformerOptions(mode="reference", slope=0.2, local_model="gatedgcn").local_model
+        'gatedgcn'
     """
 
     mode: str = "paper"
@@ -73,8 +77,12 @@ class GradformerOptions:
     share_start: bool = True
     norm: str = "batch"
     slope: float = REFERENCE_SLOPE
+    local_model: str = "gine"
+    pe_gate: bool = False
 
     def __post_init__(self) -> None:
+        _check(self.local_model in LOCAL_MODELS, f"gradformer.local_model must be one of {LOCAL_MODELS}, got {self.local_model!r}")
+        _check(not self.pe_gate or self.local_model == "gatedgcn", "gradformer.pe_gate needs gradformer.local_model='gatedgcn'")
         _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
         try:
             check_slope(self.mode, self.slope)
@@ -112,6 +120,8 @@ class ModelConfig:
         atom_feature_dims, bond_feature_dims: category counts (``ogb``) or ``(width,)`` (``canonical``).
         bond_radices: radices of the relation graphs' bond classes.
         rwse_steps: width of the random-walk structural encoding in ``ndata["rwse"]`` (0: none).
+        rwse_norm: BatchNorm the random-walk encodings before using them (Gradformer's
+            ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
 
@@ -137,6 +147,7 @@ class ModelConfig:
     bond_feature_dims: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
     bond_radices: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
     rwse_steps: int = 0
+    rwse_norm: bool = False
     input_mlp: bool = False
     head_layers: int = 1
     grpe: GRPEOptions = field(default_factory=GRPEOptions)
@@ -159,6 +170,11 @@ class ModelConfig:
         _check(
             not (self.variant == "gradformer" and self.virtual_node),
             "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'",
+        )
+        _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
+        _check(
+            not (self.variant == "gradformer" and self.gradformer.pe_gate and not self.rwse_steps),
+            "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0",
         )
 
     @property

@@ -1,4 +1,4 @@
-"""Gradformer: GraphGPS blocks (GINE over bonds + decay-masked relation attention)."""
+"""Gradformer: GraphGPS blocks (GINE or GatedGCN over bonds + decay-masked relation attention)."""
 from __future__ import annotations
 
 from torch import nn
@@ -15,9 +15,10 @@ from .encoders import FeatureEncoder
 
 
 class Gradformer(MoleculeModel):
-    """Gradformer model: GPS blocks with a GINE convolution over the molecular bonds (edge
-    features embedded like atom features) in parallel with Gradformer attention over the
-    relation graph; optional random-walk structural encoding added to the node input; mean (or
+    """Gradformer model: GPS blocks with a local model over the molecular bonds (GINE or
+    GatedGCN, ``config.gradformer.local_model``; edge features embedded like atom features) in
+    parallel with Gradformer attention over the relation graph; optional random-walk structural
+    encoding added to the node input (and gating GatedGCN's edges with ``pe_gate``); mean (or
     sum / max) pooling readout.
 
     Example:
@@ -36,8 +37,9 @@ class Gradformer(MoleculeModel):
         self.bond_encoder = FeatureEncoder(
             config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb"
         )
+        opts = config.gradformer
         self.blocks = nn.ModuleList(
-            GPSBlock(attention, config.feedforward_dim, config.dropout, config.gradformer.norm)
+            GPSBlock(attention, config.feedforward_dim, config.dropout, opts.norm, opts.local_model, opts.pe_gate)
             for attention in build_attention_layers(config)
         )
 
@@ -47,10 +49,12 @@ class Gradformer(MoleculeModel):
                 "Gradformer needs relation graphs without a virtual node: build the dataset with "
                 "RelationConfig(virtual_node=False)"
             )
-        x = self.encode_atoms(graph)
+        rwse = self.structural_encoding(graph)
+        x = self.encode_atoms(graph, rwse)
         edge_feat = self.bond_encoder(graph.edata["feat"])
+        pe = rwse if self.config.gradformer.pe_gate else None
         attentions = []
         for block in self.blocks:
-            x, attn = block(graph, relation_graph, x, edge_feat)
+            x, attn = block(graph, relation_graph, x, edge_feat, pe)
             attentions.append(attn)
         return x, None, attentions

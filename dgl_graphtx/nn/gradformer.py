@@ -8,8 +8,8 @@ Modes (SPEC section 4):
   ``s_ij = q_i.k_j / sqrt(dh) + ReLU(spd_ij - sp_h) * log(lambda)``, so far pairs fade to 0.
 * ``"reference"``: as ``"paper"`` but with ``LeakyReLU(spd - sp_h, slope)`` and unreachable pairs
   at distance 510, as the authors' ``process_hop``. The slope is a hyperparameter there: 0 in the
-  official ``config.py`` (the default here), 0.1 in their ZINC/NCI1/CLUSTER scripts, 0.2 for
-  ogbg-molhiv.
+  official ``config.py`` (the default here) and their NCI1 script, 0.1 in their ZINC/CLUSTER
+  scripts, 0.2 for ogbg-molhiv.
 
 Unreachable pairs (``spd == -1``) have ``M = 0`` (``-inf`` log-mask in ``"decay"``); pairs touching
 a virtual node have ``M = 1``. The start points ``sp_h`` are learnable per head and, in a model,

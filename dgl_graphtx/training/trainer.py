@@ -7,7 +7,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from ..checkpoint import CheckpointMeta, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
 from ..errors import ConfigError
-from ..models import MoleculeModel
+from ..models import MoleculeModel, TrainRecipe
 from .metrics import PRIMARY_METRIC, compute_metrics
 from .plots import plot_learning_curve
 from .schedule import SCHEDULES, lr_factor
@@ -73,6 +73,18 @@ class TrainConfig:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.epochs < 1 or self.batch_size < 1:
             raise ConfigError("epochs and batch_size must be >= 1")
+
+    @classmethod
+    def from_recipe(cls, recipe: TrainRecipe, **overrides: Any) -> "TrainConfig":
+        """A preset's training recipe (``preset.train``) with ``overrides`` on top.
+
+        Example:
+            >>> from dgl_graphtx.models import get_preset
+            >>> cfg = TrainConfig.from_recipe(get_preset("gradformer", "molhiv").train, epochs=3)
+            >>> cfg.lr, cfg.batch_size, cfg.epochs
+            (0.0001, 32, 3)
+        """
+        return cls(**{**recipe.to_dict(), **overrides})
 
 
 class TrainResult(NamedTuple):
