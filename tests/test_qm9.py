@@ -92,6 +92,10 @@ def test_subset_is_reproducible_and_checked(table):
     assert qm9(subset=SLICE, seed=4)["qm9_id"].tolist() != table["qm9_id"].tolist()
     with pytest.raises(ConfigError, match="subset must be between"):
         qm9(subset=0)
+    picked = qm9(ids=[5, 1, 21161])
+    assert picked["qm9_id"].tolist() == [5, 1, 21161] and picked["smiles"].tolist() == ["C#N", "C", "CNC1=C(N)N=NO1"]
+    with pytest.raises(ConfigError, match=r"2 qm9_id\(s\) not in QM9 \(first: \[0, 21716\]\)"):
+        qm9(ids=[0, 1, 21716])  # 21716 is one of the 3,054 molecules QM9 excluded
 
 
 def test_heavy_atom_graphs_carry_the_dft_coordinates_and_distances(table, raw):

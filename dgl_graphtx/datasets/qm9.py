@@ -113,6 +113,7 @@ def qm9(
     *,
     subset: Optional[int] = None,
     seed: int = 0,
+    ids: Optional[Sequence[int]] = None,
     check_smiles: bool = True,
     **dataset_kwargs: Any,
 ) -> Union[pd.DataFrame, MoleculeDataset]:
@@ -132,13 +133,15 @@ def qm9(
     SMILES mostly carry none). Graphs have heavy atoms only unless the featurizer has
     ``explicit_hydrogens=True``; ``ndata["pos"]`` holds the DFT coordinates unless the featurizer's
     ``coordinates`` is ``"none"`` (``"etkdg"`` is refused: QM9 has its own geometries). Row ``i`` of
-    the dataset is row ``dataset.rows[i]`` of the table returned for the same ``subset``/``seed``.
+    the dataset is row ``dataset.rows[i]`` of the table returned for the same ``subset``/``seed``
+    (or ``ids``).
 
     Args:
         as_dataset: return a :class:`MoleculeDataset` instead of the table.
         targets: target names (keys of :data:`QM9_TARGETS`) of the dataset.
         subset: keep this many molecules, drawn at random with ``seed`` (in QM9 order).
         seed: seed of the ``subset`` draw.
+        ids: keep the molecules with these ``qm9_id`` numbers, in this order (instead of ``subset``).
         check_smiles: leave out molecules whose perceived structure differs from the SMILES.
         **dataset_kwargs: passed to :class:`MoleculeDataset` (``featurizer``, ``relation``,
             ``cache_dir``, ``progress``, ``strict``). The default featurizer keeps the DFT
@@ -160,7 +163,15 @@ def qm9(
         if featurizer.coordinates == "etkdg":
             raise ConfigError("QM9 ships DFT geometries: use coordinates='conformer' (or 'auto', or 'none'), not 'etkdg'")
     table = _read_table()
-    if subset is not None:
+    if ids is not None:
+        if subset is not None:
+            raise ConfigError("give either subset or ids, not both")
+        rows = pd.Index(table["qm9_id"]).get_indexer(np.asarray(ids, dtype=np.int64))
+        if (rows < 0).any():
+            unknown = np.asarray(ids)[rows < 0]
+            raise ConfigError(f"{len(unknown)} qm9_id(s) not in QM9 (first: {unknown[:5].tolist()}); ids run from 1 to 133885 with gaps")
+        table = table.iloc[rows].reset_index(drop=True)
+    elif subset is not None:
         if not 0 < subset <= len(table):
             raise ConfigError(f"subset must be between 1 and {len(table)}, got {subset}")
         rows = np.sort(np.random.default_rng(seed).choice(len(table), size=subset, replace=False))
