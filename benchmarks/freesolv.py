@@ -20,16 +20,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Dict, Tuple
 
 import pandas as pd
 import torch
-from dgllife.model import AttentiveFPPredictor
-from torch import nn
 from torch.utils.data import Subset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _baselines import AttentiveFPBaseline  # noqa: E402
 from _report import DOCS, update_section  # noqa: E402
 
 from dgl_graphtx.datasets import freesolv  # noqa: E402
@@ -75,37 +73,12 @@ RUNS: Dict[str, Run] = {
 }
 
 
-class AttentiveFPBaseline(nn.Module):
-    """dgllife's AttentiveFP behind the small interface the Trainer uses (task, target scaling)."""
-
-    def __init__(self, node_feat_size: int, edge_feat_size: int) -> None:
-        super().__init__()
-        self.config = SimpleNamespace(task="regression")
-        self.net = AttentiveFPPredictor(node_feat_size, edge_feat_size, num_layers=2, num_timesteps=2,
-                                        graph_feat_size=200, n_tasks=1, dropout=0.1)
-        self.register_buffer("target_mean", torch.zeros(1))
-        self.register_buffer("target_std", torch.ones(1))
-
-    def forward(self, graph, relation_graph):
-        return self.net(graph, graph.ndata["feat"], graph.edata["feat"])
-
-    def set_target_normalization(self, mean, std):
-        self.target_mean.copy_(mean)
-        self.target_std.copy_(std.clamp_min(1e-8))
-
-    def normalize_targets(self, labels):
-        return (labels - self.target_mean) / self.target_std
-
-    def to_target_space(self, output):
-        return output * self.target_std + self.target_mean
-
-
 def run_baseline(seed: int, config: TrainConfig, out_dir: Path, cache_dir: Path):
     feat = FeaturizerConfig(atom_features="canonical")
     ds = freesolv(as_dataset=True, featurizer=feat, relation=RelationConfig(), cache_dir=cache_dir, progress=False)
     split = make_split(ds, "random", FRACTIONS, seed)
     seed_everything(seed)
-    model = AttentiveFPBaseline(74, 12)
+    model = AttentiveFPBaseline(num_tasks=1)
     trainer = Trainer(model, config, out_dir=out_dir)
     result = trainer.fit(Subset(ds, split.train), Subset(ds, split.valid))
     test = Subset(ds, split.test)

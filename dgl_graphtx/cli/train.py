@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Dict
 
-from ..datasets import MoleculeDataset
+from ..datasets import MoleculeDataset, qm9
 from ..errors import GraphTxError
 from ..experiment import train_and_evaluate
 from ..models import get_preset
@@ -15,18 +15,23 @@ from .common import add_train_options, format_metrics, split_targets
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` sub-command to ``sub``."""
-    train = sub.add_parser("train", help="train a model on a CSV or SDF file", description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.")
-    train.add_argument("data", help="CSV (one SMILES column + targets) or SDF (targets as SD properties)")
+    train = sub.add_parser("train", help="train a model on a CSV or SDF file, or on QM9", description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.")
+    train.add_argument("data", help="CSV (one SMILES column + targets), SDF (targets as SD properties), or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
     train.add_argument("--targets", required=True, help="comma-separated target column / SD property names")
     train.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
     train.add_argument("--out", required=True, help="output folder")
+    train.add_argument("--subset", type=int, default=None, help="qm9 only: train on this many molecules drawn with --seed")
     add_train_options(train)
     train.set_defaults(func=run)
 
 
 def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
-    """The labelled dataset of ``path`` (CSV or SDF) featurized for ``preset``."""
+    """The labelled dataset of ``path`` (CSV or SDF, or the name ``qm9``) featurized for ``preset``."""
     kwargs = dict(featurizer=preset.featurizer, relation=preset.relation, cache_dir=args.cache_dir, progress=not args.no_progress)
+    if str(path) == "qm9":
+        return qm9(as_dataset=True, targets=targets, subset=args.subset, seed=args.seed, **kwargs)
+    if args.subset is not None:
+        raise GraphTxError("--subset applies to the qm9 data source only")
     if path.suffix.lower() in (".sdf", ".sd"):
         return MoleculeDataset.from_sdf(path, targets, **kwargs)
     return MoleculeDataset.from_csv(path, args.smiles_col, targets, **kwargs)
@@ -46,7 +51,7 @@ def explicit_recipe_options(args: argparse.Namespace) -> Dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args``."""
     path = Path(args.data)
-    if not path.is_file():
+    if args.data != "qm9" and not path.is_file():
         raise GraphTxError(f"data file not found: {path}")
     targets = split_targets(args.targets)
     preset = get_preset(args.model, args.preset, num_tasks=len(targets), task=args.task, atom_features=args.atom_features)

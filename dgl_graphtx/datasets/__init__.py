@@ -1,8 +1,10 @@
-"""Molecule datasets: building, caching, splitting, batching, and the embedded FreeSolv data."""
+"""Molecule datasets: building, caching, splitting, batching, the embedded FreeSolv data, and
+QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
 from .collate import MoleculeBatch, collate_molecules
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .molecule_dataset import MoleculeDataset, read_molecule_csv, smiles_column
 from .packed import PackedGraphs
+from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
 from .report import InputReport, RowIssue
 from .splits import Split, murcko_scaffold, random_split, scaffold_split
 
@@ -12,6 +14,8 @@ __all__ = [
     "MoleculeBatch",
     "MoleculeDataset",
     "PackedGraphs",
+    "QM9_ORBITAL_TARGETS",
+    "QM9_TARGETS",
     "RowIssue",
     "Split",
     "collate_molecules",
@@ -19,6 +23,7 @@ __all__ = [
     "freesolv",
     "freesolv_path",
     "murcko_scaffold",
+    "qm9",
     "random_split",
     "read_molecule_csv",
     "scaffold_split",

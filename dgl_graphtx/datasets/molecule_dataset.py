@@ -5,7 +5,8 @@ import hashlib
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence as SequenceABC
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import dgllife
 import numpy as np
@@ -139,7 +140,9 @@ class MoleculeDataset(Dataset):
     With ``strict=True`` the first invalid row raises :class:`InvalidMoleculeError` instead.
 
     Args:
-        molecules: SMILES strings or RDKit molecules (``None`` entries count as unreadable).
+        molecules: SMILES strings or RDKit molecules (``None`` entries count as unreadable). A
+            sequence is read item by item while featurizing (never on a cache hit), so it may
+            build its molecules lazily, as :class:`~dgl_graphtx.datasets.qm9.GeometryMolecules` does.
         targets: ``[M, T]`` array-like or DataFrame of target values (``None`` for no targets).
         target_names: names of the ``T`` target columns.
         identifiers: text naming each molecule in reports (default: the SMILES).
@@ -163,7 +166,7 @@ class MoleculeDataset(Dataset):
 
     def __init__(
         self,
-        molecules: Sequence[Optional[MoleculeLike]],
+        molecules: Iterable[Optional[MoleculeLike]],
         targets: Any = None,
         *,
         target_names: Optional[Sequence[str]] = None,
@@ -175,7 +178,8 @@ class MoleculeDataset(Dataset):
         strict: bool = False,
         progress: Optional[bool] = None,
     ) -> None:
-        molecules = list(molecules)
+        if not isinstance(molecules, SequenceABC):
+            molecules = list(molecules)
         num_rows = len(molecules)
         if num_rows == 0:
             raise ConfigError("no molecules given")

@@ -1,6 +1,7 @@
 """SMILES or RDKit molecule -> molecular DGLGraph (via dgllife) and its relation graph."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Tuple, Union
 
 import numpy as np
@@ -19,7 +20,24 @@ from .config import FeaturizerConfig
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer
 
-MoleculeLike = Union[str, Chem.Mol]
+
+
+@dataclass(frozen=True)
+class RejectedMolecule:
+    """Stands in for a molecule that a reader could not build; featurizing it reports ``reason``
+    for its row (instead of a generic "missing molecule").
+
+    Example:
+        >>> to_mol(RejectedMolecule("no bonds perceived"))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.InvalidMoleculeError: no bonds perceived
+    """
+
+    reason: str
+
+
+MoleculeLike = Union[str, Chem.Mol, RejectedMolecule]
 
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
@@ -65,6 +83,8 @@ def parse_smiles(smiles: str) -> Chem.Mol:
 
 def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     """Return an RDKit molecule from a SMILES string or a molecule (checked to have atoms)."""
+    if isinstance(molecule, RejectedMolecule):
+        raise InvalidMoleculeError(molecule.reason)
     if isinstance(molecule, Chem.Mol):
         if molecule.GetNumAtoms() == 0:
             raise InvalidMoleculeError("molecule has no atoms")

@@ -1,0 +1,39 @@
+"""In-run baselines of the accuracy benchmarks: dgllife GNNs behind the interface the Trainer uses."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+from dgllife.model import AttentiveFPPredictor
+from torch import nn
+
+import dgl_graphtx  # noqa: F401  (selects DGL's PyTorch backend before dgllife imports dgl)
+
+#: Widths of dgllife's canonical atom and bond features (``FeaturizerConfig(atom_features="canonical")``).
+CANONICAL_ATOM_FEATURES, CANONICAL_BOND_FEATURES = 74, 12
+
+
+class AttentiveFPBaseline(nn.Module):
+    """dgllife's AttentiveFP behind the small interface the Trainer uses (task, target scaling)."""
+
+    def __init__(self, node_feat_size: int = CANONICAL_ATOM_FEATURES, edge_feat_size: int = CANONICAL_BOND_FEATURES,
+                 num_tasks: int = 1, graph_feat_size: int = 200, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.config = SimpleNamespace(task="regression")
+        self.net = AttentiveFPPredictor(node_feat_size, edge_feat_size, num_layers=2, num_timesteps=2,
+                                        graph_feat_size=graph_feat_size, n_tasks=num_tasks, dropout=dropout)
+        self.register_buffer("target_mean", torch.zeros(num_tasks))
+        self.register_buffer("target_std", torch.ones(num_tasks))
+
+    def forward(self, graph, relation_graph):
+        return self.net(graph, graph.ndata["feat"], graph.edata["feat"])
+
+    def set_target_normalization(self, mean, std):
+        self.target_mean.copy_(mean)
+        self.target_std.copy_(std.clamp_min(1e-8))
+
+    def normalize_targets(self, labels):
+        return (labels - self.target_mean) / self.target_std
+
+    def to_target_space(self, output):
+        return output * self.target_std + self.target_mean
