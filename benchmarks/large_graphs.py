@@ -66,7 +66,7 @@ BUILD_COLUMNS = [
 ]
 LAYER_COLUMNS = [
     ("system", "system"), ("nodes", "nodes"), ("edges", "kept edges"), ("variant", "variant"),
-    ("fb_s", "fwd+bwd s"), ("peak_gb", "peak GB"), ("us_per_kedge", "us per 1k edges"),
+    ("fb_s", "fwd+bwd s"), ("peak_gb", "peak GB"), ("ns_per_edge", "ns per edge"),
 ]
 
 
@@ -160,7 +160,7 @@ def run_system(system: str, dense_max_nodes: int, variants: List[str], threads: 
         step()
         fb_s = time.perf_counter() - start
         out["layers"].append({"variant": variant, "fb_s": fb_s, "peak_gb": mem.gb,
-                              "us_per_kedge": fb_s / rel.num_edges() * 1e9})
+                              "ns_per_edge": fb_s / rel.num_edges() * 1e9})
         del layer, inputs
     return out
 
