@@ -38,6 +38,7 @@ _COVALENT_RADIUS = {"H": 0.31, "C": 0.76, "N": 0.71, "O": 0.66, "S": 1.05, "P": 
                     "MG": 1.41, "K": 2.03, "CA": 1.76, "ZN": 1.22, "FE": 1.32}
 _BOND_TOLERANCE = 0.45
 _IONS = {"NA", "CL", "K", "MG", "CA", "ZN", "SOD", "CLA", "POT", "NA+", "CL-"}
+_ION_ELEMENT = {"SOD": "NA", "POT": "K", "CLA": "CL", "NA+": "NA", "CL-": "CL"}
 
 
 def _archive() -> Optional[Path]:
@@ -57,11 +58,13 @@ def _read_member(archive: Path, name: str) -> Optional[bytes]:
 
 
 def _element(atom_name: str, residue: str, element_field: str = "") -> str:
+    """Element symbol: the PDB element column when present, ion residues by name, else the first
+    letter of the atom name (CA in a protein residue is an alpha carbon)."""
     if element_field.strip():
         return element_field.strip().upper()
-    if residue.strip().upper() in _IONS:
-        return residue.strip().upper().rstrip("+-")[:2] if residue.strip().upper() not in ("SOD", "POT", "CLA") else \
-            {"SOD": "NA", "POT": "K", "CLA": "CL"}[residue.strip().upper()]
+    res = residue.strip().upper()
+    if res in _IONS:
+        return _ION_ELEMENT.get(res, res)
     letters = "".join(c for c in atom_name if c.isalpha()).upper()
     return letters[:1] if letters else "C"
 

@@ -10,7 +10,7 @@ from attention_variants import ASPIRIN, FEAT3D, SALT, SALT2, VARIANTS, build
 from dgl_graphtx.featurize import MoleculeFeaturizer
 from dgl_graphtx.nn import RelationAttention
 from dgl_graphtx.nn.dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
-from dgl_graphtx.relation_graph import RelationConfig
+from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
 
 SMILES = [ASPIRIN, SALT, SALT2, "C", "CCO", "c1ccc2ccccc2c1"]
 RELATIONS = ["complete", "complete+vn", "hops=2", "radius=3.0+vn"]
@@ -74,8 +74,6 @@ def test_auto_uses_blocks_for_molecule_batches_only(batches):
     assert BlockLayout.of(batches["hops=2"], 4, BLOCK_FILL_LIMIT) is not None
     n = 2000  # one long chain with hops=2: blocks would hold n^2 / (5n) slots per edge
     chain = dgl.graph((torch.arange(n - 1), torch.arange(1, n)), num_nodes=n)
-    from dgl_graphtx.relation_graph import build_relation_graph
-
     rel = build_relation_graph(chain, RelationConfig("hops", hops=2))
     assert BlockLayout.of(rel, 4, BLOCK_FILL_LIMIT) is None
     assert BlockLayout.of(rel, 4) is not None  # forced: allowed (one 2000 x 2000 block)
