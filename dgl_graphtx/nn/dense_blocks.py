@@ -20,9 +20,11 @@ import torch
 from .. import _dgl_env  # noqa: F401
 import dgl
 
-#: The dense-block path is taken when the blocks hold at most this many slots per relation edge
-#: (complete graphs of similar-sized molecules: 1-3; ``hops=3`` ZINC batches: ~7).
-BLOCK_FILL_LIMIT = 8
+#: The dense-block path is taken when the blocks hold at most this many slots per relation edge.
+#: Measured (benchmarks/attention_speed.py): blocks win on complete graphs of ZINC-sized batches
+#: (~2.7 slots per edge) and lose to message passing on padded FreeSolv batches (~6) and on
+#: ``hops=3`` ZINC batches (~7).
+BLOCK_FILL_LIMIT = 4
 
 
 @dataclass(frozen=True)
