@@ -70,7 +70,10 @@ def test_dropout_masks_the_same_weights_on_both_paths(batches):
 
 
 def test_auto_uses_blocks_for_molecule_batches_only(batches):
-    assert BlockLayout.of(batches["complete"], 4, BLOCK_FILL_LIMIT) is not None
+    featurize = MoleculeFeaturizer(relation=RelationConfig())
+    similar = dgl.batch([featurize(s)[1] for s in ("CCO", "CCN", "c1ccccc1", "c1ccccc1O")])  # 3-7 atoms
+    assert BlockLayout.of(similar, 4, BLOCK_FILL_LIMIT) is not None
+    assert BlockLayout.of(batches["complete"], 4, BLOCK_FILL_LIMIT) is None  # 1-13 atoms: mostly padding
     counts = batches["hops=2"].batch_num_nodes()
     sparse = len(counts) * int(counts.max()) ** 2 > BLOCK_FILL_LIMIT * batches["hops=2"].num_edges()
     assert (BlockLayout.of(batches["hops=2"], 4, BLOCK_FILL_LIMIT) is None) == sparse

@@ -21,10 +21,10 @@ from .. import _dgl_env  # noqa: F401
 import dgl
 
 #: The dense-block path is taken when the blocks hold at most this many slots per relation edge.
-#: Measured (benchmarks/attention_speed.py): blocks win on complete graphs of ZINC-sized batches
-#: (~2.7 slots per edge) and lose to message passing on padded FreeSolv batches (~6) and on
-#: ``hops=3`` ZINC batches (~7).
-BLOCK_FILL_LIMIT = 4
+#: Measured (benchmarks/attention_speed.py, batch 128): blocks win on complete graphs of ZINC-sized
+#: molecules (1.3 slots per edge) and lose to message passing on ``hops=3`` ZINC batches (2.9-3.3)
+#: and on FreeSolv batches, padded to their largest molecule (5.3-8.6).
+BLOCK_FILL_LIMIT = 2
 
 
 @dataclass(frozen=True)
