@@ -4,7 +4,7 @@ MDAnalysisTests (the test data of MDAnalysis, https://www.mdanalysis.org; packag
 PDB / GRO files of real systems. The benchmark never downloads anything itself: fetch the package
 archive once with pip's ordinary client into the ignored folder ``.cache/mdanalysistests``::
 
-    pip download --no-deps --no-build-isolation MDAnalysisTests -d .cache/mdanalysistests
+    pip download --no-deps MDAnalysisTests -d .cache/mdanalysistests
 
 and the files are read straight out of the archive (``.tar.gz`` sdist or ``.whl``). Bonds are not
 stored in these files for standard residues; they are inferred from distances (covalent radii
@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 import dgl
 
 DATA_DIR = Path(__file__).resolve().parent.parent / ".cache" / "mdanalysistests"
-FETCH_HINT = "pip download --no-deps --no-build-isolation MDAnalysisTests -d .cache/mdanalysistests"
+FETCH_HINT = "pip download --no-deps MDAnalysisTests -d .cache/mdanalysistests"
 
 #: (file in MDAnalysisTests/data, description)
 STRUCTURES: Dict[str, Tuple[str, str]] = {
