@@ -84,6 +84,39 @@ class MoleculeModel(nn.Module):
         out = self.head(pooled)
         return (out, attentions) if return_attention else out
 
+    def node_outputs(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+        """Per-node outputs ``[N, T]`` (training space), no readout: the head applied to every
+        node's final state, for node classification or regression on any DGLGraph.
+
+        The graph needs ``ndata["feat"]`` (``atom_features="canonical"`` projects any float
+        features of width ``atom_feature_dims[0]``) and, for Gradformer, ``edata["feat"]``; the
+        relation graph comes from :func:`~dgl_graphtx.relation_graph.build_relation_graph`.
+
+        Example:
+            >>> import torch, dgl
+            >>> from dgl_graphtx.models import GraphTransformer, ModelConfig
+            >>> from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
+            >>> g = dgl.graph((torch.arange(99), torch.arange(1, 100)))  # any graph with coordinates
+            >>> g.ndata["feat"], g.ndata["pos"] = torch.randn(100, 5), torch.randn(100, 3) * 4
+            >>> cfg = ModelConfig(variant="moire", num_layers=2, hidden_dim=16, num_heads=4, num_tasks=3,
+            ...                   atom_features="canonical", atom_feature_dims=(5,), virtual_node=False, readout="mean")
+            >>> rel = build_relation_graph(g, RelationConfig("radius", radius=3.0), vocab=cfg.bond_vocab)
+            >>> GraphTransformer(cfg)(g, rel).shape, GraphTransformer(cfg).node_outputs(g, rel).shape
+            (torch.Size([1, 3]), torch.Size([100, 3]))
+        """
+        nodes, _, _ = self.encode(graph, relation_graph)
+        return self.head(nodes)
+
+    @torch.no_grad()
+    def predict_nodes(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+        """Per-node predictions ``[N, T]`` in target units (or probabilities), in eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self.to_target_space(self.node_outputs(graph, relation_graph))
+        finally:
+            self.train(was_training)
+
     def set_target_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
         """Store per-task mean and standard deviation of the (regression) training targets."""
         self.target_mean.copy_(torch.as_tensor(mean, dtype=self.target_mean.dtype))
