@@ -2,47 +2,84 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 from pathlib import Path
 
-from ..datasets import MoleculeDataset
+from .._version import __version__
+from ..datasets import load_labelled
 from ..errors import GraphTxError
 from ..experiment import train_and_evaluate
-from ..models import get_preset
-from ..training import TrainConfig
-from .common import add_train_options, format_metrics, split_targets
+from ..logs import log_to_file
+from ..run_config import RunConfig, presets_help, resolve_run_config
+from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
+
+logger = logging.getLogger("dgl_graphtx")
+
+EPILOG = f"""\
+configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
+Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
+featurizer, relation and train can be set in the file or with --set; the fields are documented
+in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
+TrainConfig and DataConfig. The resolved configuration is written to OUT/config.yaml;
+'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
+
+presets (--model NAME --preset PRESET):
+{presets_help()}
+
+inputs: CSV/TSV (delimiter sniffed, or --delimiter; .gz allowed), SDF (.sdf, .sdf.gz; SD
+properties as targets), .smi.
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` sub-command to ``sub``."""
-    train = sub.add_parser("train", help="train a model on a CSV or SDF file", description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.")
-    train.add_argument("data", help="CSV (one SMILES column + targets) or SDF (targets as SD properties)")
-    train.add_argument("--targets", required=True, help="comma-separated target column / SD property names")
-    train.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
+    train = sub.add_parser(
+        "train", help="train a model on a CSV, SDF or SMILES file",
+        description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, config.yaml, "
+                    "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties) or .smi")
+    train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder")
+    add_input_options(train)
     add_train_options(train)
+    add_logging_options(train)
     train.set_defaults(func=run)
 
 
-def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
-    """The labelled dataset of ``path`` (CSV or SDF) featurized for ``preset``."""
-    kwargs = dict(featurizer=preset.featurizer, relation=preset.relation, cache_dir=args.cache_dir, progress=not args.no_progress)
-    if path.suffix.lower() in (".sdf", ".sd"):
-        return MoleculeDataset.from_sdf(path, targets, **kwargs)
-    return MoleculeDataset.from_csv(path, args.smiles_col, targets, **kwargs)
+def _absolute(run: RunConfig) -> RunConfig:
+    """The run with its file paths made absolute, so that the saved config works from anywhere."""
+    data = run.data
+    paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+             if getattr(data, name) is not None}
+    return dataclasses.replace(run, data=dataclasses.replace(data, **paths))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args``."""
-    path = Path(args.data)
-    if not path.is_file():
-        raise GraphTxError(f"data file not found: {path}")
-    targets = split_targets(args.targets)
-    preset = get_preset(args.model, args.preset, num_tasks=len(targets), task=args.task, atom_features=args.atom_features)
-    dataset = load_dataset(path, targets, args, preset)
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
-                         seed=args.seed, device=args.device, progress=not args.no_progress)
-    result = train_and_evaluate(dataset, preset, config, split=args.split, out_dir=args.out)
+    config = resolve_run_config(args.config, args.set, explicit_train_flags(args))
+    if config.data.path is None:
+        raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
+    if not config.data.targets:
+        raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
+    config = _absolute(config)
+    out = Path(args.out)
+    with log_to_file(out / "train.log"):
+        logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
+                    config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
+        config.save(out / "config.yaml")
+        data = config.data
+        dataset, split = load_labelled(
+            data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter, split_col=data.split_col,
+            valid=data.valid, test=data.test, featurizer=config.featurizer, relation=config.relation,
+            cache_dir=data.cache_dir, progress=config.train.progress,
+        )
+        result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
+                                    fractions=data.fractions, out_dir=out)
+        logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
     print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
     print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
-    print(f"checkpoint: {Path(args.out) / 'best.pt'}")
+    print(f"checkpoint: {out / 'best.pt'}")
     return 0
