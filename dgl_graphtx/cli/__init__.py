@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, embed, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, embed, plot, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -12,10 +12,10 @@ from typing import Optional, Sequence
 
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from . import demo, embed, evaluate, info, predict, train
+from . import demo, embed, evaluate, info, plot, predict, train
 from .common import verbosity
 
-SUBCOMMANDS = (train, predict, evaluate, embed, info, demo)
+SUBCOMMANDS = (train, predict, evaluate, embed, plot, info, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
