@@ -7,7 +7,7 @@ Resolution order (later wins), the same for the command line and for Python:
    :class:`~dgl_graphtx.training.TrainConfig`, :class:`DataConfig`);
 2. the preset chosen by ``preset.model`` / ``preset.name`` (model, featurizer and relation settings);
 3. a config file (TOML or YAML) with the sections ``preset``, ``data``, ``model``, ``featurizer``,
-   ``relation``, ``train``;
+   ``relation``, ``train``, ``ensemble``;
 4. ``--set section.field=value`` overrides, in the order given;
 5. explicit command-line flags (``--epochs``, ``--model``, ...).
 
@@ -37,7 +37,7 @@ from .training import TrainConfig
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
-SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train")
+SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
@@ -109,6 +109,32 @@ class DataConfig:
 
 
 @dataclass
+class EnsembleConfig:
+    """Ensembles and replicates (see :func:`~dgl_graphtx.ensemble.train_ensemble`).
+
+    Args:
+        size: models per split, each with its own seed; predictions are their mean and spread.
+        replicates: splits (seeds ``train.seed + r``); metrics are reported as mean and std.
+
+    Example:
+        >>> EnsembleConfig(size=5).replicates
+        1
+    """
+
+    size: int = 1
+    replicates: int = 1
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.replicates < 1:
+            raise ConfigError(f"ensemble.size and ensemble.replicates must be >= 1, got {self.size} and {self.replicates}")
+
+    @property
+    def single(self) -> bool:
+        """One model on one split (a plain run)."""
+        return self.size == 1 and self.replicates == 1
+
+
+@dataclass
 class RunConfig:
     """A fully resolved run: preset choice, data, model, featurizer, relation and training settings.
 
@@ -124,6 +150,7 @@ class RunConfig:
     featurizer: FeaturizerConfig
     relation: RelationConfig
     train: TrainConfig
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
@@ -141,6 +168,7 @@ class RunConfig:
             "featurizer": self.featurizer.to_dict(),
             "relation": dataclasses.asdict(self.relation),
             "train": dataclasses.asdict(self.train),
+            "ensemble": dataclasses.asdict(self.ensemble),
         }
         return _plain(out)
 
@@ -212,7 +240,7 @@ def load_config_file(path: PathLike) -> Dict[str, Any]:
 
 
 _SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
-                  "relation": RelationConfig, "train": TrainConfig}
+                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig}
 
 
 def _field_types(cls: type) -> Dict[str, Any]:
@@ -400,6 +428,7 @@ def resolve_run_config(
             "relation": dataclasses.asdict(base.relation),
             "train": dataclasses.asdict(TrainConfig()),
             "data": dataclasses.asdict(DataConfig()),
+            "ensemble": dataclasses.asdict(EnsembleConfig()),
         },
         {k: v for k, v in user.items() if k != "preset"},
     )
@@ -426,7 +455,8 @@ def resolve_run_config(
         "bond_feature_dims": sizes.bond_feature_dims,
         "bond_radices": sizes.bond_vocab.radices,
     })
-    return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]))
+    return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
+                     EnsembleConfig(**resolved["ensemble"]))
 
 
 def presets_help() -> str:

@@ -21,7 +21,7 @@ from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, get_preset
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.relation_graph import RelationConfig
-from dgl_graphtx.run_config import DERIVED_MODEL_FIELDS, DataConfig, PresetChoice, resolve_run_config
+from dgl_graphtx.run_config import DERIVED_MODEL_FIELDS, DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.training import TrainConfig
 
 #: key -> (text given to --set, expected value, companion overrides needed for a valid config)
@@ -88,6 +88,8 @@ ALTERNATIVES = {
     "train.device": ("cpu", "cpu", []),
     "train.num_workers": ("1", 1, []),
     "train.progress": ("false", False, []),
+    "ensemble.size": ("5", 5, []),
+    "ensemble.replicates": ("3", 3, []),
 }
 
 
@@ -112,7 +114,8 @@ def _value(run, key):
 def test_the_alternatives_cover_every_field():
     fields = set()
     for section, cls in [("preset", PresetChoice), ("data", DataConfig), ("model", ModelConfig),
-                         ("featurizer", FeaturizerConfig), ("relation", RelationConfig), ("train", TrainConfig)]:
+                         ("featurizer", FeaturizerConfig), ("relation", RelationConfig), ("train", TrainConfig),
+                         ("ensemble", EnsembleConfig)]:
         fields |= set(_settable_fields(section, cls))
     assert fields == set(ALTERNATIVES)
 

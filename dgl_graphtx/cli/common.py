@@ -36,6 +36,8 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--patience", "train.patience", dict(type=int, help="early-stopping patience in epochs (default: 0, off)")),
     ("--device", "train.device", dict(help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
+    ("--ensemble-size", "ensemble.size", dict(type=int, help="models per split with different seeds; predictions get a std column (default: 1)")),
+    ("--replicates", "ensemble.replicates", dict(type=int, help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
 )
 
 

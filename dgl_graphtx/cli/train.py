@@ -9,6 +9,7 @@ from pathlib import Path
 from .._version import __version__
 from ..datasets import load_labelled
 from ..errors import GraphTxError
+from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
@@ -19,9 +20,9 @@ logger = logging.getLogger("dgl_graphtx")
 EPILOG = f"""\
 configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
 Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
-featurizer, relation and train can be set in the file or with --set; the fields are documented
+featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
 in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
-TrainConfig and DataConfig. The resolved configuration is written to OUT/config.yaml;
+TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
 'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
 
 presets (--model NAME --preset PRESET):
@@ -76,10 +77,23 @@ def run(args: argparse.Namespace) -> int:
             valid=data.valid, test=data.test, featurizer=config.featurizer, relation=config.relation,
             cache_dir=data.cache_dir, progress=config.train.progress,
         )
-        result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
-                                    fractions=data.fractions, out_dir=out)
-        logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
-    print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
-    print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
-    print(f"checkpoint: {out / 'best.pt'}")
+        if config.ensemble.single:
+            result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
+                                        fractions=data.fractions, out_dir=out)
+            logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
+        else:
+            ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
+                                      fractions=data.fractions, ensemble_size=config.ensemble.size,
+                                      replicates=config.ensemble.replicates, out_dir=out)
+    if config.ensemble.single:
+        print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
+        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+        print(f"checkpoint: {out / 'best.pt'}")
+        return 0
+    size, replicates = config.ensemble.size, config.ensemble.replicates
+    print(f"ensemble of {size} model(s) x {replicates} split(s); test metrics of the ensemble mean over replicates:")
+    print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
+    if size > 1:
+        print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
+    print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
     return 0
