@@ -13,7 +13,7 @@ from . import _dgl_env  # noqa: F401
 import dgl
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
-from .datasets import PackedGraphs
+from .datasets import PackedGraphs, read_molecules
 from .devices import resolve_device
 from .errors import ConfigError
 from .featurize import MoleculeFeaturizer, describe_molecule, featurize_each
@@ -129,6 +129,26 @@ class Predictor:
         table.insert(0, "smiles", names)
         table["error"] = errors
         return table
+
+    def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
+                     progress: bool = False) -> pd.DataFrame:
+        """Predict every molecule of a file: CSV/TSV (gzipped too), SDF / ``.sdf.gz`` or ``.smi``
+        (see :func:`~dgl_graphtx.datasets.read_molecules`); unreadable SDF records are named by
+        their record number in the ``smiles`` column.
+
+        Example:
+            >>> import tempfile
+            >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+            >>> from dgl_graphtx.datasets import example_sdf_path
+            >>> from dgl_graphtx.models import build_model, get_preset
+            >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+            >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+            ...                        CheckpointMeta(p.featurizer, p.relation, ["y"]))
+            >>> Predictor(path).predict_file(example_sdf_path()).shape
+            (8, 3)
+        """
+        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
+        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers)
 
     def embed(
         self,

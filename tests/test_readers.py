@@ -262,3 +262,11 @@ def test_split_column_and_separate_files_define_the_parts(tmp_path):
     assert summary_files["sizes"] == summary["sizes"]
     assert pd.read_csv(tmp_path / "files" / "test_predictions.csv")["smiles"].tolist() == tested["smiles"].tolist()
     _assert_user_error(_train(files[0], tmp_path / "x", "--targets", "expt", "--valid", files[1]), "--test")
+
+
+def test_a_target_without_any_training_label_is_named(tmp_path):
+    frame = freesolv_rows(0, 20)[["smiles", "expt"]].copy()
+    frame["logP"] = ["", "n/a"] * 10
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt,logP"), "no observed training label for ['logP']")

@@ -191,7 +191,12 @@ class Trainer:
         labels = dataset_labels(train_set).double()
         observed = ~torch.isnan(labels)
         if not observed.any(dim=0).all():
-            raise ConfigError("every target needs at least one observed training label")
+            empty = torch.nonzero(~observed.any(dim=0)).flatten().tolist()
+            names = [self.meta.target_names[t] for t in empty] if self.meta is not None else [f"target {t}" for t in empty]
+            raise ConfigError(
+                f"no observed training label for {names}: every value of the training part is blank or not a number; "
+                "check the column / SD property values (see input_report.csv) or choose other targets"
+            )
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
         mean = filled.sum(0) / count
