@@ -5,6 +5,7 @@ published anchors. Writes a table and a parity plot into docs/benchmarks.md.
     python benchmarks/freesolv.py                  # full run (about 30 min on 2 CPU cores, 2 workers)
     python benchmarks/freesolv.py --quick          # smoke test: 1 seed, 3 epochs
     python benchmarks/freesolv.py --runs grpe-tiny attentivefp --seeds 0
+    python benchmarks/freesolv.py --ensemble 3 --runs gradformer grpe-tiny   # ensemble rows (own docs section)
 
 Hyperparameters (the RUNS table below) were chosen on the validation split of seed 0 only;
 test sets are evaluated once per seed with the best-validation-epoch weights.
@@ -31,10 +32,12 @@ from _baselines import AttentiveFPBaseline  # noqa: E402
 from _report import DOCS, update_section  # noqa: E402
 
 from dgl_graphtx.datasets import freesolv  # noqa: E402
+from dgl_graphtx.ensemble import train_ensemble  # noqa: E402
 from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
+from dgl_graphtx.insight import plot_parity_residuals  # noqa: E402
 from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, plot_parity, seed_everything  # noqa: E402
 
 ANCHORS = [
@@ -114,6 +117,87 @@ def run_one(job) -> Tuple[Dict[str, object], pd.DataFrame]:
     return record, pd.DataFrame({"run": name, "seed": seed, "expt": y, "pred": p})
 
 
+def run_ensemble(job) -> Tuple[Dict[str, object], pd.DataFrame]:
+    """Train ``size`` members (seeds seed..seed+size-1) on the split of ``seed``; test their mean."""
+    name, seed, size, epochs, out_root, threads = job
+    torch.set_num_threads(threads)
+    logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
+    run = RUNS[name]
+    config = TrainConfig(seed=seed, progress=False, **{**run.train, **({"epochs": epochs} if epochs else {})})
+    preset = get_preset(run.model, run.preset, atom_features=run.atom_features, **run.model_overrides)
+    cache_dir = out_root / "cache"
+    ds = freesolv(as_dataset=True, featurizer=preset.featurizer, relation=preset.relation, cache_dir=cache_dir, progress=False)
+    start = time.perf_counter()
+    result = train_ensemble(ds, preset, config, "random", FRACTIONS, ensemble_size=size, out_dir=out_root / f"{name}-ensemble{size}" / f"seed{seed}")
+    seconds = time.perf_counter() - start
+    metrics = result.metrics.iloc[0]
+    record = {"run": f"{name} ensemble of {size}", "seed": seed, "rmse": metrics["rmse"], "mae": metrics["mae"],
+              "member_rmse": metrics["member_rmse"], "spearman": result.spearman, "seconds": seconds}
+    table = result.predictions
+    return record, pd.DataFrame({"run": record["run"], "seed": seed, "expt": table["expt"], "pred": table["expt_pred"],
+                                 "std": table["expt_std"]})
+
+
+def ensemble_markdown(records: pd.DataFrame, predictions: pd.DataFrame, args, parity_name: str) -> str:
+    """The ensemble section: per variant, ensemble and mean-member test RMSE over seeds, and rho."""
+    lines = [
+        "## FreeSolv ensembles and uncertainty",
+        "",
+        f"Written by `benchmarks/freesolv.py --ensemble {args.ensemble}` ({time.strftime('%Y-%m-%d')}; {args.jobs} worker(s) x "
+        f"{args.threads} torch thread(s)). Same random 80/10/10 splits (seeds {args.seeds}) and settings as the table "
+        f"above; per split, {args.ensemble} models with seeds seed..seed+{args.ensemble - 1} (member 0 is the single run of "
+        "that seed); the prediction is their mean, the uncertainty their standard deviation. rho: Spearman rank "
+        "correlation of that standard deviation with the absolute test error, pooled over the test parts "
+        "of all seeds (and, in brackets, the mean of the per-seed values).",
+        "",
+        "| model | test RMSE (ensemble) | test MAE (ensemble) | test RMSE (single members) | rho(std, abs error) | min/ensemble |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, group in records.groupby("run", sort=False):
+        part = predictions[predictions["run"] == name]
+        pooled = float(part[["std"]].assign(err=(part["pred"] - part["expt"]).abs()).corr(method="spearman").iloc[0, 1])
+        lines.append(
+            f"| {name} | {group['rmse'].mean():.3f} ± {group['rmse'].std(ddof=0):.3f} | {group['mae'].mean():.3f} ± "
+            f"{group['mae'].std(ddof=0):.3f} | {group['member_rmse'].mean():.3f} | {pooled:.2f} ({group['spearman'].mean():.2f}) "
+            f"| {group['seconds'].mean() / 60:.1f} |"
+        )
+    best = records.groupby("run")["rmse"].mean().idxmin()
+    rmse = records.groupby("run")["rmse"].mean().min()
+    lines += [
+        "",
+        f"Target: test RMSE <= {TARGET_RMSE:.2f} kcal/mol. Best ensemble: **{best}** at {rmse:.3f} kcal/mol "
+        f"({'meets' if rmse <= TARGET_RMSE else 'misses'} the target).",
+        "",
+        f"![parity and residuals of {best}, error bars: ensemble std]({parity_name})",
+    ]
+    return "\n".join(lines)
+
+
+def main_ensemble(args) -> int:
+    jobs = [(name, seed, args.ensemble, args.epochs, args.out, args.threads) for seed in args.seeds for name in args.runs]
+    records, predictions = [], []
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for record, prediction in pool.map(run_ensemble, jobs):
+            records.append(record)
+            predictions.append(prediction)
+            print(f"{record['run']:28s} seed {record['seed']}: test RMSE {record['rmse']:.3f} (members {record['member_rmse']:.3f})  "
+                  f"rho {record['spearman']:.2f}  {record['seconds'] / 60:.1f} min", flush=True)
+    frame, preds = pd.DataFrame(records), pd.concat(predictions)
+    args.out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out / "ensemble_runs.csv", index=False)
+    preds.to_csv(args.out / "ensemble_test_predictions.csv", index=False)
+    print(frame.groupby("run")[["rmse", "mae", "member_rmse", "spearman"]].mean().round(3).to_string())
+    if not args.no_docs:
+        best = frame.groupby("run")["rmse"].mean().idxmin()
+        chosen = preds[preds["run"] == best]
+        parity = DOCS.parent / "img" / "freesolv_ensemble_parity.png"
+        plot_parity_residuals(chosen["expt"], chosen["pred"], parity, std=chosen["std"], unit="kcal/mol",
+                              title=f"FreeSolv test sets, {best}")
+        update_section("freesolv_ensemble", ensemble_markdown(frame, preds, args, "img/freesolv_ensemble_parity.png"))
+        print(f"updated {DOCS}")
+    return 0
+
+
 def summarise(records: pd.DataFrame) -> pd.DataFrame:
     grouped = records.groupby("run", sort=False)
     out = pd.DataFrame({
@@ -172,10 +256,13 @@ def main(argv=None) -> int:
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
     parser.add_argument("--jobs", type=int, default=2, help="runs trained in parallel worker processes")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument("--ensemble", type=int, default=0, help="train ensembles of this size instead (own docs section)")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs, args.no_docs = args.seeds[:1], 3, True
     logging.basicConfig(level=logging.WARNING)
+    if args.ensemble:
+        return main_ensemble(args)
     jobs = [(name, seed, args.epochs, args.out, args.threads) for seed in args.seeds for name in args.runs]
     records, predictions = [], []
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

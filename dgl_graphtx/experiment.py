@@ -31,8 +31,11 @@ class ExperimentResult:
     out_dir: Optional[Path]
 
 
-def make_split(dataset: MoleculeDataset, kind: str, fractions: Tuple[float, float, float], seed: int) -> Split:
-    """Random or scaffold split of ``dataset`` (scaffolds from the dataset's SMILES)."""
+def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
+    """Random or scaffold split of ``dataset`` (scaffolds from the dataset's SMILES); a given
+    :class:`Split` (e.g. from :func:`~dgl_graphtx.datasets.load_labelled`) is used as it is."""
+    if isinstance(kind, Split):
+        return kind
     if kind == "random":
         return random_split(len(dataset), fractions, seed)
     if kind == "scaffold":
@@ -44,13 +47,14 @@ def train_and_evaluate(
     dataset: MoleculeDataset,
     preset: Preset,
     train_config: Optional[TrainConfig] = None,
-    split: str = "random",
+    split: Union[str, Split] = "random",
     fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
     out_dir: Optional[PathLike] = None,
 ) -> ExperimentResult:
-    """Split ``dataset`` (seeded by ``train_config.seed``), train ``preset``'s model, select the best
-    validation epoch, and evaluate on the test part. Without ``train_config`` the preset's own
-    training recipe is used (``TrainConfig.from_recipe(preset.train)``).
+    """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
+    :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
+    the test part. Without ``train_config`` the preset's own training recipe is used
+    (``TrainConfig.from_recipe(preset.train)``).
 
     With ``out_dir``: ``best.pt``, ``log.csv``, ``learning_curve.png``, ``metrics.json``,
     ``test_predictions.csv`` and ``input_report.csv`` are written there.
@@ -73,11 +77,12 @@ def train_and_evaluate(
         train_config = TrainConfig.from_recipe(preset.train)
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
-        raise ConfigError(f"split {split} {fractions} of {len(dataset)} molecules left a part empty; use more data or other fractions")
+        what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
+        raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
     seed_everything(train_config.seed)
     model = build_model(preset.model)
     out = Path(out_dir) if out_dir is not None else None
-    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, {"split": split, "fractions": list(fractions)})
+    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions)})
     trainer = Trainer(model, train_config, out_dir=out, meta=meta)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))
     test_set = Subset(dataset, parts.test)

@@ -8,8 +8,9 @@ import json
 import pytest
 import torch
 
-from conftest_models import ALL_PRESETS, TINY, batch_of, dataset_for, seeded_model, tiny_preset
+from conftest_models import ALL_PRESETS, TINY, batch_of, dataset_for, freesolv_rows, seeded_model, tiny_preset
 
+from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import (
@@ -328,7 +329,9 @@ def test_canonical_atom_features(model, preset):
 # --------------------------------------------------------------------------------------------
 def test_multitask_classification_outputs_logits_and_predict_gives_probabilities():
     p = tiny_preset("grpe", "tiny", num_tasks=3, task="classification")
-    ds = _data(p, stop=8, targets=("expt", "calc", "expt"))
+    frame = freesolv_rows(0, 8).assign(expt_copy=lambda f: f["expt"])  # each target is named once
+    ds = MoleculeDataset.from_dataframe(frame, "smiles", ["expt", "calc", "expt_copy"], featurizer=p.featurizer,
+                                        relation=p.relation, progress=False)
     batch = batch_of(ds)
     net = seeded_model(p)
     net.head.bias.data.fill_(3.0)  # push logits outside [0, 1]

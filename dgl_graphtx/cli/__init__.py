@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, presets, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, embed, plot, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -7,14 +7,15 @@ checkpoints) are printed as one ``error:`` line without a traceback and exit wit
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Optional, Sequence
 
 from ..errors import GraphTxError
-from . import demo, evaluate, info, predict, presets, train
+from ..logs import configure_logging
+from . import demo, embed, evaluate, info, plot, predict, presets, train
+from .common import verbosity
 
-SUBCOMMANDS = (train, predict, evaluate, presets, info, demo)
+SUBCOMMANDS = (train, predict, evaluate, embed, plot, presets, info, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``dgl-graphtx`` console script."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(verbosity(args))
     try:
         return args.func(args)
     except GraphTxError as err:

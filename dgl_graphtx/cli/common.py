@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pandas as pd
 
@@ -19,21 +19,98 @@ def split_targets(text: str) -> List[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
+TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
+    ("--model", "preset.model", dict(choices=MODELS, help="attention variant (default: grpe)")),
+    ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's first)")),
+    ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
+    ("--task", "model.task", dict(choices=("regression", "classification"), help="default: regression")),
+    ("--split", "data.split", dict(choices=("random", "scaffold"), help="default: random")),
+    ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
+    ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
+    ("--test", "data.test", dict(help="separate test file (with --valid)")),
+    ("--seed", "train.seed", dict(type=int, help="seed of the split, initialisation and shuffling (default: 0)")),
+    ("--epochs", "train.epochs", dict(type=int, help="default: the preset's recipe")),
+    ("--batch-size", "train.batch_size", dict(type=int, help="default: the preset's recipe")),
+    ("--lr", "train.lr", dict(type=float, help="peak learning rate (default: the preset's recipe)")),
+    ("--patience", "train.patience", dict(type=int, help="early-stopping patience in epochs (default: 0, off)")),
+    ("--device", "train.device", dict(help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
+    ("--subset", "data.subset", dict(type=int, help="qm9 only: train on this many molecules drawn with --seed")),
+    ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
+    ("--ensemble-size", "ensemble.size", dict(type=int, help="models per split with different seeds; predictions get a std column (default: 1)")),
+    ("--replicates", "ensemble.replicates", dict(type=int, help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
+)
+
+
 def add_train_options(parser: argparse.ArgumentParser) -> None:
-    """Model, split and optimisation options of ``train`` (and of commands that train)."""
-    parser.add_argument("--model", choices=MODELS, default="grpe", help="attention variant (default: grpe)")
-    parser.add_argument("--preset", default=None, help="preset of the model, with its paper's training recipe (list: dgl-graphtx presets); default: the model's first")
-    parser.add_argument("--atom-features", choices=("ogb", "canonical"), default="ogb", help="atom/bond featurizer (default: ogb)")
-    parser.add_argument("--task", choices=("regression", "classification"), default="regression")
-    parser.add_argument("--split", choices=("random", "scaffold"), default="random")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epochs", type=int, default=None, help="default: the preset's recipe")
-    parser.add_argument("--batch-size", type=int, default=None, help="default: the preset's recipe")
-    parser.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the preset's recipe)")
-    parser.add_argument("--patience", type=int, default=0, help="early-stopping patience in epochs (0: off)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ...")
-    parser.add_argument("--cache-dir", default=None, help="folder caching featurized molecules")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    """Model, split and optimisation options of ``train``: ``--config``, ``--set`` and the explicit
+    flags of :data:`TRAIN_FLAGS` (which default to ``None`` so that only flags actually given
+    override the config file)."""
+    parser.add_argument("--config", help="TOML or YAML file with any of the sections preset, data, model, featurizer, relation, train")
+    parser.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[],
+                        help="override config fields, e.g. model.num_layers=6 model.moire.focus=laplacian relation=hops=3")
+    for flag, key, kwargs in TRAIN_FLAGS:
+        parser.add_argument(flag, default=None, **kwargs)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """How to read molecule files: ``--smiles-col`` and ``--delimiter``."""
+    parser.add_argument("--smiles-col", default=None, help="SMILES column of a CSV/TSV (default: smiles)")
+    parser.add_argument("--delimiter", default=None, type=parse_delimiter,
+                        help="delimiter of a table: one character, 'tab' or '\\t' (default: sniffed)")
+
+
+def add_logging_options(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` / ``--verbose``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no progress)")
+    group.add_argument("-v", "--verbose", action="store_true", help="debug messages too")
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """-1 (quiet), 0 or 1 (verbose) from :func:`add_logging_options` flags."""
+    return -1 if getattr(args, "quiet", False) else 1 if getattr(args, "verbose", False) else 0
+
+
+def parse_delimiter(text: str) -> str:
+    """``"tab"`` or ``"\\t"`` -> a tab; otherwise the single character given.
+
+    Example:
+        >>> parse_delimiter("tab"), parse_delimiter(";")
+        ('\\t', ';')
+    """
+    if text.lower() in ("tab", "\\t", "\t"):
+        return "\t"
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"delimiter must be one character or 'tab', got {text!r}")
+    return text
+
+
+def explicit_train_flags(args: argparse.Namespace) -> Dict[str, Any]:
+    """The configuration fields set by flags actually given on the command line.
+
+    Example:
+        >>> from dgl_graphtx.cli import build_parser
+        >>> explicit_train_flags(build_parser().parse_args(["train", "d.csv", "--targets", "y", "--out", "o", "--epochs", "3"]))
+        {'data.path': 'd.csv', 'data.targets': ['y'], 'train.epochs': 3}
+    """
+    flags: Dict[str, Any] = {}
+    if args.data is not None:
+        flags["data.path"] = args.data
+    if args.targets is not None:
+        flags["data.targets"] = split_targets(args.targets)
+    if args.smiles_col is not None:
+        flags["data.smiles_col"] = args.smiles_col
+    if args.delimiter is not None:
+        flags["data.delimiter"] = args.delimiter
+    for flag, key, _ in TRAIN_FLAGS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            flags[key] = value
+    if args.no_progress or args.quiet:
+        flags["train.progress"] = False
+    return flags
 
 
 def print_table(frame: pd.DataFrame) -> None:

@@ -1,4 +1,4 @@
-"""``dgl-graphtx evaluate``: metrics of a checkpoint on a labelled CSV."""
+"""``dgl-graphtx evaluate``: metrics of a checkpoint on a labelled molecule file."""
 from __future__ import annotations
 
 import argparse
@@ -8,32 +8,32 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..datasets import read_molecule_csv, smiles_column
-from ..errors import GraphTxError
+from ..datasets import read_molecules
 from ..predict import Predictor
 from ..training import compute_metrics
+from .common import add_input_options, add_logging_options, verbosity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` sub-command to ``sub``."""
-    evaluate = sub.add_parser("evaluate", help="metrics of a checkpoint on a labelled CSV")
-    evaluate.add_argument("data", help="CSV with the SMILES column and the checkpoint's target columns")
+    evaluate = sub.add_parser("evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi)")
+    evaluate.add_argument("data", help="CSV/TSV with the SMILES column and the checkpoint's target columns, or SDF with them as SD properties")
     evaluate.add_argument("--checkpoint", required=True)
-    evaluate.add_argument("--smiles-col", default="smiles")
+    add_input_options(evaluate)
     evaluate.add_argument("--device", default="auto")
+    add_logging_options(evaluate)
     evaluate.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``evaluate`` with parsed ``args``."""
     predictor = Predictor(args.checkpoint, device=args.device)
-    frame = read_molecule_csv(args.data, args.smiles_col)
-    missing = [t for t in predictor.target_names if t not in frame.columns]
-    if missing:
-        raise GraphTxError(f"target column(s) {missing} of the checkpoint not in {args.data}")
-    table = predictor.predict(smiles_column(frame, args.smiles_col))
+    data = read_molecules(args.data, args.smiles_col or "smiles", args.delimiter,
+                          explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
+    labels = data.targets(predictor.target_names)
+    table = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
     valid = table["error"].isna().to_numpy()
-    y_true = frame.loc[valid, predictor.target_names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    y_true = labels.loc[valid].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
     metrics = compute_metrics(predictor.model.config.task, y_true, y_pred)
     labelled = int(np.isfinite(y_true).any(axis=1).sum())

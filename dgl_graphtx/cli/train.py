@@ -2,64 +2,106 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 from pathlib import Path
-from typing import Any, Dict
+from typing import Optional, Tuple
 
-from ..datasets import MoleculeDataset, qm9
+from .._version import __version__
+from ..datasets import MoleculeDataset, Split, load_labelled, qm9
 from ..errors import GraphTxError
+from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
-from ..models import get_preset
-from ..training import TrainConfig
-from .common import add_train_options, format_metrics, split_targets
+from ..logs import log_to_file
+from ..run_config import RunConfig, presets_help, resolve_run_config
+from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
+
+logger = logging.getLogger("dgl_graphtx")
+
+EPILOG = f"""\
+configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
+Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
+featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
+in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
+TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
+'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
+
+presets (--model NAME --preset PRESET):
+{presets_help()}
+
+inputs: CSV/TSV (delimiter sniffed, or --delimiter; .gz allowed), SDF (.sdf, .sdf.gz; SD
+properties as targets), .smi.
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` sub-command to ``sub``."""
-    train = sub.add_parser("train", help="train a model on a CSV or SDF file, or on QM9", description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.")
-    train.add_argument("data", help="CSV (one SMILES column + targets), SDF (targets as SD properties), or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
-    train.add_argument("--targets", required=True, help="comma-separated target column / SD property names")
-    train.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
+    train = sub.add_parser(
+        "train", help="train a model on a CSV, SDF or SMILES file",
+        description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, config.yaml, "
+                    "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties) or .smi")
+    train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder")
-    train.add_argument("--subset", type=int, default=None, help="qm9 only: train on this many molecules drawn with --seed")
+    add_input_options(train)
     add_train_options(train)
+    add_logging_options(train)
     train.set_defaults(func=run)
 
 
-def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
-    """The labelled dataset of ``path`` (CSV or SDF, or the name ``qm9``) featurized for ``preset``."""
-    kwargs = dict(featurizer=preset.featurizer, relation=preset.relation, cache_dir=args.cache_dir, progress=not args.no_progress)
-    if str(path) == "qm9":
-        return qm9(as_dataset=True, targets=targets, subset=args.subset, seed=args.seed, **kwargs)
-    if args.subset is not None:
-        raise GraphTxError("--subset applies to the qm9 data source only")
-    if path.suffix.lower() in (".sdf", ".sd"):
-        return MoleculeDataset.from_sdf(path, targets, **kwargs)
-    return MoleculeDataset.from_csv(path, args.smiles_col, targets, **kwargs)
+def _absolute(run: RunConfig) -> RunConfig:
+    """The run with its file paths made absolute, so that the saved config works from anywhere."""
+    data = run.data
+    paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+             if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
+    return dataclasses.replace(run, data=dataclasses.replace(data, **paths))
 
 
-def explicit_recipe_options(args: argparse.Namespace) -> Dict[str, Any]:
-    """The training-recipe flags given on the command line (``None`` means "the preset's").
-
-    Example:
-        >>> explicit_recipe_options(argparse.Namespace(epochs=None, batch_size=8, lr=None))
-        {'batch_size': 8}
-    """
-    given = {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr}
-    return {key: value for key, value in given.items() if value is not None}
+def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Split]]:
+    """The featurized training data of a run and, when the data defines it, its split: a file
+    through the common reader, or QM9 from its DFT geometries when ``data.path`` is ``qm9``."""
+    data = config.data
+    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.cache_dir,
+                  progress=config.train.progress)
+    if data.is_qm9:
+        return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
+    return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                         split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args``."""
-    path = Path(args.data)
-    if args.data != "qm9" and not path.is_file():
-        raise GraphTxError(f"data file not found: {path}")
-    targets = split_targets(args.targets)
-    preset = get_preset(args.model, args.preset, num_tasks=len(targets), task=args.task, atom_features=args.atom_features)
-    dataset = load_dataset(path, targets, args, preset)
-    config = TrainConfig.from_recipe(preset.train, **explicit_recipe_options(args), patience=args.patience,
-                                     seed=args.seed, device=args.device, progress=not args.no_progress)
-    result = train_and_evaluate(dataset, preset, config, split=args.split, out_dir=args.out)
-    print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
-    print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
-    print(f"checkpoint: {Path(args.out) / 'best.pt'}")
+    config = resolve_run_config(args.config, args.set, explicit_train_flags(args))
+    if config.data.path is None:
+        raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
+    if not config.data.targets:
+        raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
+    config = _absolute(config)
+    out = Path(args.out)
+    with log_to_file(out / "train.log"):
+        logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
+                    config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
+        config.save(out / "config.yaml")
+        dataset, split = load_training_data(config)
+        if config.ensemble.single:
+            result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
+                                        fractions=data.fractions, out_dir=out)
+            logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
+        else:
+            ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
+                                      fractions=data.fractions, ensemble_size=config.ensemble.size,
+                                      replicates=config.ensemble.replicates, out_dir=out)
+    if config.ensemble.single:
+        print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
+        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+        print(f"checkpoint: {out / 'best.pt'}")
+        return 0
+    size, replicates = config.ensemble.size, config.ensemble.replicates
+    print(f"ensemble of {size} model(s) x {replicates} split(s); test metrics of the ensemble mean over replicates:")
+    print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
+    if size > 1:
+        print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
+    print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
     return 0

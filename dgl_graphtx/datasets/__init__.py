@@ -2,9 +2,11 @@
 QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
 from .collate import MoleculeBatch, collate_molecules
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
-from .molecule_dataset import MoleculeDataset, read_molecule_csv, smiles_column
+from .labelled import load_labelled
+from .molecule_dataset import MoleculeDataset
 from .packed import PackedGraphs
 from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
+from .readers import MoleculeTable, read_molecule_csv, read_molecules, smiles_column, split_labels
 from .report import InputReport, RowIssue
 from .splits import Split, murcko_scaffold, random_split, scaffold_split
 
@@ -13,6 +15,7 @@ __all__ = [
     "InputReport",
     "MoleculeBatch",
     "MoleculeDataset",
+    "MoleculeTable",
     "PackedGraphs",
     "QM9_ORBITAL_TARGETS",
     "QM9_TARGETS",
@@ -22,10 +25,13 @@ __all__ = [
     "example_sdf_path",
     "freesolv",
     "freesolv_path",
+    "load_labelled",
     "murcko_scaffold",
     "qm9",
     "random_split",
     "read_molecule_csv",
+    "read_molecules",
     "scaffold_split",
     "smiles_column",
+    "split_labels",
 ]

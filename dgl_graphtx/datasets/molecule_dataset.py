@@ -28,6 +28,7 @@ from ..relation_graph import RelationConfig
 from .cache import cache_path, load_cached, save_cached
 from .collate import MoleculeBatch, Sample, labels_and_mask
 from .packed import Indices, PackedGraphs
+from .readers import MoleculeTable, check_unique, read_molecules, smiles_column
 from .report import LABEL_MASKED, InputReport, RowIssue
 
 logger = logging.getLogger("dgl_graphtx")
@@ -63,6 +64,7 @@ def _coerce_targets(
     if names is None:
         names = [str(c) for c in frame.columns] if isinstance(targets, pd.DataFrame) else [f"target_{i}" for i in range(frame.shape[1])]
     names = list(names)
+    check_unique(names, "target")
     if len(names) != frame.shape[1]:
         raise ConfigError(f"got {frame.shape[1]} target columns but {len(names)} target names")
     out = np.empty((num_rows, len(names)), dtype=np.float64)
@@ -76,34 +78,6 @@ def _coerce_targets(
         values[~np.isfinite(values)] = np.nan
         out[:, col] = values
     return out, names
-
-
-def read_molecule_csv(path: PathLike, smiles_col: str = "smiles") -> pd.DataFrame:
-    """Read a CSV of molecules (SMILES kept as text), with one-line errors for the usual mistakes:
-    missing file, empty or malformed file, no ``smiles_col`` column.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
-        >>> _ = p.write_text("smiles,y\\nCCO,1.0\\n")
-        >>> read_molecule_csv(p).shape
-        (1, 2)
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"CSV file not found: {path}")
-    try:
-        frame = pd.read_csv(path, dtype={smiles_col: str})
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise ConfigError(f"cannot read {path} as CSV: {err}") from None
-    if smiles_col not in frame.columns:
-        raise ConfigError(f"column {smiles_col!r} not in {path}; columns are {list(frame.columns)}")
-    return frame
-
-
-def smiles_column(frame: pd.DataFrame, smiles_col: str) -> List[str]:
-    """The SMILES column as strings, blank cells as ``""`` (reported as empty SMILES later)."""
-    return ["" if pd.isna(s) else str(s) for s in frame[smiles_col]]
 
 
 def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
@@ -284,8 +258,47 @@ class MoleculeDataset(Dataset):
         return cls(smiles, targets, target_names=list(target_cols or []), **kwargs)
 
     @classmethod
+    def from_table(cls, table: MoleculeTable, target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
+        """Build from molecules read by :func:`~dgl_graphtx.datasets.readers.read_molecules`.
+
+        Example:
+            >>> from dgl_graphtx.datasets import freesolv_path, read_molecules
+            >>> table = read_molecules(freesolv_path())
+            >>> len(MoleculeDataset.from_table(table, ["expt"], progress=False))
+            642
+        """
+        cols = list(target_cols or [])
+        targets = table.targets(cols) if cols else None
+        return cls(table.molecules, targets, target_names=cols, identifiers=table.identifiers, **kwargs)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: PathLike,
+        target_cols: Optional[Sequence[str]] = None,
+        smiles_col: str = "smiles",
+        delimiter: Optional[str] = None,
+        **kwargs: Any,
+    ) -> "MoleculeDataset":
+        """Build from any molecule file: CSV/TSV (delimiter sniffed unless given; gzip allowed),
+        SDF (SD properties as targets; coordinates used when the featurizer's ``coordinates`` is
+        ``"auto"`` or ``"conformer"``) or ``.smi``. Rows and records are reported 0-based (header
+        excluded); unreadable SDF records are named by their record number and first line.
+
+        Example:
+            >>> from dgl_graphtx.datasets import example_sdf_path
+            >>> ds = MoleculeDataset.from_file(example_sdf_path(), featurizer=FeaturizerConfig(coordinates="conformer"))
+            >>> "pos" in ds[0][0].ndata
+            True
+        """
+        featurizer = kwargs.get("featurizer", FeaturizerConfig())
+        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+        kwargs.setdefault("fingerprint", f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
+        return cls.from_table(table, target_cols, **kwargs)
+
+    @classmethod
     def from_csv(cls, path: PathLike, smiles_col: str = "smiles", target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
-        """Build from a CSV file (rows are reported 0-based, header excluded).
+        """Build from a delimited table (see :meth:`from_file`; rows are 0-based, header excluded).
 
         Example:
             >>> import tempfile, pathlib
@@ -294,42 +307,18 @@ class MoleculeDataset(Dataset):
             >>> MoleculeDataset.from_csv(p, target_cols=["y"]).report.skipped[0].row
             1
         """
-        path = Path(path)
-        frame = read_molecule_csv(path, smiles_col)
-        kwargs.setdefault("fingerprint", _file_fingerprint(path) + f"|{smiles_col}|{list(target_cols or [])}")
-        return cls.from_dataframe(frame, smiles_col, target_cols, **kwargs)
+        return cls.from_file(path, target_cols, smiles_col, **kwargs)
 
     @classmethod
     def from_sdf(cls, path: PathLike, target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
-        """Build from an SDF file; ``target_cols`` name SD properties. Coordinates in the file are
-        used when the featurizer's ``coordinates`` is ``"auto"`` or ``"conformer"``.
+        """Build from an SDF file (or ``.sdf.gz``); ``target_cols`` name SD properties (see :meth:`from_file`).
 
         Example:
             >>> from dgl_graphtx.datasets import example_sdf_path
-            >>> ds = MoleculeDataset.from_sdf(example_sdf_path(), featurizer=FeaturizerConfig(coordinates="conformer"))
-            >>> "pos" in ds[0][0].ndata
-            True
+            >>> MoleculeDataset.from_sdf(example_sdf_path(), progress=False).num_tasks
+            0
         """
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"SDF file not found: {path}")
-        featurizer = kwargs.get("featurizer", FeaturizerConfig())
-        supplier = Chem.SDMolSupplier(str(path), removeHs=not featurizer.explicit_hydrogens)
-        molecules, ids, rows = [], [], []
-        for index in range(len(supplier)):
-            mol = supplier[index]
-            molecules.append(mol)
-            if mol is None:
-                title = supplier.GetItemText(index).splitlines()[0].strip() if supplier.GetItemText(index) else ""
-                ids.append(f"SDF record {index}" + (f" ({title})" if title else ""))
-                rows.append({})
-            else:
-                ids.append(Chem.MolToSmiles(mol))
-                rows.append(mol.GetPropsAsDict())
-        cols = list(target_cols or [])
-        targets = pd.DataFrame([[props.get(c, np.nan) for c in cols] for props in rows], columns=cols) if cols else None
-        kwargs.setdefault("fingerprint", _file_fingerprint(path) + f"|{cols}")
-        return cls(molecules, targets, target_names=cols, identifiers=ids, **kwargs)
+        return cls.from_file(path, target_cols, **kwargs)
 
     # -- access -------------------------------------------------------------------------------
     def __len__(self) -> int:

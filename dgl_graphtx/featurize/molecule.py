@@ -7,7 +7,6 @@ from typing import Iterable, Iterator, Optional, Tuple, Union
 import numpy as np
 import torch
 from rdkit import Chem, rdBase
-from tqdm.auto import tqdm
 
 from .. import _dgl_env  # noqa: F401
 import dgl
@@ -15,6 +14,7 @@ from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_
 
 from ..bond_classes import BondVocabulary
 from ..errors import ConfigError, InvalidMoleculeError
+from ..logs import progress as progress_bar
 from ..relation_graph import RelationConfig, build_relation_graph
 from .config import FeaturizerConfig
 from .conformer import has_3d_conformer, molecule_coordinates
@@ -198,13 +198,13 @@ def featurize_each(
     featurizer: MoleculeFeaturizer, molecules: Iterable[Optional[MoleculeLike]], progress: bool = False
 ) -> Iterator[Tuple[int, Optional[Tuple[dgl.DGLGraph, dgl.DGLGraph]], Optional[str]]]:
     """Featurize molecule by molecule, never raising for bad input: yields ``(row, graphs, None)``
-    or ``(row, None, reason)``, with a progress bar if asked.
+    or ``(row, None, reason)``, with progress reporting if asked (see :func:`dgl_graphtx.logs.progress`).
 
     Example:
         >>> [(row, error) for row, _, error in featurize_each(MoleculeFeaturizer(), ["CO", "C1C"])]
         [(0, None), (1, 'SMILES syntax error (RDKit could not parse it)')]
     """
-    for row, molecule in enumerate(tqdm(molecules, desc="featurizing", unit="mol", disable=not progress)):
+    for row, molecule in enumerate(progress_bar(molecules, "featurizing", "mol", enabled=progress)):
         try:
             yield row, featurizer(molecule), None
         except Exception as err:  # any failure on user data is reported, never fatal

@@ -75,13 +75,7 @@ class MoleculeModel(nn.Module):
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
         attention weights over the relation graph's edges."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
-        if self.config.readout == "virtual":
-            pooled = virtual
-        else:
-            with graph.local_scope():
-                graph.ndata["h"] = atoms
-                pooled = dgl.readout_nodes(graph, "h", op=self.config.readout)
-        out = self.head(pooled)
+        out = self.head(self.pool(graph, atoms, virtual))
         return (out, attentions) if return_attention else out
 
     def node_outputs(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
@@ -114,6 +108,35 @@ class MoleculeModel(nn.Module):
         self.eval()
         try:
             return self.to_target_space(self.node_outputs(graph, relation_graph))
+        finally:
+            self.train(was_training)
+
+    def pool(self, graph: dgl.DGLGraph, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
+        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
+        if self.config.readout == "virtual":
+            return virtual
+        with graph.local_scope():
+            graph.ndata["h"] = atoms
+            return dgl.readout_nodes(graph, "h", op=self.config.readout)
+
+    @torch.no_grad()
+    def embed(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The representation the head reads, in eval mode: ``(molecules [B, d], atoms [N, d])``.
+
+        Example:
+            >>> from dgl_graphtx.featurize import smiles_to_graphs
+            >>> from dgl_graphtx.models import ModelConfig, build_model
+            >>> from dgl_graphtx.relation_graph import RelationConfig
+            >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2))
+            >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+            >>> [tuple(t.shape) for t in model.embed(g, rel)]
+            [(1, 16), (3, 16)]
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            atoms, virtual, _ = self.encode(graph, relation_graph)
+            return self.pool(graph, atoms, virtual), atoms
         finally:
             self.train(was_training)
 

@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
-from tqdm.auto import tqdm
 
 from ..checkpoint import CheckpointMeta, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
 from ..errors import ConfigError
+from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
 from .metrics import PRIMARY_METRIC, compute_metrics
 from .plots import plot_learning_curve
@@ -47,7 +47,7 @@ class TrainConfig:
         seed: seed of shuffling, dropout and (via :func:`seed_everything`) initialisation.
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
         num_workers: DataLoader worker processes.
-        progress: show a progress bar with loss and validation metric.
+        progress: report loss and validation metric per epoch (a bar on a terminal, else one log line per epoch).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -203,7 +203,12 @@ class Trainer:
         labels = dataset_labels(train_set).double()
         observed = ~torch.isnan(labels)
         if not observed.any(dim=0).all():
-            raise ConfigError("every target needs at least one observed training label")
+            empty = torch.nonzero(~observed.any(dim=0)).flatten().tolist()
+            names = [self.meta.target_names[t] for t in empty] if self.meta is not None else [f"target {t}" for t in empty]
+            raise ConfigError(
+                f"no observed training label for {names}: every value of the training part is blank or not a number; "
+                "check the column / SD property values (see input_report.csv) or choose other targets"
+            )
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
         mean = filled.sum(0) / count
@@ -228,7 +233,7 @@ class Trainer:
         )
         history: List[Dict[str, float]] = []
         best_score, best_epoch, best_state, best_metrics = None, 0, None, {}
-        bar = tqdm(range(1, cfg.epochs + 1), desc="training", unit="epoch", disable=not cfg.progress)
+        bar = progress(range(1, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress, interval=0)
         for epoch in bar:
             start = time.perf_counter()
             train_loss, last_lr = self._train_epoch(train_loader, optimizer, scheduler)
@@ -246,7 +251,8 @@ class Trainer:
                 best_score, best_epoch, best_metrics = score, epoch, metrics
                 best_state = copy.deepcopy(self.model.state_dict())
                 self._save_best(best_epoch, best_metrics)
-            bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
+            if cfg.progress:
+                bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
             self._write_log(history)
             if cfg.patience and epoch - best_epoch >= cfg.patience:
                 logger.info("early stopping at epoch %d (best epoch %d)", epoch, best_epoch)

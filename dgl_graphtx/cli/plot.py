@@ -1,0 +1,92 @@
+"""``dgl-graphtx plot``: figures of a trained model (attention, focus, decay) and of its errors."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import List, Optional
+
+import pandas as pd
+
+from ..datasets import read_molecules
+from ..errors import GraphTxError
+from ..insight import (
+    attention_maps,
+    error_table,
+    plot_attention_heatmap,
+    plot_attention_on_molecule,
+    plot_focus_functions,
+    plot_parity_residuals,
+    plot_start_points,
+)
+from ..predict import Predictor
+from .common import add_input_options, add_logging_options, verbosity
+
+KINDS = ("attention", "focus", "decay", "parity")
+
+
+def _indices(text: Optional[str]) -> Optional[List[int]]:
+    return None if text is None else [int(t) for t in text.split(",") if t.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``plot`` sub-command to ``sub``."""
+    plot = sub.add_parser(
+        "plot", help="figures: attention on a molecule / heat maps, MoireGT focus, Gradformer start points, parity",
+        description="attention: the attention of --query (an atom index or 'virtual') drawn on the molecule, per layer "
+                    "and head, plus the N x N heat maps; focus: MoireGT's learned f(d) per head and layer; decay: "
+                    "Gradformer's learned start points (and lambda); parity: parity and residual plots of a labelled file "
+                    "with a per-molecule error table (<out>_errors.csv). PNG or SVG by the --out suffix.",
+    )
+    plot.add_argument("kind", choices=KINDS)
+    plot.add_argument("--checkpoint", required=True)
+    plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
+    plot.add_argument("--smiles", help="attention: the molecule")
+    plot.add_argument("--query", default="virtual", help="attention: input atom index, or 'virtual' (default)")
+    plot.add_argument("--layers", help="attention: comma-separated layers (default: all)")
+    plot.add_argument("--heads", help="attention: comma-separated heads (default: all)")
+    plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi)")
+    plot.add_argument("--target", help="parity: which target (default: the first)")
+    add_input_options(plot)
+    plot.add_argument("--device", default="cpu")
+    add_logging_options(plot)
+    plot.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``plot`` with parsed ``args``."""
+    out = Path(args.out)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise GraphTxError(f"--out must end in .png or .svg, got {out.name}")
+    predictor = Predictor(args.checkpoint, device=args.device)
+    written = [out]
+    if args.kind == "attention":
+        if not args.smiles:
+            raise GraphTxError("plot attention needs --smiles")
+        maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
+        layers, heads = _indices(args.layers), _indices(args.heads)
+        query = args.query if args.query == "virtual" else int(args.query)
+        plot_attention_on_molecule(maps, query, out, layers, heads)
+        heatmap = out.with_name(f"{out.stem}_heatmap{out.suffix}")
+        plot_attention_heatmap(maps, heatmap, layers, heads)
+        written.append(heatmap)
+    elif args.kind == "focus":
+        plot_focus_functions(predictor.model, out)
+    elif args.kind == "decay":
+        plot_start_points(predictor.model, out)
+    else:
+        if not args.data:
+            raise GraphTxError("plot parity needs --data (a labelled molecule file)")
+        target = args.target or predictor.target_names[0]
+        if target not in predictor.target_names:
+            raise GraphTxError(f"target {target!r} is not predicted by this checkpoint; it predicts {predictor.target_names}")
+        data = read_molecules(args.data, args.smiles_col or "smiles", args.delimiter,
+                              explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
+        measured = pd.to_numeric(data.targets([target])[target], errors="coerce")
+        predicted = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
+        plot_parity_residuals(measured, predicted[target], out, title=f"{target}: {Path(args.data).name}")
+        table = error_table(predicted["smiles"], measured, predicted[target])
+        errors = out.with_name(f"{out.stem}_errors.csv")
+        table.to_csv(errors, index=False)
+        written.append(errors)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0

@@ -1,0 +1,91 @@
+"""Labelled training data with the split the data itself defines: a split column, or separate
+validation and test files."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..featurize import FeaturizerConfig
+from .molecule_dataset import MoleculeDataset, _file_fingerprint
+from .readers import MoleculeTable, read_molecules, split_labels
+from .splits import Split
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+PARTS = ("train", "valid", "test")
+
+
+def load_labelled(
+    path: PathLike,
+    targets: Sequence[str],
+    *,
+    smiles_col: str = "smiles",
+    delimiter: Optional[str] = None,
+    split_col: Optional[str] = None,
+    valid: Optional[PathLike] = None,
+    test: Optional[PathLike] = None,
+    **dataset_kwargs: Any,
+) -> Tuple[MoleculeDataset, Optional[Split]]:
+    """Read and featurize labelled molecules; return the dataset and, when the data defines it,
+    the split (indices into the dataset; molecules that could not be featurized are left out).
+
+    Args:
+        path: the (training) file, any format :func:`~dgl_graphtx.datasets.read_molecules` reads.
+        targets: target columns / SD properties.
+        smiles_col, delimiter: how to read tables.
+        split_col: column of ``path`` saying ``train``, ``valid`` or ``test`` for each row.
+        valid, test: separate validation and test files (both or neither); ``path`` is then the
+            training part. Rows are numbered across the files in the order train, valid, test.
+        **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = p.write_text("smiles,y,part\\nC,1,train\\nCC,2,train\\nCCC,3,valid\\nCCCC,4,test\\n")
+        >>> ds, split = load_labelled(p, ["y"], split_col="part", progress=False)
+        >>> split
+        Split(train=[0, 1], valid=[2], test=[3])
+    """
+    if (valid is None) != (test is None):
+        raise ConfigError("give both a validation and a test file, or neither")
+    if split_col is not None and valid is not None:
+        raise ConfigError("give either a split column or separate validation/test files, not both")
+    featurizer = dataset_kwargs.get("featurizer", FeaturizerConfig())
+
+    def read(file: PathLike) -> MoleculeTable:
+        return read_molecules(file, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+
+    tables: List[MoleculeTable] = [read(path)]
+    if valid is not None:
+        tables += [read(valid), read(test)]
+    labels: Optional[np.ndarray] = None
+    if split_col is not None:
+        labels = split_labels(tables[0].column(split_col), tables[0].source, split_col)
+    elif valid is not None:
+        labels = np.concatenate([np.full(len(t), part) for t, part in zip(tables, PARTS)])
+        logger.info("training rows 0-%d from %s, validation rows %d-%d from %s, test rows %d-%d from %s",
+                    len(tables[0]) - 1, tables[0].source, len(tables[0]), len(tables[0]) + len(tables[1]) - 1,
+                    tables[1].source, len(tables[0]) + len(tables[1]), len(labels) - 1, tables[2].source)
+    target_frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
+    fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
+    dataset = MoleculeDataset(
+        [m for t in tables for m in t.molecules],
+        target_frame,
+        target_names=list(targets),
+        identifiers=[i for t in tables for i in t.identifiers],
+        **{"fingerprint": fingerprint, **dataset_kwargs},
+    )
+    if labels is None:
+        return dataset, None
+    kept = labels[dataset.rows.numpy()]
+    split = Split(*(np.flatnonzero(kept == part).tolist() for part in PARTS))
+    empty = [part for part, indices in zip(PARTS, split) if not indices]
+    if empty:
+        raise ConfigError(f"the {' and '.join(empty)} part(s) of the split hold no valid molecule; check {split_col or 'the files'}")
+    return dataset, split

@@ -1,0 +1,360 @@
+"""One reader for every molecule file the library accepts: delimited tables (CSV, TSV, any
+single-character delimiter, sniffed or given; optionally gzipped), SDF (``.sdf``, ``.sd``, also
+gzipped; SD properties become columns, the structure is the molecule) and SMILES files (``.smi``).
+
+Every command that reads molecules (``train``, ``predict --input``, ``evaluate``, ``embed``) and
+:meth:`MoleculeDataset.from_file` go through :func:`read_molecules`, so they accept the same inputs
+and fail the same way: one :class:`~dgl_graphtx.errors.ConfigError` naming the file, the row or
+record, and the fix.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+from rdkit import Chem, rdBase
+
+from ..errors import ConfigError
+from ..featurize.molecule import MoleculeLike
+
+PathLike = Union[str, Path]
+
+#: File kinds by suffix (after an optional ``.gz``); anything else is read as a delimited table.
+SDF_SUFFIXES = (".sdf", ".sd")
+SMI_SUFFIXES = (".smi", ".smiles")
+_SNIFF_DELIMITERS = ",\t;|"
+_SNIFF_BYTES = 1 << 16
+
+
+def file_kind(path: PathLike) -> str:
+    """``"sdf"``, ``"smi"`` or ``"table"``, from the suffix (a trailing ``.gz`` is ignored).
+
+    Example:
+        >>> file_kind("mols.sdf.gz"), file_kind("x.smi"), file_kind("data.tsv")
+        ('sdf', 'smi', 'table')
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    last = suffixes[-1] if suffixes else ""
+    if last in SDF_SUFFIXES:
+        return "sdf"
+    if last in SMI_SUFFIXES:
+        return "smi"
+    return "table"
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def _read_text(path: Path, what: str) -> str:
+    """The whole file as text (gunzipped when it is gzip data), with errors naming the file."""
+    try:
+        raw = gzip.open(path, "rb").read() if _is_gzip(path) else path.read_bytes()
+    except (OSError, EOFError) as err:
+        raise ConfigError(f"cannot read {path} as {what}: {err}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        try:
+            text = raw.decode("latin-1")
+        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes any byte
+            text = ""
+        if "\x00" in text or sum(not (c.isprintable() or c.isspace()) for c in text[:4096]) > 16:
+            raise ConfigError(f"cannot read {path} as {what}: it is binary data, not text") from None
+        return text
+
+
+def _check_path(path: PathLike, what: str) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} file not found: {path}")
+    return path
+
+
+@dataclass
+class MoleculeTable:
+    """Molecules read from one file.
+
+    Attributes:
+        source: the file.
+        kind: ``table``, ``sdf`` or ``smi``.
+        molecules: one entry per row/record: SMILES text (tables, ``.smi``) or an RDKit molecule
+            (SDF; ``None`` for a record RDKit could not read).
+        identifiers: text naming each entry in reports: the SMILES, or for an unreadable SDF
+            record ``SDF record <n> (line <l>: <title>)``.
+        columns: the other columns (tables), SD properties (SDF) or names (``.smi``), one row
+            per entry, as read.
+    """
+
+    source: Path
+    kind: str
+    molecules: List[Optional[MoleculeLike]]
+    identifiers: List[str]
+    columns: pd.DataFrame
+
+    def __len__(self) -> int:
+        return len(self.molecules)
+
+    def targets(self, names: Sequence[str]) -> pd.DataFrame:
+        """The columns ``names`` (target values as read; converted and checked by the dataset).
+
+        Raises :class:`ConfigError` when a name is repeated or absent from the file.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
+            >>> _ = p.write_text("smiles,y\\nCCO,1.0\\n")
+            >>> read_molecules(p).targets(["y"])["y"].tolist()
+            [1.0]
+        """
+        names = list(names)
+        check_unique(names, "target")
+        missing = [n for n in names if n not in self.columns.columns]
+        if missing:
+            what = "SD propert" + ("ies" if len(missing) > 1 else "y") if self.kind == "sdf" else "column(s)"
+            where = "in any record of" if self.kind == "sdf" else "in"
+            available = [c for c in self.columns.columns]
+            raise ConfigError(
+                f"{what} {missing} not found {where} {self.source}; available: {available}. "
+                "Check the spelling in --targets (names are case-sensitive)"
+            )
+        return self.columns[names].reset_index(drop=True)
+
+    def column(self, name: str) -> List[str]:
+        """Values of column ``name`` as text (blank cells as ``""``), with an error naming the file."""
+        if name not in self.columns.columns:
+            raise ConfigError(f"column {name!r} not in {self.source}; columns are {list(self.columns.columns)}")
+        return ["" if pd.isna(v) else str(v).strip() for v in self.columns[name]]
+
+
+def check_unique(names: Sequence[str], what: str) -> None:
+    """Raise :class:`ConfigError` if a name occurs twice.
+
+    Example:
+        >>> check_unique(["expt", "expt"], "target")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: target 'expt' given 2 times; each target must be named once
+    """
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        counts = Counter(names)
+        raise ConfigError(
+            "; ".join(f"{what} {n!r} given {counts[n]} times" for n in repeated) + f"; each {what} must be named once"
+        )
+
+
+def sniff_delimiter(sample: str, path: PathLike = "") -> str:
+    """The delimiter of a delimited text sample: ``,``, tab, ``;`` or ``|`` (``.tsv``: tab).
+
+    Example:
+        >>> sniff_delimiter("smiles\\tlogS\\nCCO\\t1.0\\n")
+        '\\t'
+    """
+    if Path(str(path).removesuffix(".gz")).suffix.lower() == ".tsv":
+        return "\t"
+    lines = [line for line in sample.splitlines() if line.strip()][:50]
+    if not lines:
+        return ","
+    try:
+        return csv.Sniffer().sniff("\n".join(lines), delimiters=_SNIFF_DELIMITERS).delimiter
+    except csv.Error:
+        header = lines[0]
+        counts = {d: header.count(d) for d in _SNIFF_DELIMITERS}
+        best = max(counts, key=counts.get)
+        return best if counts[best] else ","
+
+
+def read_molecule_csv(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> pd.DataFrame:
+    """Read a delimited table of molecules (SMILES kept as text; gzip detected from the content),
+    with one-line errors for the usual mistakes: missing, empty, binary or malformed file, repeated
+    column names, no ``smiles_col`` column.
+
+    Args:
+        path: the file.
+        smiles_col: the column holding SMILES.
+        delimiter: one character; sniffed from the first lines when ``None``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
+        >>> _ = p.write_text("smiles;y\\nCCO;1.0\\n")
+        >>> read_molecule_csv(p).shape
+        (1, 2)
+    """
+    path = _check_path(path, "data")
+    text = _read_text(path, "CSV")
+    if delimiter is not None and len(delimiter) != 1:
+        raise ConfigError(f"delimiter must be one character, got {delimiter!r} (use '\\t' for tab)")
+    sep = delimiter or sniff_delimiter(text[:_SNIFF_BYTES], path)
+    header = next(csv.reader(io.StringIO(text), delimiter=sep), None)
+    if not header:
+        raise ConfigError(f"cannot read {path} as CSV: the file is empty (expected a header row naming the columns)")
+    repeated = [name for name, count in Counter(h.strip() for h in header).items() if count > 1]
+    if repeated:
+        raise ConfigError(f"{path} has repeated column names {repeated}; rename them so that each column is named once")
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype={smiles_col: str}, skipinitialspace=True)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise ConfigError(f"cannot read {path} as CSV (delimiter {sep!r}): {err}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if smiles_col not in frame.columns:
+        hint = "" if delimiter else f" (delimiter sniffed as {sep!r}; give --delimiter if that is wrong)"
+        raise ConfigError(f"column {smiles_col!r} not in {path}; columns are {list(frame.columns)}{hint}")
+    return frame
+
+
+def smiles_column(frame: pd.DataFrame, smiles_col: str) -> List[str]:
+    """The SMILES column as strings, blank cells as ``""`` (reported as empty SMILES later).
+
+    Example:
+        >>> smiles_column(pd.DataFrame({"smiles": ["CCO", None]}), "smiles")
+        ['CCO', '']
+    """
+    return ["" if pd.isna(s) else str(s) for s in frame[smiles_col]]
+
+
+def _record_start_lines(text: str) -> List[int]:
+    """1-based line number where each SDF record starts."""
+    starts, line_no = [1], 0
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if line.strip() == "$$$$":
+            starts.append(line_no + 1)
+    return starts
+
+
+def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
+    """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns.
+
+    Unreadable records stay in place as ``None`` with an identifier naming the record number
+    (0-based, like rows), its first line (1-based) and its title, so reports point at them.
+
+    Example:
+        >>> from dgl_graphtx.datasets import example_sdf_path
+        >>> table = read_sdf(example_sdf_path())
+        >>> len(table), table.columns.shape[1] > 0
+        (8, True)
+    """
+    path = _check_path(path, "SDF")
+    text = _read_text(path, "SDF")
+    if not text.strip():
+        raise ConfigError(f"SDF file {path} is empty: it holds no molecule records")
+    supplier = Chem.SDMolSupplier()
+    supplier.SetData(text, removeHs=not explicit_hydrogens)
+    starts = _record_start_lines(text)
+    molecules: List[Optional[Chem.Mol]] = []
+    identifiers: List[str] = []
+    properties: List[dict] = []
+    with rdBase.BlockLogs():
+        for index in range(len(supplier)):
+            mol = supplier[index]
+            molecules.append(mol)
+            if mol is None:
+                item = supplier.GetItemText(index) or ""
+                title = item.splitlines()[0].strip() if item.strip() else ""
+                line = f"line {starts[index]}" if index < len(starts) else "?"
+                identifiers.append(f"SDF record {index} ({line}" + (f": {title})" if title else ")"))
+                properties.append({})
+            else:
+                identifiers.append(Chem.MolToSmiles(mol))
+                properties.append(mol.GetPropsAsDict(includePrivate=False, includeComputed=False))
+    if not molecules:
+        raise ConfigError(f"SDF file {path} holds no molecule records (is it an SDF file?)")
+    if all(m is None for m in molecules):
+        raise ConfigError(f"RDKit could not read any of the {len(molecules)} records of {path}; is it a V2000/V3000 SDF file?")
+    columns = pd.DataFrame(properties, index=range(len(molecules)))
+    return MoleculeTable(path, "sdf", molecules, identifiers, columns)
+
+
+def read_smi(path: PathLike) -> MoleculeTable:
+    """Read a SMILES file: one molecule per line, the SMILES then an optional name (whitespace
+    separated); a first line ``smiles ...`` is taken as a header.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.smi"
+        >>> _ = p.write_text("CCO ethanol\\nc1ccccc1 benzene\\n")
+        >>> t = read_smi(p)
+        >>> t.molecules, t.columns["name"].tolist()
+        (['CCO', 'c1ccccc1'], ['ethanol', 'benzene'])
+    """
+    path = _check_path(path, "SMILES")
+    lines = [line.strip() for line in _read_text(path, "a SMILES file").splitlines()]
+    rows = [line.split(None, 1) for line in lines if line and not line.startswith("#")]
+    if rows and rows[0][0].lower() == "smiles":
+        rows = rows[1:]
+    if not rows:
+        raise ConfigError(f"SMILES file {path} is empty: expected one SMILES (and optionally a name) per line")
+    smiles = [row[0] for row in rows]
+    names = [row[1].strip() if len(row) > 1 else "" for row in rows]
+    return MoleculeTable(path, "smi", list(smiles), list(smiles), pd.DataFrame({"name": names}))
+
+
+def read_table(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> MoleculeTable:
+    """A delimited table as a :class:`MoleculeTable` (see :func:`read_molecule_csv`).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.tsv"
+        >>> _ = p.write_text("smiles\\ty\\nCCO\\t1.0\\n")
+        >>> read_table(p).columns.columns.tolist()
+        ['smiles', 'y']
+    """
+    frame = read_molecule_csv(path, smiles_col, delimiter)
+    smiles = smiles_column(frame, smiles_col)
+    return MoleculeTable(Path(path), "table", list(smiles), list(smiles), frame.reset_index(drop=True))
+
+
+def read_molecules(
+    path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None, explicit_hydrogens: bool = False
+) -> MoleculeTable:
+    """Read any supported molecule file, chosen by its suffix (``.gz`` allowed on all of them).
+
+    Args:
+        path: ``.csv``/``.tsv``/other delimited text, ``.sdf``/``.sd``, or ``.smi``.
+        smiles_col: SMILES column of a table (ignored for SDF and ``.smi``).
+        delimiter: table delimiter (sniffed when ``None``).
+        explicit_hydrogens: keep an SDF's hydrogens as atoms.
+
+    Example:
+        >>> from dgl_graphtx.datasets import example_sdf_path, freesolv_path
+        >>> read_molecules(freesolv_path()).kind, read_molecules(example_sdf_path()).kind
+        ('table', 'sdf')
+    """
+    kind = file_kind(path)
+    if kind == "sdf":
+        return read_sdf(path, explicit_hydrogens)
+    if kind == "smi":
+        return read_smi(path)
+    return read_table(path, smiles_col, delimiter)
+
+
+def split_labels(values: Sequence[str], source: PathLike, column: str) -> np.ndarray:
+    """A split column's values as ``train``/``valid``/``test`` (``val``, ``validation``, ``dev``
+    also mean ``valid``; case and spaces ignored), with an error naming the first bad row.
+
+    Example:
+        >>> split_labels(["train", "Val", "TEST"], "d.csv", "split").tolist()
+        ['train', 'valid', 'test']
+    """
+    aliases = {"train": "train", "training": "train", "valid": "valid", "val": "valid", "validation": "valid",
+               "dev": "valid", "test": "test", "testing": "test"}
+    out = []
+    for row, value in enumerate(values):
+        key = str(value).strip().lower()
+        if key not in aliases:
+            raise ConfigError(
+                f"row {row} of {source}: split column {column!r} holds {value!r}; use train, valid or test"
+            )
+        out.append(aliases[key])
+    return np.array(out)

@@ -1,0 +1,255 @@
+"""Figures of what a model learned and how well it predicts (PNG or SVG, headless matplotlib;
+molecules drawn by RDKit): attention on the molecule and as heat maps, MoireGT focus curves,
+Gradformer start points, parity and residual plots."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from rdkit.Chem.Draw import rdMolDraw2D  # noqa: E402
+from rdkit.Geometry import Point2D  # noqa: E402
+
+from ..models import MoleculeModel  # noqa: E402
+from .attention_maps import AttentionMaps  # noqa: E402
+from .learned_structure import decay_parameters, focus_curve, focus_parameters  # noqa: E402
+
+PathLike = Union[str, Path]
+CMAP = "viridis"
+
+
+def save_figure(fig: Figure, path: Optional[PathLike], dpi: int = 100) -> Figure:
+    """Write ``fig`` to ``path`` (PNG or SVG by suffix) when given; return it (closed for pyplot)."""
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return fig
+
+
+def _node_labels(maps: AttentionMaps) -> list:
+    return ["VN" if a < 0 else f"{maps.mol.GetAtomWithIdx(int(a)).GetSymbol()}{int(a)}" for a in maps.node_atoms]
+
+
+def _layers_heads(maps: AttentionMaps, layers: Optional[Sequence[int]], heads: Optional[Sequence[int]]):
+    num_layers, num_heads = maps.weights.shape[:2]
+    return list(range(num_layers)) if layers is None else list(layers), list(range(num_heads)) if heads is None else list(heads)
+
+
+def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None, layers: Optional[Sequence[int]] = None,
+                           heads: Optional[Sequence[int]] = None) -> Figure:
+    """``N x N`` attention matrices (query rows, key columns), one panel per layer and head, with
+    atoms labelled ``<symbol><input index>`` and the virtual node ``VN`` (GRPE paper, Fig. 4 style).
+
+    Example:
+        >>> from dgl_graphtx.featurize import MoleculeFeaturizer
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> from dgl_graphtx.insight import attention_maps
+        >>> p = get_preset("grpe", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> maps = attention_maps(build_model(p.model), MoleculeFeaturizer(p.featurizer, p.relation), "CCO")
+        >>> len(plot_attention_heatmap(maps).axes)  # 2 panels + 1 colour bar
+        3
+    """
+    layers, heads = _layers_heads(maps, layers, heads)
+    labels = _node_labels(maps)
+    n = len(labels)
+    size = min(max(2.2, 0.22 * n), 4.5)
+    fig, axes = plt.subplots(len(layers), len(heads), figsize=(size * len(heads) + 0.8, size * len(layers)), squeeze=False)
+    vmax = float(maps.weights[np.ix_(layers, heads)].max())
+    image = None
+    for r, layer in enumerate(layers):
+        for c, head in enumerate(heads):
+            ax = axes[r, c]
+            image = ax.imshow(maps.weights[layer, head], cmap=CMAP, vmin=0.0, vmax=vmax)
+            ax.set_title(f"layer {layer} head {head}", fontsize=8)
+            ticks = np.arange(n) if n <= 30 else np.arange(0, n, max(1, n // 15))
+            ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=90, fontsize=6)
+            ax.set_yticks(ticks, [labels[t] for t in ticks], fontsize=6)
+            if c == 0:
+                ax.set_ylabel("query", fontsize=7)
+            if r == len(layers) - 1:
+                ax.set_xlabel("key", fontsize=7)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.suptitle(maps.smiles, fontsize=9)
+    return save_figure(fig, path)
+
+
+def _colour(weight: float, vmax: float) -> tuple:
+    rgba = matplotlib.colormaps["Reds"](0.1 + 0.9 * (weight / vmax if vmax > 0 else 0.0))
+    return tuple(float(v) for v in rgba[:3])
+
+
+def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked: Optional[int] = None,
+                          vmax: Optional[float] = None) -> np.ndarray:
+    """RDKit drawing of ``mol`` with each atom highlighted in a colour and size growing with its
+    weight (``marked`` atom outlined by a blue circle); an RGB(A) image array.
+
+    Example:
+        >>> from rdkit import Chem
+        >>> draw_molecule_weights(Chem.MolFromSmiles("CCO"), [0.2, 0.3, 0.5], size=120).shape[:2]
+        (120, 120)
+    """
+    weights = np.asarray(weights, dtype=float)
+    vmax = float(weights.max()) if vmax is None else vmax
+    drawer = rdMolDraw2D.MolDraw2DCairo(size, size)
+    options = drawer.drawOptions()
+    options.addAtomIndices = True
+    options.annotationFontScale = 0.6
+    atoms = list(range(mol.GetNumAtoms()))
+    colours = {a: _colour(weights[a], vmax) for a in atoms}
+    radii = {a: 0.2 + 0.35 * (weights[a] / vmax if vmax > 0 else 0.0) for a in atoms}
+    if marked is not None:
+        options.atomHighlightsAreCircles = True
+    rdMolDraw2D.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
+                                       highlightAtomRadii=radii, highlightBonds=[])
+    if marked is not None:
+        position = drawer.GetDrawCoords(marked)
+        drawer.SetColour((0.1, 0.3, 0.9))
+        drawer.SetLineWidth(2)
+        drawer.SetFillPolys(False)
+        radius = 0.06 * size
+        drawer.DrawEllipse(Point2D(position.x - radius, position.y - radius), Point2D(position.x + radius, position.y + radius),
+                           rawCoords=True)
+    drawer.FinishDrawing()
+    return plt.imread(io.BytesIO(drawer.GetDrawingText()), format="png")
+
+
+def plot_attention_on_molecule(maps: AttentionMaps, query: Union[int, str], path: Optional[PathLike] = None,
+                               layers: Optional[Sequence[int]] = None, heads: Optional[Sequence[int]] = None,
+                               mean_over_heads: bool = True, size: int = 220) -> Figure:
+    """The attention of ``query`` (an input atom index, or ``"virtual"``) on every atom, drawn on
+    the molecule: one row per layer, one panel per head (and one for the mean over heads).
+
+    Example:
+        >>> from dgl_graphtx.featurize import MoleculeFeaturizer
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> from dgl_graphtx.insight import attention_maps
+        >>> p = get_preset("grpe", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> maps = attention_maps(build_model(p.model), MoleculeFeaturizer(p.featurizer, p.relation), "CCO")
+        >>> len(plot_attention_on_molecule(maps, "virtual").axes)
+        3
+    """
+    layers, heads = _layers_heads(maps, layers, heads)
+    columns = [*heads, None] if mean_over_heads else heads
+    marked = None if query == "virtual" else int(query)
+    panels = [[maps.atom_weights(query, layer, head) for head in columns] for layer in layers]
+    vmax = max(float(w.max()) for row in panels for w in row)
+    inch = size / 100
+    fig, axes = plt.subplots(len(layers), len(columns), figsize=(inch * len(columns), inch * len(layers) + 0.4), squeeze=False)
+    for r, layer in enumerate(layers):
+        for c, head in enumerate(columns):
+            ax = axes[r, c]
+            ax.imshow(draw_molecule_weights(maps.mol, panels[r][c], size, marked, vmax))
+            ax.set_title(f"layer {layer} " + ("mean" if head is None else f"head {head}"), fontsize=8)
+            ax.axis("off")
+    who = "virtual node" if marked is None else f"atom {marked}"
+    fig.suptitle(f"attention of the {who}: {maps.smiles}", fontsize=9)
+    return save_figure(fig, path)
+
+
+def plot_focus_functions(model: MoleculeModel, path: Optional[PathLike] = None, max_distance: Optional[float] = None) -> Figure:
+    """MoireGT's learned focus functions ``f(d)`` per layer, one curve per head, ``mu`` marked.
+
+    Example:
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> fig = plot_focus_functions(build_model(get_preset("moire", num_layers=2, hidden_dim=16, num_heads=2).model))
+        >>> len(fig.axes), len(fig.axes[0].lines)  # per layer: 2 heads, each a curve and its mu line
+        (2, 4)
+    """
+    table = focus_parameters(model)
+    layers = sorted(table["layer"].unique())
+    unit = "Angstrom" if table["distance"].iloc[0] == "dist" else "hops"
+    top = max_distance or float(max(8.0, (table["mu"] + 2 * table["sigma"]).max()))
+    d = torch.linspace(0.0, top, 400)
+    fig, axes = plt.subplots(1, len(layers), figsize=(3.2 * len(layers), 2.8), squeeze=False, sharey=True)
+    for ax, layer in zip(axes[0], layers):
+        for _, row in table[table["layer"] == layer].iterrows():
+            line, = ax.plot(d.numpy(), focus_curve(row["focus"], d, row["mu"], row["sigma"]).numpy(), linewidth=1.2,
+                            label=f"h{row['head']}: mu {row['mu']:.2f}, sigma {row['sigma']:.2f}")
+            ax.axvline(row["mu"], color=line.get_color(), linestyle=":", linewidth=0.8)
+        ax.set(title=f"layer {layer}", xlabel=f"distance ({unit})")
+        ax.legend(fontsize=5, loc="upper right")
+    axes[0, 0].set_ylabel(f"f(d), {table['focus'].iloc[0]}")
+    return save_figure(fig, path)
+
+
+def plot_start_points(model: MoleculeModel, path: Optional[PathLike] = None) -> Figure:
+    """Gradformer's learned start points ``sp`` per head (bars) and layer (groups); ``lambda`` in
+    the title (marked as learned when it is).
+
+    Example:
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> fig = plot_start_points(build_model(get_preset("gradformer", num_layers=2, hidden_dim=16, num_heads=2).model))
+        >>> [round(b.get_height(), 1) for b in fig.axes[0].patches]
+        [2.0, 2.0, 2.0, 2.0]
+    """
+    table = decay_parameters(model)
+    heads = sorted(table["head"].unique())
+    layers = sorted(table["layer"].unique())
+    width = 0.8 / len(layers)
+    fig, ax = plt.subplots(figsize=(max(3.5, 0.6 * len(heads) * len(layers)), 2.8))
+    for i, layer in enumerate(layers):
+        rows = table[table["layer"] == layer].sort_values("head")
+        ax.bar(np.asarray(heads) + (i - (len(layers) - 1) / 2) * width, rows["start"], width=width, label=f"layer {layer}")
+    lam = table["decay"].iloc[0]
+    learned = " (learned)" if table["learned_decay"].iloc[0] else ""
+    ax.set(xlabel="head", ylabel="start point sp (hops)", xticks=heads,
+           title=f"Gradformer decay: lambda^ReLU(spd - sp), lambda = {lam:.3f}{learned}")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def plot_parity_residuals(y_true: Sequence[float], y_pred: Sequence[float], path: Optional[PathLike] = None,
+                          std: Optional[Sequence[float]] = None, unit: str = "", title: str = "") -> Figure:
+    """Parity plot (predicted vs measured, identity line, RMSE) and residuals vs measured; with
+    ``std`` (ensemble spread) as error bars.
+
+    Example:
+        >>> fig = plot_parity_residuals([1.0, 2.0, 3.0], [1.5, 2.0, 2.0])
+        >>> fig.axes[1].collections[0].get_offsets()[:, 1].tolist()  # residuals: predicted - measured
+        [0.5, 0.0, -1.0]
+    """
+    y, p = np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)
+    keep = np.isfinite(y) & np.isfinite(p)
+    y, p = y[keep], p[keep]
+    s = None if std is None else np.asarray(std, dtype=float)[keep]
+    rmse = float(np.sqrt(np.mean((p - y) ** 2))) if len(y) else float("nan")
+    label = f" ({unit})" if unit else ""
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
+    lo, hi = float(min(y.min(), p.min())), float(max(y.max(), p.max()))
+    axes[0].plot([lo, hi], [lo, hi], color="grey", linewidth=1)
+    if s is not None:
+        axes[0].errorbar(y, p, yerr=s, fmt="none", ecolor="tab:blue", alpha=0.3, linewidth=0.8)
+    axes[0].scatter(y, p, s=10, alpha=0.7, label=f"RMSE {rmse:.3f}{' ' + unit if unit else ''} (n={len(y)})")
+    axes[0].set(xlabel=f"measured{label}", ylabel=f"predicted{label}", title=title or "parity")
+    axes[0].legend(loc="upper left", fontsize=8)
+    axes[1].axhline(0.0, color="grey", linewidth=1)
+    axes[1].scatter(y, p - y, s=10, alpha=0.7)
+    axes[1].set(xlabel=f"measured{label}", ylabel=f"predicted - measured{label}", title="residuals")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def error_table(smiles: Sequence[str], y_true: Sequence[float], y_pred: Sequence[float],
+                std: Optional[Sequence[float]] = None) -> pd.DataFrame:
+    """Per-molecule errors, largest absolute error first (``std`` column when given).
+
+    Example:
+        >>> error_table(["A", "B"], [1.0, 2.0], [1.5, 0.0])[["smiles", "abs_error"]].values.tolist()
+        [['B', 2.0], ['A', 0.5]]
+    """
+    table = pd.DataFrame({"smiles": list(smiles), "measured": np.asarray(y_true, float), "predicted": np.asarray(y_pred, float)})
+    table["error"] = table["predicted"] - table["measured"]
+    table["abs_error"] = table["error"].abs()
+    if std is not None:
+        table["std"] = np.asarray(std, float)
+    return table.sort_values("abs_error", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,488 @@
+"""Everything a training run needs, in one resolved configuration, from layered sources.
+
+Resolution order (later wins), the same for the command line and for Python:
+
+1. dataclass defaults (:class:`~dgl_graphtx.models.ModelConfig`,
+   :class:`~dgl_graphtx.featurize.FeaturizerConfig`, :class:`~dgl_graphtx.relation_graph.RelationConfig`,
+   :class:`~dgl_graphtx.training.TrainConfig`, :class:`DataConfig`);
+2. the preset chosen by ``preset.model`` / ``preset.name`` (model, featurizer and relation settings,
+   and its training recipe ``Preset.train``);
+3. a config file (TOML or YAML) with the sections ``preset``, ``data``, ``model``, ``featurizer``,
+   ``relation``, ``train``, ``ensemble``;
+4. ``--set section.field=value`` overrides, in the order given;
+5. explicit command-line flags (``--epochs``, ``--model``, ...).
+
+A few fields are derived and cannot be set: ``model.variant`` (= ``preset.model``),
+``model.num_tasks`` (= the number of targets), ``model.atom_features`` and the feature sizes
+(from the featurizer). Linked pairs follow whichever side was set: ``model.virtual_node`` /
+``relation.virtual_node``, ``model.rwse_steps`` / ``featurizer.rwse_steps``; setting both to
+different values is an error. :meth:`RunConfig.save` writes the resolved result as YAML, and
+loading that file reproduces the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import yaml
+
+from .errors import ConfigError
+from .featurize import FeaturizerConfig, MoleculeFeaturizer
+from .models import ModelConfig, Preset, get_preset
+from .models.presets import PRESETS
+from .relation_graph import RelationConfig
+from .training import TrainConfig
+
+PathLike = Union[str, Path]
+SPLITS = ("random", "scaffold")
+SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
+#: Model fields computed from other settings (never read from files or ``--set``).
+DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
+#: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
+LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
+
+
+@dataclass
+class PresetChoice:
+    """Which preset seeds the model, featurizer and relation settings.
+
+    Example:
+        >>> PresetChoice("moire", "3d").name
+        '3d'
+    """
+
+    model: str = "grpe"
+    name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.model not in PRESETS:
+            raise ConfigError(f"preset.model must be one of {sorted(PRESETS)}, got {self.model!r}")
+        if self.name is not None and self.name not in PRESETS[self.model]:
+            raise ConfigError(f"unknown preset {self.name!r} for {self.model}; choose from {sorted(PRESETS[self.model])}")
+
+
+@dataclass
+class DataConfig:
+    """Where the molecules and labels come from and how they are split.
+
+    Args:
+        path: the training file (CSV/TSV, gzipped or not, SDF, ``.smi``).
+        targets: target columns or SD properties.
+        smiles_col: SMILES column of a table.
+        delimiter: table delimiter (sniffed when ``None``).
+        split: ``random`` or ``scaffold`` (ignored when ``split_col`` or ``valid``/``test`` are given).
+        fractions: train/valid/test fractions of a random or scaffold split.
+        split_col: column saying ``train``/``valid``/``test`` for every row.
+        valid, test: separate validation and test files (given together; ``path`` is then all training).
+        cache_dir: folder caching featurized molecules.
+        subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
+            train on this many molecules drawn with ``train.seed``.
+
+    Example:
+        >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
+        True
+    """
+
+    path: Optional[str] = None
+    targets: Tuple[str, ...] = ()
+    smiles_col: str = "smiles"
+    delimiter: Optional[str] = None
+    split: str = "random"
+    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1)
+    split_col: Optional[str] = None
+    valid: Optional[str] = None
+    test: Optional[str] = None
+    cache_dir: Optional[str] = None
+    subset: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.subset is not None and not self.is_qm9:
+            raise ConfigError("data.subset (--subset) applies to the qm9 data source only")
+        if self.subset is not None and self.subset < 1:
+            raise ConfigError(f"data.subset must be >= 1, got {self.subset}")
+        if self.is_qm9 and (self.valid is not None or self.split_col is not None):
+            raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
+        if self.split not in SPLITS:
+            raise ConfigError(f"data.split must be one of {SPLITS}, got {self.split!r}")
+        if (self.valid is None) != (self.test is None):
+            raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
+        if self.split_col is not None and self.valid is not None:
+            raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
+
+    @property
+    def is_qm9(self) -> bool:
+        """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
+        return self.path == "qm9"
+
+    @property
+    def predefined(self) -> bool:
+        """Whether the split comes from the data (a split column or separate files)."""
+        return self.split_col is not None or self.valid is not None
+
+
+@dataclass
+class EnsembleConfig:
+    """Ensembles and replicates (see :func:`~dgl_graphtx.ensemble.train_ensemble`).
+
+    Args:
+        size: models per split, each with its own seed; predictions are their mean and spread.
+        replicates: splits (seeds ``train.seed + r``); metrics are reported as mean and std.
+
+    Example:
+        >>> EnsembleConfig(size=5).replicates
+        1
+    """
+
+    size: int = 1
+    replicates: int = 1
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.replicates < 1:
+            raise ConfigError(f"ensemble.size and ensemble.replicates must be >= 1, got {self.size} and {self.replicates}")
+
+    @property
+    def single(self) -> bool:
+        """One model on one split (a plain run)."""
+        return self.size == 1 and self.replicates == 1
+
+
+@dataclass
+class RunConfig:
+    """A fully resolved run: preset choice, data, model, featurizer, relation and training settings.
+
+    Example:
+        >>> run = resolve_run_config(overrides=["model.num_layers=2", "relation=hops=3", "data.targets=y"])
+        >>> run.model.num_layers, str(run.relation), run.model.num_tasks
+        (2, 'hops=3+vn', 1)
+    """
+
+    preset: PresetChoice
+    data: DataConfig
+    model: ModelConfig
+    featurizer: FeaturizerConfig
+    relation: RelationConfig
+    train: TrainConfig
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+
+    def as_preset(self) -> Preset:
+        """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
+        return Preset(self.model, self.featurizer, self.relation)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain nested dict in the file layout (derived model fields left out; tuples as lists)."""
+        model = self.model.to_dict()
+        for name in DERIVED_MODEL_FIELDS:
+            model.pop(name)
+        out = {
+            "preset": dataclasses.asdict(self.preset),
+            "data": dataclasses.asdict(self.data),
+            "model": model,
+            "featurizer": self.featurizer.to_dict(),
+            "relation": dataclasses.asdict(self.relation),
+            "train": dataclasses.asdict(self.train),
+            "ensemble": dataclasses.asdict(self.ensemble),
+        }
+        return _plain(out)
+
+    def save(self, path: PathLike) -> Path:
+        """Write the resolved configuration as YAML (readable by :func:`load_config_file`).
+
+        Example:
+            >>> import tempfile
+            >>> run = resolve_run_config(overrides=["data.targets=y", "train.epochs=3"])
+            >>> path = run.save(tempfile.mkdtemp() + "/config.yaml")
+            >>> resolve_run_config(path) == run
+            True
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = "# dgl-graphtx resolved run configuration; reproduce with: dgl-graphtx train --config THIS_FILE --out DIR\n"
+        path.write_text(header + yaml.safe_dump(self.to_dict(), sort_keys=False))
+        return path
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# -- reading ---------------------------------------------------------------------------------
+def load_config_file(path: PathLike) -> Dict[str, Any]:
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file into a nested dict.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+        >>> _ = p.write_text('[model]\\nnum_layers = 6\\n[model.moire]\\nfocus = "laplacian"\\n')
+        >>> load_config_file(p)
+        {'model': {'num_layers': 6, 'moire': {'focus': 'laplacian'}}}
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    suffix = path.suffix.lower()
+    text = path.read_text()
+    try:
+        if suffix == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                try:
+                    import tomli as tomllib  # type: ignore[no-redef]
+                except ModuleNotFoundError:
+                    raise ConfigError(f"reading {path} needs Python >= 3.11 or the 'tomli' package; or use YAML") from None
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        else:
+            raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
+    except (ValueError, yaml.YAMLError) as err:  # tomllib.TOMLDecodeError is a ValueError
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"cannot parse config file {path}: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of sections {SECTIONS}")
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"unknown section(s) {unknown} in {path}; sections are {list(SECTIONS)}")
+    return data
+
+
+_SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
+                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig}
+
+
+def _field_types(cls: type) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    """``value`` (from a file, or text from ``--set``) converted to the field type ``hint``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Union:  # Optional[X]
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "")):
+            return None
+        return _coerce(value, next(a for a in args if a is not type(None)), key)
+    if origin in (tuple, list):
+        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ConfigError(f"{key} must be a list, got {value!r}")
+        element = args[0] if args else str
+        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis:
+            if len(items) != len(args):
+                raise ConfigError(f"{key} must have {len(args)} values, got {value!r}")
+        return tuple(_coerce(v, element, key) for v in items)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "1", "on"):
+            return True
+        if text in ("false", "no", "0", "off"):
+            return False
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    if hint in (int, float):
+        if isinstance(value, bool):
+            raise ConfigError(f"{key} must be a number, got {value!r}")
+        try:
+            number = float(value) if hint is float else int(str(value).strip()) if isinstance(value, str) else value
+        except ValueError:
+            raise ConfigError(f"{key} must be {'an integer' if hint is int else 'a number'}, got {value!r}") from None
+        if hint is int and (not isinstance(number, int) or isinstance(number, bool)):
+            if isinstance(number, float) and number.is_integer():
+                return int(number)
+            raise ConfigError(f"{key} must be an integer, got {value!r}")
+        return number
+    if hint is str:
+        return str(value)
+    return value
+
+
+def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
+    """``values`` checked against the fields of ``cls`` (nested dataclasses too) and coerced."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{prefix} must be a table/mapping of fields, got {values!r}")
+    hints = _field_types(cls)
+    out: Dict[str, Any] = {}
+    for name, value in values.items():
+        key = f"{prefix}.{name}"
+        if name not in hints:
+            raise ConfigError(f"unknown setting {key}; {prefix} fields are {sorted(hints)} (see docs/configuration.md)")
+        if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
+            source = "preset.model" if name == "variant" else "data.targets" if name == "num_tasks" else "the featurizer"
+            raise ConfigError(f"{key} is derived from {source} and cannot be set")
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            out[name] = _section_dict(hint, value, key)
+        else:
+            out[name] = _coerce(value, hint, key)
+    return out
+
+
+def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
+    """A relation section given as a spec string (``"hops=3"``) or as a table of fields."""
+    if isinstance(value, str):
+        parsed = RelationConfig.parse(value)
+        out = {"mode": parsed.mode, "hops": parsed.hops, "radius": parsed.radius}
+        if parsed.virtual_node:
+            out["virtual_node"] = True
+        return out
+    return _section_dict(RelationConfig, value, prefix)
+
+
+def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any]]:
+    """One source's sections, checked and coerced."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for section, values in layer.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"unknown section {section!r} in {origin}; sections are {list(SECTIONS)}")
+        if section == "relation":
+            out[section] = _relation_dict(values)
+        else:
+            out[section] = _section_dict(_SECTION_TYPES[section], values, section)
+    return out
+
+
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """``["model.num_layers=6", "relation=hops=3"]`` -> a nested dict of (still textual) values.
+
+    Example:
+        >>> parse_overrides(["model.moire.focus=laplacian", "relation=hops=3"])
+        {'model': {'moire': {'focus': 'laplacian'}}, 'relation': 'hops=3'}
+    """
+    out: Dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set expects section.field=value, got {item!r}")
+        key, value = item.split("=", 1)
+        parts = [p.strip() for p in key.strip().split(".")]
+        if not all(parts) or parts[0] not in SECTIONS:
+            raise ConfigError(f"--set {item!r}: the key must start with one of {list(SECTIONS)} (e.g. model.num_layers=6)")
+        if len(parts) == 1 and parts[0] != "relation":
+            raise ConfigError(f"--set {item!r}: name a field, e.g. {parts[0]}.<field>=value")
+        node = out
+        for part in parts[:-1]:
+            if not isinstance(node.get(part, {}), dict):
+                raise ConfigError(f"--set {item!r} conflicts with an earlier --set of {part}")
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value.strip()
+    return out
+
+
+def _merge(base: Dict[str, Any], top: Mapping[str, Any]) -> Dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _get(tree: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    section, name = dotted.split(".")
+    tree[section][name] = value
+
+
+def resolve_run_config(
+    config_file: Optional[PathLike] = None,
+    overrides: Sequence[str] = (),
+    flags: Optional[Mapping[str, Any]] = None,
+) -> RunConfig:
+    """Resolve a run's configuration: defaults < preset < ``config_file`` < ``overrides`` < ``flags``.
+
+    Args:
+        config_file: TOML or YAML file with any of the sections ``preset``, ``data``, ``model``,
+            ``featurizer``, ``relation``, ``train`` (``relation`` may be a spec string).
+        overrides: ``section.field=value`` strings (nested options too: ``model.moire.focus=cauchy``;
+            ``relation=hops=3``; lists comma-separated: ``data.targets=a,b``).
+        flags: explicit command-line settings as ``{"section.field": value}``.
+
+    Example:
+        >>> run = resolve_run_config(overrides=["preset.model=moire", "train.epochs=5", "data.targets=a,b"],
+        ...                          flags={"train.epochs": 7})
+        >>> run.model.variant, run.model.readout, run.train.epochs, run.model.num_tasks
+        ('moire', 'max', 7, 2)
+    """
+    layers: List[Dict[str, Any]] = []
+    if config_file is not None:
+        layers.append(_normalise(load_config_file(config_file), str(config_file)))
+    if overrides:
+        layers.append(_normalise(parse_overrides(overrides), "--set"))
+    flag_tree: Dict[str, Any] = {}
+    for dotted, value in (flags or {}).items():
+        section, name = dotted.split(".", 1)
+        flag_tree.setdefault(section, {})[name] = value
+    if flag_tree:
+        layers.append(_normalise(flag_tree, "command-line flags"))
+    user: Dict[str, Any] = {}
+    for layer in layers:
+        user = _merge(user, layer)
+
+    choice = PresetChoice(**user.get("preset", {}))
+    base = get_preset(choice.model, choice.name)
+    resolved = _merge(
+        {
+            "model": {k: v for k, v in base.model.to_dict().items() if k not in DERIVED_MODEL_FIELDS},
+            "featurizer": base.featurizer.to_dict(),
+            "relation": dataclasses.asdict(base.relation),
+            "train": {**dataclasses.asdict(TrainConfig()), **base.train.to_dict()},
+            "data": dataclasses.asdict(DataConfig()),
+            "ensemble": dataclasses.asdict(EnsembleConfig()),
+        },
+        {k: v for k, v in user.items() if k != "preset"},
+    )
+    for first, second in LINKED_FIELDS:
+        set_first, value_first = _get(user, first)
+        set_second, value_second = _get(user, second)
+        if set_first and set_second and value_first != value_second:
+            raise ConfigError(f"{first}={value_first} but {second}={value_second}; they must agree (set one of them)")
+        if set_second and not set_first:
+            _set(resolved, first, value_second)
+        else:
+            _set(resolved, second, _get(resolved, first)[1])
+
+    data = DataConfig(**resolved["data"])
+    featurizer = FeaturizerConfig(**resolved["featurizer"])
+    relation = RelationConfig(**resolved["relation"])
+    sizes = MoleculeFeaturizer(featurizer, relation)
+    model = ModelConfig.from_dict({
+        **resolved["model"],
+        "variant": choice.model,
+        "num_tasks": max(len(data.targets), 1),
+        "atom_features": featurizer.atom_features,
+        "atom_feature_dims": sizes.atom_feature_dims,
+        "bond_feature_dims": sizes.bond_feature_dims,
+        "bond_radices": sizes.bond_vocab.radices,
+    })
+    return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
+                     EnsembleConfig(**resolved["ensemble"]))
+
+
+def presets_help() -> str:
+    """One line per model listing its presets (the first is the default), for ``--help``.
+
+    Example:
+        >>> presets_help().splitlines()[0]
+        '  grpe: tiny (default), small'
+    """
+    lines = []
+    for model, choices in PRESETS.items():
+        names = list(choices)
+        lines.append(f"  {model}: " + ", ".join([f"{names[0]} (default)"] + names[1:]))
+    return "\n".join(lines)

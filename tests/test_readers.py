@@ -1,0 +1,272 @@
+"""One input reader: CSV/TSV (sniffed or given delimiter, gzipped), SDF and .sdf.gz, .smi; the same
+inputs through train, predict --input, evaluate; split columns and separate valid/test files; and
+regression tests for the reader's former failure modes (each failed before the reader existed)."""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rdkit import Chem
+
+from conftest_models import freesolv_rows
+
+from dgl_graphtx.cli import main
+from dgl_graphtx.datasets import MoleculeDataset, example_sdf_path, load_labelled, read_molecules
+from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.predict import Predictor
+from dgl_graphtx.training import regression_metrics
+
+SDF_TARGET = "r_mmffld_Potential_Energy-OPLS_2005"
+ROWS = [("CCO", "-5.0", "a"), ("c1ccccc1O", "-6.6", "b"), ("C1CC", "1.0", "c"), ("CCN", "", "d")]
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _assert_user_error(result, *fragments):
+    code, out, err = result
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (code, err)
+    assert "Traceback" not in out + err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def _write_table(path: Path, delimiter: str, rows=ROWS, header=("smiles", "y", "name"), compress=False) -> Path:
+    text = "\n".join(delimiter.join(r) for r in [header, *rows]) + "\n"
+    if compress:
+        with gzip.open(path, "wt") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# formats
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,delimiter,given,compress", [
+    ("d.csv", ",", None, False), ("d.tsv", "\t", None, False), ("d.txt", ";", None, False),
+    ("d.txt", "|", "|", False), ("d.csv.gz", ",", None, True), ("d.tsv.gz", "\t", None, True),
+])
+def test_tables_read_the_same_whatever_the_delimiter(tmp_path, name, delimiter, given, compress):
+    path = _write_table(tmp_path / name, delimiter, compress=compress)
+    table = read_molecules(path, delimiter=given)
+    assert table.kind == "table"
+    assert table.molecules == [r[0] for r in ROWS]
+    values = table.targets(["y"])["y"].tolist()
+    assert values[:3] == [-5.0, -6.6, 1.0] and np.isnan(values[3])
+    assert table.column("name") == ["a", "b", "c", "d"]
+
+
+def test_sdf_and_gzipped_sdf_match_rdkit_and_the_raw_text(tmp_path, sdf_records):
+    gz = tmp_path / "cdk2.sdf.gz"
+    gz.write_bytes(gzip.compress(Path(example_sdf_path()).read_bytes()))
+    expected = [Chem.MolToSmiles(m) for m in Chem.SDMolSupplier(str(example_sdf_path()))]
+    for path in (example_sdf_path(), gz):
+        table = read_molecules(path)
+        assert table.kind == "sdf"
+        assert [Chem.MolToSmiles(m) for m in table.molecules] == expected == table.identifiers
+        assert table.targets([SDF_TARGET])[SDF_TARGET].astype(float).tolist() == pytest.approx(
+            [float(r["props"][SDF_TARGET]) for r in sdf_records])
+        coords = table.molecules[0].GetConformer().GetPositions()
+        heavy = [i for i, s in enumerate(sdf_records[0]["symbols"]) if s != "H"]
+        np.testing.assert_allclose(coords, sdf_records[0]["coords"][heavy], atol=1e-4)
+
+
+def test_smi_file_with_header_comments_and_names(tmp_path):
+    path = tmp_path / "m.smi"
+    path.write_text("SMILES Name\n# a comment\nCCO ethanol\nc1ccccc1\tbenzene ring\nC1CC\n")
+    table = read_molecules(path)
+    assert table.molecules == ["CCO", "c1ccccc1", "C1CC"]
+    assert table.columns["name"].tolist() == ["ethanol", "benzene ring", ""]
+
+
+def test_dataset_from_any_file_equals_dataset_from_csv(tmp_path):
+    frame = freesolv_rows(0, 12)[["smiles", "expt"]]
+    csv_path = tmp_path / "a.csv"
+    frame.to_csv(csv_path, index=False)
+    tsv_gz = tmp_path / "a.tsv.gz"
+    frame.to_csv(tsv_gz, sep="\t", index=False, compression="gzip")
+    a = MoleculeDataset.from_file(csv_path, ["expt"], progress=False)
+    b = MoleculeDataset.from_file(tsv_gz, ["expt"], progress=False)
+    assert a.identifiers == b.identifiers == list(frame["smiles"])
+    assert a.raw_labels.tolist() == b.raw_labels.tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# hardening: each of these failed (traceback or misleading message) before the reader
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("readers") / "run"
+    data = out.parent / "train.csv"
+    freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(data, index=False)
+    code, _, err = _run(["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
+                         "--device", "cpu", "--no-progress", "--set", "model.num_layers=1", "model.hidden_dim=16",
+                         "model.num_heads=2"])
+    assert code == 0, err
+    return out
+
+
+def _train(data, out, *extra):
+    return _run(["train", data, "--out", out, "--model", "vanilla", "--epochs", "1", "--device", "cpu", "--no-progress",
+                 "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", *extra])
+
+
+def test_train_on_empty_sdf_is_a_user_error(tmp_path):
+    empty = tmp_path / "empty.sdf"
+    empty.write_text("")
+    _assert_user_error(_train(empty, tmp_path / "o", "--targets", "y"), "empty.sdf", "empty")
+
+
+def test_train_on_binary_sdf_is_a_user_error(tmp_path):
+    binary = tmp_path / "binary.sdf"
+    binary.write_bytes(np.random.default_rng(0).bytes(3000))
+    _assert_user_error(_train(binary, tmp_path / "o", "--targets", "y"), "binary.sdf", "binary")
+
+
+def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, model_dir):
+    gz = tmp_path / "cdk2.sdf.gz"
+    gz.write_bytes(gzip.compress(Path(example_sdf_path()).read_bytes()))
+    code, out, err = _train(gz, tmp_path / "sdf_run", "--targets", SDF_TARGET, "--split-col", "nope")
+    assert "nope" in err and SDF_TARGET in err  # read as SDF: the SD properties are its columns, not a CSV header
+    mols = list(Chem.SDMolSupplier(str(example_sdf_path())))
+    expected = Predictor(model_dir / "best.pt", device="cpu").predict(mols)
+    code, stdout, err = _run(["predict", "--checkpoint", model_dir / "best.pt", "--input", gz, "--output",
+                              tmp_path / "p.csv", "--device", "cpu"])
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert table["smiles"].tolist() == [Chem.MolToSmiles(m) for m in mols]
+    np.testing.assert_allclose(table["expt"], expected["expt"], atol=1e-6)
+
+
+def test_sdf_missing_the_target_property_names_file_and_property(tmp_path):
+    line = _assert_user_error(_train(example_sdf_path(), tmp_path / "o", "--targets", "logS"), "logS", "cdk2_sample.sdf")
+    assert "every target needs" not in line
+
+
+def test_broken_sdf_record_is_named_by_record_number(tmp_path, model_dir, caplog):
+    text = Path(example_sdf_path()).read_text()
+    records = text.split("$$$$\n")
+    lines = records[2].splitlines()
+    lines[3] = "xx" + lines[3][2:]  # corrupt the counts line of record 2
+    records[2] = "\n".join(lines) + "\n"
+    broken = tmp_path / "broken.sdf"
+    broken.write_text("$$$$\n".join(records))
+    start_line = 1 + sum(len(r.splitlines()) + 1 for r in records[:2])
+    table = read_molecules(broken)
+    assert table.molecules[2] is None
+    assert table.identifiers[2] == f"SDF record 2 (line {start_line}: {lines[0].strip()})"
+    assert broken.read_text().splitlines()[start_line - 1] == lines[0]  # the named line is the record's first
+    code, _, err = _run(["predict", "--checkpoint", model_dir / "best.pt", "--input", broken, "--output",
+                         tmp_path / "p.csv", "--device", "cpu"])
+    assert code == 0, err
+    predicted = pd.read_csv(tmp_path / "p.csv")
+    assert predicted.loc[2, "smiles"].startswith("SDF record 2 (line") and predicted["error"].notna().tolist() == [
+        False, False, True, False, False, False, False, False]
+    dataset = MoleculeDataset.from_file(broken, [SDF_TARGET], progress=False)
+    assert dataset.report.skipped[0].row == 2 and "SDF record 2" in dataset.report.summary()
+
+
+def test_repeated_column_names_are_an_error(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("smiles,expt,expt\nCCO,1,2\n")
+    with pytest.raises(ConfigError, match=r"repeated column names \['expt'\]"):
+        read_molecules(path)
+    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt"), "dup.csv", "expt")
+
+
+def test_repeated_target_is_an_error_not_a_two_output_model(tmp_path):
+    path = tmp_path / "d.csv"
+    freesolv_rows(0, 20)[["smiles", "expt"]].to_csv(path, index=False)
+    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt,expt"), "'expt' given 2 times")
+    assert not (tmp_path / "o" / "best.pt").exists()
+    with pytest.raises(ConfigError, match="given 2 times"):
+        MoleculeDataset(["C", "CC"], [[1.0, 1.0], [2.0, 2.0]], target_names=["y", "y"])
+
+
+def test_other_table_mistakes_name_the_file(tmp_path):
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(np.random.default_rng(1).bytes(2000))
+    with pytest.raises(ConfigError, match="bin.csv.*binary"):
+        read_molecules(binary)
+    _assert_user_error(_train(tmp_path / "absent.smi", tmp_path / "o", "--targets", "y"), "absent.smi", "not found")
+    empty = tmp_path / "e.smi"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="e.smi is empty"):
+        read_molecules(empty)
+    bad = tmp_path / "s.csv"
+    bad.write_text("smiles,split\nC,train\nCC,holdout\n")
+    with pytest.raises(ConfigError, match="row 1 of .*s.csv.*'holdout'"):
+        load_labelled(bad, [], split_col="split", progress=False)
+
+
+# --------------------------------------------------------------------------------------------
+# the same inputs for every command
+# --------------------------------------------------------------------------------------------
+def test_evaluate_an_sdf_and_a_tsv(tmp_path, model_dir):
+    frame = freesolv_rows(40, 52)[["smiles", "expt"]]
+    tsv = tmp_path / "e.tsv"
+    frame.to_csv(tsv, sep="\t", index=False)
+    code, stdout, err = _run(["evaluate", tsv, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
+    assert code == 0, err
+    predicted = Predictor(model_dir / "best.pt", device="cpu").predict(list(frame["smiles"]))
+    manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt"]].to_numpy(dtype=float))
+    assert json.loads(stdout)["rmse"] == pytest.approx(manual["rmse"], rel=1e-5)
+    sdf = tmp_path / "labelled.sdf"
+    with Chem.SDWriter(str(sdf)) as writer:
+        for smi, value in zip(frame["smiles"], frame["expt"]):
+            mol = Chem.MolFromSmiles(smi)
+            mol.SetProp("expt", str(value))
+            writer.write(mol)
+    code, stdout, err = _run(["evaluate", sdf, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
+    assert code == 0, err
+    report = json.loads(stdout)
+    assert report["molecules"] == 12 and report["rmse"] == pytest.approx(manual["rmse"], rel=1e-4)
+
+
+def test_split_column_and_separate_files_define_the_parts(tmp_path):
+    frame = freesolv_rows(0, 30)[["smiles", "expt"]].copy()
+    frame["part"] = ["train"] * 20 + ["val"] * 5 + ["TEST"] * 5
+    frame.loc[3, "smiles"] = "C1CC"  # invalid training row: left out, the parts stay right
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    code, _, err = _train(data, tmp_path / "col", "--targets", "expt", "--split-col", "part")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "col" / "metrics.json").read_text())
+    assert summary["sizes"] == {"train": 19, "valid": 5, "test": 5}
+    tested = pd.read_csv(tmp_path / "col" / "test_predictions.csv")
+    assert tested["smiles"].tolist() == frame["smiles"][25:].tolist()
+
+    files = [tmp_path / f"{name}.csv" for name in ("tr", "va", "te")]
+    for path, part in zip(files, (frame[:20], frame[20:25], frame[25:])):
+        part[["smiles", "expt"]].to_csv(path, index=False)
+    code, _, err = _train(files[0], tmp_path / "files", "--targets", "expt", "--valid", files[1], "--test", files[2])
+    assert code == 0, err
+    summary_files = json.loads((tmp_path / "files" / "metrics.json").read_text())
+    assert summary_files["sizes"] == summary["sizes"]
+    assert pd.read_csv(tmp_path / "files" / "test_predictions.csv")["smiles"].tolist() == tested["smiles"].tolist()
+    _assert_user_error(_train(files[0], tmp_path / "x", "--targets", "expt", "--valid", files[1]), "--test")
+
+
+def test_a_target_without_any_training_label_is_named(tmp_path):
+    frame = freesolv_rows(0, 20)[["smiles", "expt"]].copy()
+    frame["logP"] = ["", "n/a"] * 10
+    path = tmp_path / "d.csv"
+    frame.to_csv(path, index=False)
+    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt,logP"), "no observed training label for ['logP']")
