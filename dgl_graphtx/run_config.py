@@ -479,7 +479,7 @@ def presets_help() -> str:
 
     Example:
         >>> presets_help().splitlines()[0]
-        '  grpe: tiny (default), small'
+        '  grpe: tiny (default), small, standard, large'
     """
     lines = []
     for model, choices in PRESETS.items():

@@ -214,4 +214,4 @@ def test_cli_trains_on_qm9(tmp_path, capsys):
     csv_file = tmp_path / "m.csv"
     csv_file.write_text("smiles,y\nCCO,1.0\n")
     assert main(["train", str(csv_file), "--targets", "y", "--subset", "4", "--out", str(out)]) == 2
-    assert "--subset applies to the qm9 data source only" in capsys.readouterr().err
+    assert "(--subset) applies to the qm9 data source only" in capsys.readouterr().err

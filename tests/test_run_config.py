@@ -38,6 +38,7 @@ ALTERNATIVES = {
     "data.valid": ("v.csv", "v.csv", ["data.test=t.csv"]),
     "data.test": ("t.csv", "t.csv", ["data.valid=v.csv"]),
     "data.cache_dir": ("cache", "cache", []),
+    "data.subset": ("5", 5, ["data.path=qm9"]),
     "model.num_layers": ("6", 6, []),
     "model.hidden_dim": ("32", 32, []),
     "model.num_heads": ("4", 4, []),
@@ -64,6 +65,10 @@ ALTERNATIVES = {
     "model.gradformer.init_start": ("1", 1.0, []),
     "model.gradformer.share_start": ("false", False, []),
     "model.gradformer.norm": ("layer", "layer", []),
+    "model.gradformer.slope": ("0.2", 0.2, ["model.gradformer.mode=reference"]),
+    "model.gradformer.local_model": ("gatedgcn", "gatedgcn", []),
+    "model.gradformer.pe_gate": ("true", True, ["model.gradformer.local_model=gatedgcn"]),
+    "model.rwse_norm": ("true", True, ["featurizer.rwse_steps=4"]),
     "model.graphormer.max_distance": ("7", 7, []),
     "featurizer.atom_features": ("canonical", "canonical", []),
     "featurizer.explicit_hydrogens": ("true", True, []),
@@ -75,6 +80,7 @@ ALTERNATIVES = {
     "relation.hops": ("3", 3, ["relation.mode=hops"]),
     "relation.radius": ("4.5", 4.5, ["relation.mode=radius", "featurizer.coordinates=auto"]),
     "relation.virtual_node": ("false", False, ["model.readout=max"]),
+    "relation.spd_cap": ("8", 8, ["relation.mode=radius", "relation.radius=4.5", "featurizer.coordinates=auto"]),
     "train.epochs": ("3", 3, []),
     "train.batch_size": ("8", 8, []),
     "train.lr": ("1e-3", 1e-3, []),
@@ -236,7 +242,7 @@ def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monk
     saved = yaml.safe_load((tmp_path / "first" / "config.yaml").read_text())
     assert saved["data"]["path"] == str(data) and saved["data"]["targets"] == ["expt"]
     assert saved["preset"]["model"] == "moire" and saved["model"]["moire"]["focus"] == "laplacian"
-    assert saved["relation"] == {"mode": "hops", "hops": 3, "radius": None, "virtual_node": False}
+    assert saved["relation"] == {"mode": "hops", "hops": 3, "radius": None, "virtual_node": False, "spd_cap": None}
     assert (saved["train"]["epochs"], saved["train"]["lr"]) == (2, 0.002)
     model = Predictor(tmp_path / "first" / "best.pt", device="cpu").model
     assert (model.config.num_layers, model.config.moire.focus) == (1, "laplacian")
@@ -257,3 +263,16 @@ def test_train_help_lists_presets_and_the_resolution_order():
     assert "docs/configuration.md" in stdout
     for line in ("grpe: tiny (default), small", "moire: 2d (default), 3d", "gradformer: default (default)"):
         assert line in stdout
+
+
+def test_the_preset_layer_carries_the_presets_training_recipe(tmp_path):
+    """defaults < preset (its recipe included) < config file < --set < flags, for training fields too."""
+    molhiv = ["preset.model=gradformer", "preset.name=molhiv"]
+    run = resolve_run_config(overrides=molhiv)
+    assert (run.train.lr, run.train.batch_size, run.train.weight_decay) == (1e-4, 32, 1e-5)  # recipe beats defaults
+    assert run.model.gradformer.local_model == "gatedgcn" and run.model.gradformer.slope == 0.2
+    toml = tmp_path / "r.toml"
+    toml.write_text("[train]\nlr = 0.003\n")
+    assert resolve_run_config(toml, molhiv).train.lr == 0.003  # file beats the recipe
+    assert resolve_run_config(toml, molhiv, {"train.batch_size": 8}).train.batch_size == 8  # flag beats it too
+    assert resolve_run_config().train.lr == get_preset("grpe").train.lr  # the default preset's recipe

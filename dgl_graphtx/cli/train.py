@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
                     config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
         config.save(out / "config.yaml")
+        data = config.data
         dataset, split = load_training_data(config)
         if config.ensemble.single:
             result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
