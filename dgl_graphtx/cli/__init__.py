@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, featurize, predict, evaluate, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -12,9 +12,9 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import GraphTxError
-from . import demo, evaluate, info, predict, train
+from . import demo, evaluate, featurize, info, predict, train
 
-SUBCOMMANDS = (train, predict, evaluate, info, demo)
+SUBCOMMANDS = (train, featurize, predict, evaluate, info, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import List, Sequence
 
-from ..datasets import MoleculeDataset
+from ..datasets import MoleculeDataset, is_store, load_store
 from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
 from ..experiment import train_and_evaluate
@@ -17,7 +17,7 @@ from .common import add_train_options, format_metrics, split_targets
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` sub-command to ``sub``."""
     train = sub.add_parser("train", help="train a model on a CSV or SDF file", description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.")
-    train.add_argument("data", help="CSV (one SMILES column + targets) or SDF (targets as SD properties)")
+    train.add_argument("data", help="CSV (one SMILES column + targets), SDF (targets as SD properties), or a store written by 'featurize'")
     train.add_argument("--targets", required=True, help="comma-separated target column / SD property names")
     train.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
     train.add_argument("--out", required=True, help="output folder")
@@ -49,7 +49,12 @@ def without_option(argv: Sequence[str], option: str) -> List[str]:
 
 
 def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
-    """The labelled dataset of ``path`` (CSV or SDF) featurized for ``preset``."""
+    """The labelled dataset of ``path`` (CSV, SDF or a featurized store) featurized for ``preset``."""
+    if is_store(path):
+        dataset = load_store(path)
+        if dataset.target_names != list(targets):
+            raise GraphTxError(f"store {path} holds targets {dataset.target_names}, not {list(targets)}; use --targets {','.join(dataset.target_names)}")
+        return dataset
     kwargs = dict(featurizer=preset.featurizer, relation=preset.relation, cache_dir=args.cache_dir, progress=not args.no_progress)
     if path.suffix.lower() in (".sdf", ".sd"):
         return MoleculeDataset.from_sdf(path, targets, **kwargs)
@@ -59,8 +64,8 @@ def load_dataset(path: Path, targets, args, preset) -> MoleculeDataset:
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
     path = Path(args.data)
-    if not path.is_file():
-        raise GraphTxError(f"data file not found: {path}")
+    if not (path.is_file() or is_store(path)):
+        raise GraphTxError(f"data file not found: {path} (nor a complete store written by 'dgl-graphtx featurize')")
     if args.nproc != 1:
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     targets = split_targets(args.targets)
