@@ -2,7 +2,7 @@
 over it.
 
 :func:`featurize_to_store` splits the molecules into shards of ``shard_size`` rows and featurizes
-them in ``workers`` processes (``concurrent.futures`` with ``spawn``); each shard is written
+them in ``workers`` processes (``concurrent.futures``, started by a fork server); each shard is written
 atomically to ``DIR/shards/`` the moment it is done, so a killed run resumes from the finished
 shards. When all shards exist they are concatenated, one shard at a time, into one ``.npy`` file
 per tensor, the invalid rows of all shards are merged in input order, and ``manifest.json`` is
@@ -167,7 +167,12 @@ def _run_shards(jobs: List[Tuple[Any, ...]], workers: int, bar: tqdm) -> None:
         for job in jobs:
             bar.update(_featurize_shard(*job))
         return
-    context = multiprocessing.get_context("spawn")  # fork after torch/OpenMP start-up is unsafe
+    # fork after torch/OpenMP start-up is unsafe; a fork server that imported the library once
+    # (before any thread started) forks workers quickly; spawn where there is no fork server
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)) as pool:
         pending = set()
         queue = iter(jobs)
