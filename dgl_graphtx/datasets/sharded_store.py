@@ -264,10 +264,10 @@ def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles"
 
     Example:
         >>> import tempfile
-        >>> from dgl_graphtx.datasets import freesolv_path
-        >>> store = featurize_file(freesolv_path(), tempfile.mkdtemp(), target_cols=["expt"], shard_size=400)
+        >>> from dgl_graphtx.datasets import example_sdf_path
+        >>> store = featurize_file(example_sdf_path(), tempfile.mkdtemp(), shard_size=3)
         >>> len(load_store(store))
-        642
+        8
     """
     table = read_molecule_table(path, smiles_col, target_cols, featurizer.explicit_hydrogens)
     return featurize_to_store(table.molecules, out_dir, table.targets, target_names=list(target_cols),

@@ -140,7 +140,8 @@ class Trainer:
     Regression targets are standardised with training-set statistics stored in the model.
     After :meth:`fit` the model holds the weights of the best validation epoch. With ``out_dir``,
     the trainer writes ``log.csv`` (one row per epoch), ``learning_curve.png`` and, when ``meta``
-    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`).
+    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`) and
+    ``last.pt`` (the latest epoch with the state :meth:`fit` resumes from).
 
     Args:
         model: the model to train.
@@ -183,7 +184,7 @@ class Trainer:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
         batch_size = batch_size or self.config.batch_size
-        rows = len(sampler) if sampler is not None else len(dataset)
+        rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
         return DataLoader(
             dataset,
