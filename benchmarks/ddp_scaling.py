@@ -37,7 +37,7 @@ import _molecules as M  # noqa: E402
 import _report as R  # noqa: E402
 
 from dgl_graphtx.datasets import featurize_to_store, load_store  # noqa: E402
-from dgl_graphtx.distributed import DistributedConfig, process_hooks  # noqa: E402
+from dgl_graphtx.distributed import DistributedConfig, DistributedContext, process_hooks  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
 from dgl_graphtx.training import TrainConfig, Trainer, seed_everything  # noqa: E402
 
@@ -61,12 +61,13 @@ def worker(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
-    with process_hooks("cpu", DistributedConfig(timeout_s=600)) as hooks:
+    with process_hooks(args.device, DistributedConfig(timeout_s=600)) as hooks:
         dataset = load_store(args.worker)
         preset = get_preset(args.model, args.preset)
         seed_everything(0)
+        device = str(hooks.device) if isinstance(hooks, DistributedContext) else args.device
         trainer = Trainer(build_model(preset.model), TrainConfig(epochs=args.epochs, batch_size=args.batch_size, warmup_epochs=1,
-                                                                 progress=False, device="cpu"), hooks=hooks)
+                                                                 progress=False, device=device), hooks=hooks)
         cpu0 = _cpu_s()
         history = trainer.fit(dataset).history
         cpu = sum(hooks.gather_objects(_cpu_s() - cpu0))  # every process's CPU time
@@ -78,7 +79,7 @@ def worker(args: argparse.Namespace) -> int:
 
 def run_config(name: str, nproc: int, threads: int, store: Path, args: argparse.Namespace, work: Path) -> Dict[str, object]:
     result = work / f"{name}.json"
-    job = [str(store), "--result", str(result), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
+    job = [str(store), "--result", str(result), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--device", args.device,
            "--model", args.model, "--preset", args.preset, "--threads", str(threads)]
     script = [str(Path(__file__).resolve()), "--worker", *job]
     if nproc > 1:
@@ -107,6 +108,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--threads-row", action="store_true", help="also measure 1 process with --nproc threads")
     parser.add_argument("--epochs", type=int, default=4, help="epochs per configuration; the first is warm-up (default: 4)")
     parser.add_argument("--batch-size", type=int, default=64, help="global batch size (default: 64)")
+    parser.add_argument("--device", default="cpu", help="cpu (default; backend gloo) or auto / cuda (one GPU per process, nccl)")
     parser.add_argument("--model", default="grpe")
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per configuration before giving up")
