@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Union
 
 import torch
 
@@ -34,15 +34,19 @@ class CheckpointMeta:
 
 
 class LoadedCheckpoint(NamedTuple):
-    """A model restored from a checkpoint (in eval mode), with its metadata and package version."""
+    """A model restored from a checkpoint (in eval mode), with its metadata and package version;
+    ``training_state`` is what a resumable checkpoint (``last.pt``) adds, else ``None``."""
 
     model: MoleculeModel
     meta: CheckpointMeta
     package_version: str
+    training_state: Optional[Dict[str, Any]] = None
 
 
-def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta) -> Path:
-    """Write ``model`` and ``meta`` to ``path`` atomically.
+def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta,
+                    training_state: Optional[Dict[str, Any]] = None) -> Path:
+    """Write ``model`` and ``meta`` to ``path`` atomically; ``training_state`` (plain data, see
+    :mod:`dgl_graphtx.training.resume`) makes the checkpoint resumable.
 
     Example:
         >>> import tempfile
@@ -66,6 +70,8 @@ def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta) 
         "target_names": list(meta.target_names),
         "extra": dict(meta.extra),
     }
+    if training_state is not None:
+        payload["training_state"] = training_state
     return atomic_torch_save(payload, path)
 
 
@@ -108,4 +114,4 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # ConfigError is a ValueError
         raise CheckpointError(f"checkpoint {path} is inconsistent: {type(err).__name__}: {err}") from None
     model.eval()
-    return LoadedCheckpoint(model.to(map_location), meta, str(payload.get("package_version")))
+    return LoadedCheckpoint(model.to(map_location), meta, str(payload.get("package_version")), payload.get("training_state"))

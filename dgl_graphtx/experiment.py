@@ -13,7 +13,7 @@ from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
-from .training import Trainer, TrainConfig, TrainResult, compute_metrics, seed_everything
+from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, compute_metrics, seed_everything
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
@@ -50,14 +50,18 @@ def train_and_evaluate(
     split: Union[str, Split] = "random",
     fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
     out_dir: Optional[PathLike] = None,
+    hooks: Optional[ProcessHooks] = None,
+    resume: Union[None, bool, PathLike] = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
     :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
     the test part. Without ``train_config`` the preset's own training recipe is used
     (``TrainConfig.from_recipe(preset.train)``).
 
-    With ``out_dir``: ``best.pt``, ``log.csv``, ``learning_curve.png``, ``metrics.json``,
-    ``test_predictions.csv`` and ``input_report.csv`` are written there.
+    With ``out_dir``: ``best.pt``, ``last.pt`` (resumable), ``log.csv``, ``learning_curve.png``,
+    ``metrics.json``, ``test_predictions.csv`` and ``input_report.csv`` are written there (by the
+    main process only when ``hooks`` describe a distributed run). ``resume`` is passed to
+    :meth:`Trainer.fit`.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -83,8 +87,8 @@ def train_and_evaluate(
     model = build_model(preset.model)
     out = Path(out_dir) if out_dir is not None else None
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions)})
-    trainer = Trainer(model, train_config, out_dir=out, meta=meta)
-    result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))
+    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks)
+    result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
@@ -93,7 +97,7 @@ def train_and_evaluate(
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
         table[f"{name}_pred"] = predicted[:, t]
-    if out is not None:
+    if out is not None and trainer.hooks.is_main:
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")

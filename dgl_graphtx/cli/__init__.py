@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, predict, evaluate, embed, plot, presets, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, featurize, predict, evaluate, embed, plot, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -12,10 +12,10 @@ from typing import Optional, Sequence
 
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from . import demo, embed, evaluate, info, plot, predict, presets, train
+from . import demo, embed, evaluate, featurize, info, plot, predict, presets, train
 from .common import verbosity
 
-SUBCOMMANDS = (train, predict, evaluate, embed, plot, presets, info, demo)
+SUBCOMMANDS = (train, featurize, predict, evaluate, embed, plot, presets, info, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``dgl-graphtx`` console script."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     configure_logging(verbosity(args))
     try:
         return args.func(args)

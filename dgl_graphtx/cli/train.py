@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from .._version import __version__
-from ..datasets import MoleculeDataset, Split, load_labelled, qm9
+from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
+from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
@@ -30,25 +32,51 @@ presets (--model NAME --preset PRESET):
 {presets_help()}
 
 inputs: CSV/TSV (delimiter sniffed, or --delimiter; .gz allowed), SDF (.sdf, .sdf.gz; SD
-properties as targets), .smi.
+properties as targets), .smi, a store folder written by 'dgl-graphtx featurize', or 'qm9'.
+
+several processes: --nproc N on this machine, or torchrun --nproc-per-node N -m dgl_graphtx train ...
+(see docs/scaling.md); --resume continues a killed run from OUT/last.pt.
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``train`` sub-command to ``sub``."""
     train = sub.add_parser(
-        "train", help="train a model on a CSV, SDF or SMILES file",
+        "train", help="train a model on a CSV, SDF or SMILES file, a featurized store, or QM9",
         description="Train, select the best validation epoch, evaluate on the test split; writes best.pt, config.yaml, "
                     "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties) or .smi")
+    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
     train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder")
     add_input_options(train)
     add_train_options(train)
     add_logging_options(train)
+    train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
+    scale = train.add_argument_group("distributed training (see docs/scaling.md)")
+    scale.add_argument("--nproc", type=int, default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
+    scale.add_argument("--backend", choices=BACKENDS, default="auto", help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
+    scale.add_argument("--dist-timeout", type=float, default=600.0, help="seconds a process waits for the others before the job fails (default: 600)")
     train.set_defaults(func=run)
+
+
+def without_option(argv: Sequence[str], option: str) -> List[str]:
+    """``argv`` without ``option VALUE`` / ``option=VALUE``.
+
+    Example:
+        >>> without_option(["train", "x.csv", "--nproc", "2", "--epochs=3"], "--nproc")
+        ['train', 'x.csv', '--epochs=3']
+    """
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == option:
+            skip = True
+        elif not token.startswith(option + "="):
+            out.append(token)
+    return out
 
 
 def _absolute(run: RunConfig) -> RunConfig:
@@ -61,8 +89,15 @@ def _absolute(run: RunConfig) -> RunConfig:
 
 def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Split]]:
     """The featurized training data of a run and, when the data defines it, its split: a file
-    through the common reader, or QM9 from its DFT geometries when ``data.path`` is ``qm9``."""
+    through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
+    geometries when ``data.path`` is ``qm9``."""
     data = config.data
+    if data.path is not None and is_store(data.path):
+        dataset = load_store(data.path)
+        if dataset.target_names != list(data.targets):
+            raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
+                               f"use --targets {','.join(dataset.target_names)}")
+        return dataset, None
     kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.cache_dir,
                   progress=config.train.progress)
     if data.is_qm9:
@@ -71,29 +106,51 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                          split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
 
 
+def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
+    """Per-process settings of a distributed run: the device torchrun gave this rank, progress on
+    rank 0 only, and a shared featurization cache (rank 0 featurizes, the others read it)."""
+    if not isinstance(hooks, DistributedContext):
+        return config
+    if not config.ensemble.single:
+        raise GraphTxError("ensembles (--ensemble-size/--replicates) train in one process; drop --nproc or torchrun")
+    train = dataclasses.replace(config.train, device=str(hooks.device), progress=config.train.progress and hooks.is_main)
+    data = config.data if config.data.cache_dir else dataclasses.replace(config.data, cache_dir=str((out / "cache").resolve()))
+    return dataclasses.replace(config, train=train, data=data)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``train`` with parsed ``args``."""
+    """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
+    if args.nproc != 1:
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     config = resolve_run_config(args.config, args.set, explicit_train_flags(args))
     if config.data.path is None:
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not config.data.targets:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
-    config = _absolute(config)
+    if args.resume and not config.ensemble.single:
+        raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
     out = Path(args.out)
-    with log_to_file(out / "train.log"):
-        logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
-                    config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
-        config.save(out / "config.yaml")
-        data = config.data
-        dataset, split = load_training_data(config)
-        if config.ensemble.single:
-            result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
-                                        fractions=data.fractions, out_dir=out)
-            logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
-        else:
-            ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
-                                      fractions=data.fractions, ensemble_size=config.ensemble.size,
-                                      replicates=config.ensemble.replicates, out_dir=out)
+    with process_hooks(config.train.device, DistributedConfig(args.backend, args.dist_timeout)) as hooks:
+        config = _for_process(_absolute(config), hooks, out)
+        with log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
+            if hooks.is_main:
+                logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
+                            config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
+                config.save(out / "config.yaml")
+            data = config.data
+            with hooks.main_first():
+                dataset, split = load_training_data(config)
+            if config.ensemble.single:
+                result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
+                                            fractions=data.fractions, out_dir=out, hooks=hooks, resume=args.resume)
+                if hooks.is_main:
+                    logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
+            else:
+                ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
+                                          fractions=data.fractions, ensemble_size=config.ensemble.size,
+                                          replicates=config.ensemble.replicates, out_dir=out)
+        if not hooks.is_main:
+            return 0
     if config.ensemble.single:
         print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
         print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
@@ -105,4 +162,5 @@ def run(args: argparse.Namespace) -> int:
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
+    return 0
     return 0

@@ -3,11 +3,12 @@ QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``).
 from .collate import MoleculeBatch, collate_molecules
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .labelled import load_labelled
-from .molecule_dataset import MoleculeDataset
+from .molecule_dataset import MoleculeDataset, featurization_settings
 from .packed import PackedGraphs
 from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
 from .readers import MoleculeTable, read_molecule_csv, read_molecules, smiles_column, split_labels
 from .report import InputReport, RowIssue
+from .sharded_store import featurize_file, featurize_to_store, is_store, load_store
 from .splits import Split, murcko_scaffold, random_split, scaffold_split
 
 __all__ = [
@@ -23,9 +24,14 @@ __all__ = [
     "Split",
     "collate_molecules",
     "example_sdf_path",
+    "featurization_settings",
+    "featurize_file",
+    "featurize_to_store",
     "freesolv",
     "freesolv_path",
     "load_labelled",
+    "is_store",
+    "load_store",
     "murcko_scaffold",
     "qm9",
     "random_split",

@@ -100,6 +100,23 @@ def _file_fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
+def featurization_settings(featurizer: MoleculeFeaturizer, target_names: Sequence[str]) -> Dict[str, Any]:
+    """Everything that determines a featurized dataset except the input content: featurizer and
+    relation settings, target names and the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB.
+
+    Example:
+        >>> sorted(featurization_settings(MoleculeFeaturizer(), ["y"]))
+        ['featurizer', 'relation', 'target_names', 'versions']
+    """
+    return {
+        "featurizer": featurizer.config.to_dict(),
+        "relation": str(featurizer.relation),
+        "target_names": list(target_names),
+        "versions": {"dgl_graphtx": __version__, "rdkit": rdkit.__version__, "dgl": dgl.__version__,
+                     "dgllife": dgllife.__version__, "ogb": ogb.__version__},
+    }
+
+
 class MoleculeDataset(Dataset):
     """Featurized molecules with targets, ready for a :class:`~torch.utils.data.DataLoader`.
 
@@ -186,12 +203,34 @@ class MoleculeDataset(Dataset):
     @property
     def settings(self) -> Dict[str, Any]:
         """Everything that determines the featurized result except the input content."""
+        return featurization_settings(self.featurizer, self.target_names)
+
+    @classmethod
+    def from_payload(cls, payload: Dict[str, Any], featurizer: FeaturizerConfig, relation: RelationConfig,
+                     target_names: Sequence[str]) -> "MoleculeDataset":
+        """A dataset over tensors featurized elsewhere (a cache payload; the tensors may be memory-mapped).
+
+        Example:
+            >>> ds = MoleculeDataset(["C", "CO"], [[1.0], [2.0]], progress=False)
+            >>> len(MoleculeDataset.from_payload(ds.payload(), ds.featurizer.config, ds.relation, ds.target_names))
+            2
+        """
+        dataset = cls.__new__(cls)
+        dataset.featurizer = MoleculeFeaturizer(featurizer, relation)
+        dataset.target_names = list(target_names)
+        dataset.cache_file = None
+        dataset._load_payload(payload)
+        return dataset
+
+    def payload(self) -> Dict[str, Any]:
+        """The featurized content as plain tensors and lists (what the cache stores)."""
         return {
-            "featurizer": self.featurizer.config.to_dict(),
-            "relation": str(self.featurizer.relation),
-            "target_names": list(self.target_names),
-            "versions": {"dgl_graphtx": __version__, "rdkit": rdkit.__version__, "dgl": dgl.__version__,
-                         "dgllife": dgllife.__version__, "ogb": ogb.__version__},
+            "graphs": self.graphs.state_dict(),
+            "relations": self.relations.state_dict(),
+            "labels": self.raw_labels,
+            "rows": self.rows,
+            "identifiers": list(self.identifiers),
+            "report": self.report.state_dict(),
         }
 
     @staticmethod

@@ -1,12 +1,16 @@
-"""Training: the Trainer, metrics, learning-rate schedules and plots."""
+"""Training: the Trainer, metrics, learning-rate schedules, plots, process hooks and resume state."""
+from .hooks import ProcessHooks
 from .metrics import PRIMARY_METRIC, classification_metrics, compute_metrics, regression_metrics
 from .plots import plot_learning_curve, plot_parity
+from .resume import TrainingState
 from .trainer import TrainConfig, Trainer, TrainResult, dataset_labels, masked_loss, seed_everything
 
 __all__ = [
     "PRIMARY_METRIC",
+    "ProcessHooks",
     "TrainConfig",
     "TrainResult",
+    "TrainingState",
     "Trainer",
     "classification_metrics",
     "compute_metrics",

@@ -1,7 +1,6 @@
 """Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import time
@@ -15,19 +14,24 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
-from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
-from ..errors import ConfigError
+from ..errors import CheckpointError, ConfigError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from .hooks import ProcessHooks
 from .metrics import PRIMARY_METRIC, compute_metrics
 from .plots import plot_learning_curve
+from .resume import TrainingState, capture_rng_state, restore_rng_state
 from .schedule import SCHEDULES, lr_factor
 
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+
+#: TrainConfig fields that may differ between a run and its resumption.
+RESUMABLE_CHANGES = ("device", "num_workers", "progress")
 
 
 @dataclass
@@ -148,13 +152,16 @@ class Trainer:
     Regression targets are standardised with training-set statistics stored in the model.
     After :meth:`fit` the model holds the weights of the best validation epoch. With ``out_dir``,
     the trainer writes ``log.csv`` (one row per epoch), ``learning_curve.png`` and, when ``meta``
-    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`).
+    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`) and
+    ``last.pt`` (the latest epoch with the state :meth:`fit` resumes from).
 
     Args:
         model: the model to train.
         config: optimisation settings.
         out_dir: folder for logs, plots and the best checkpoint.
         meta: featurizer / relation settings and target names to store in the checkpoint.
+        hooks: cooperation with other processes (default: a single process); see
+            :class:`~dgl_graphtx.distributed.DistributedContext` for DDP.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -172,8 +179,10 @@ class Trainer:
         config: TrainConfig = TrainConfig(),
         out_dir: Optional[PathLike] = None,
         meta: Optional[CheckpointMeta] = None,
+        hooks: Optional[ProcessHooks] = None,
     ) -> None:
         self.config = config
+        self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
         self.model = model.to(self.device)
         self.task = model.config.task
@@ -182,13 +191,16 @@ class Trainer:
         self.meta = meta
 
     # -- data ---------------------------------------------------------------------------------
-    def loader(self, dataset: Dataset, shuffle: bool = False, sampler: Optional[Sampler] = None, seed: int = 0) -> DataLoader:
+    def loader(self, dataset: Dataset, shuffle: bool = False, sampler: Optional[Sampler] = None, seed: int = 0,
+               batch_size: Optional[int] = None) -> DataLoader:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
-        drop_last = shuffle and len(dataset) % self.config.batch_size == 1  # BatchNorm needs > 1 row
+        batch_size = batch_size or self.config.batch_size
+        rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
+        drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
         return DataLoader(
             dataset,
-            batch_size=self.config.batch_size,
+            batch_size=batch_size,
             shuffle=shuffle and sampler is None,
             sampler=sampler,
             collate_fn=collate_molecules,
@@ -216,53 +228,74 @@ class Trainer:
         self.model.set_target_normalization(mean.float(), var.sqrt().float())
 
     # -- loop ---------------------------------------------------------------------------------
-    def fit(self, train_set: Dataset, valid_set: Optional[Dataset] = None, train_sampler: Optional[Sampler] = None) -> TrainResult:
+    def fit(
+        self,
+        train_set: Dataset,
+        valid_set: Optional[Dataset] = None,
+        train_sampler: Optional[Sampler] = None,
+        resume: Union[None, bool, PathLike] = None,
+    ) -> TrainResult:
         """Train for ``config.epochs`` (or until early stopping) and keep the best weights.
 
-        Without ``valid_set`` the last epoch is kept.
+        Without ``valid_set`` the last epoch is kept. ``train_sampler`` replaces the hooks'
+        epoch-seeded shuffling (its ``set_epoch(epoch)`` is called before every epoch if it has one).
+
+        With ``out_dir`` and ``meta``, ``last.pt`` is rewritten after every epoch with the training
+        state; ``resume`` continues from it: a path, or ``True`` for ``out_dir/last.pt`` when that
+        file exists (a fresh start otherwise). A resumed run ends with the same weights and
+        metrics as an uninterrupted one (exactly on CPU with the same number of processes).
         """
         cfg = self.config
-        torch.manual_seed(cfg.seed)
+        hooks = self.hooks
+        torch.manual_seed(cfg.seed + hooks.rank)
         self._set_normalization(train_set)
-        train_loader = self.loader(train_set, shuffle=True, sampler=train_sampler, seed=cfg.seed)
+        sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
+        train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
         optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
         )
-        history: List[Dict[str, float]] = []
-        best_score, best_epoch, best_state, best_metrics = None, 0, None, {}
-        bar = progress(range(1, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress, interval=0)
+        state = self._resume(resume, optimizer, scheduler) if resume else TrainingState()
+        module = hooks.wrap_model(self.model)
+        first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
+        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0)
         for epoch in bar:
             start = time.perf_counter()
-            train_loss, last_lr = self._train_epoch(train_loader, optimizer, scheduler)
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch)
+            train_loss, last_lr = self._train_epoch(module, train_loader, optimizer, scheduler)
             row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss}
             if valid_set is not None:
                 metrics = self.evaluate(valid_set)
                 row.update({f"valid_{k}": v for k, v in metrics.items()})
                 score = metrics[self.metric]
-                improved = self._is_better(score, best_score)
+                improved = self._is_better(score, state.best_score)
             else:
                 metrics, score, improved = {}, None, True
             row["seconds"] = time.perf_counter() - start
-            history.append(row)
+            state.history.append(row)
+            state.epoch = epoch
             if improved:
-                best_score, best_epoch, best_metrics = score, epoch, metrics
-                best_state = copy.deepcopy(self.model.state_dict())
-                self._save_best(best_epoch, best_metrics)
-            if cfg.progress:
+                state.record_best(epoch, score, metrics, self.model.state_dict())
+                self._save_best(epoch, metrics)
+            if cfg.progress and hooks.is_main:
                 bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
-            self._write_log(history)
-            if cfg.patience and epoch - best_epoch >= cfg.patience:
-                logger.info("early stopping at epoch %d (best epoch %d)", epoch, best_epoch)
+            self._write_log(state.history)
+            stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
+            state.finished = stop or epoch == cfg.epochs
+            self._save_last(state, optimizer, scheduler)
+            if stop:
+                if hooks.is_main:
+                    logger.info("early stopping at epoch %d (best epoch %d)", epoch, state.best_epoch)
                 break
-        if best_state is not None:
-            self.model.load_state_dict(best_state)
-        frame = pd.DataFrame(history)
-        if self.out_dir is not None:
+        if state.best_weights is not None:
+            self.model.load_state_dict(state.best_weights)
+        frame = pd.DataFrame(state.history)
+        if self.out_dir is not None and hooks.is_main:
             plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
-        return TrainResult(frame, best_epoch, best_metrics)
+        return TrainResult(frame, state.best_epoch, state.best_metrics)
 
     def _is_better(self, score: float, best: Optional[float]) -> bool:
         if best is None or np.isnan(best):
@@ -271,13 +304,13 @@ class Trainer:
             return False
         return score < best if self.direction == "min" else score > best
 
-    def _train_epoch(self, loader: DataLoader, optimizer, scheduler) -> Tuple[float, float]:
-        """Mean training loss and the learning rate of the epoch's last step."""
+    def _train_epoch(self, module: torch.nn.Module, loader: DataLoader, optimizer, scheduler) -> Tuple[float, float]:
+        """Mean training loss (over all processes) and the learning rate of the epoch's last step."""
         self.model.train()
         total, count, lr = 0.0, 0, optimizer.param_groups[0]["lr"]
         for batch in loader:
             batch = batch.to(self.device)
-            output = self.model(batch.graph, batch.relation_graph)
+            output = module(batch.graph, batch.relation_graph)
             loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -288,30 +321,90 @@ class Trainer:
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size
             count += batch.batch_size
+        total, count = self.hooks.all_sum(torch.tensor([total, count], dtype=torch.float64)).tolist()
         return total / max(count, 1), lr
 
+    def _checkpoint_meta(self, **extra) -> CheckpointMeta:
+        extra = {**self.meta.extra, **extra, "train_config": asdict(self.config)}
+        return CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
+
+    @property
+    def _writes_checkpoints(self) -> bool:
+        return self.out_dir is not None and self.meta is not None
+
     def _save_best(self, epoch: int, metrics: Dict[str, float]) -> None:
-        if self.out_dir is None or self.meta is None:
+        if self._writes_checkpoints and self.hooks.is_main:
+            save_checkpoint(self.out_dir / "best.pt", self.model, self._checkpoint_meta(epoch=epoch, valid_metrics=metrics))
+
+    def _save_last(self, state: TrainingState, optimizer, scheduler) -> None:
+        """``last.pt``: the latest weights and everything :meth:`fit` needs to resume."""
+        if not self._writes_checkpoints:
             return
-        extra = {**self.meta.extra, "epoch": epoch, "valid_metrics": metrics, "train_config": asdict(self.config)}
-        meta = CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
-        save_checkpoint(self.out_dir / "best.pt", self.model, meta)
+        rng = self.hooks.gather_objects(capture_rng_state())  # a collective: every process calls it
+        if self.hooks.is_main:
+            payload = state.to_dict(optimizer.state_dict(), scheduler.state_dict(), rng, self.hooks.world_size)
+            meta = self._checkpoint_meta(epoch=state.epoch, valid_metrics=state.best_metrics)
+            save_checkpoint(self.out_dir / "last.pt", self.model, meta, training_state=payload)
+
+    def _resume(self, resume: Union[bool, PathLike], optimizer, scheduler) -> TrainingState:
+        """Load ``last.pt`` into the model, optimizer, scheduler and RNGs; the restored progress."""
+        if resume is True:
+            if self.out_dir is None:
+                raise ConfigError("resume=True needs the out_dir of the run to continue")
+            path = self.out_dir / "last.pt"
+            if not path.is_file():
+                if self.hooks.is_main:
+                    logger.info("no %s yet: starting a fresh run", path)
+                return TrainingState()
+        else:
+            path = Path(resume)
+        loaded = load_checkpoint(path, map_location="cpu")
+        if loaded.training_state is None:
+            raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
+        if loaded.model.config != self.model.config:
+            raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
+        saved = loaded.meta.extra.get("train_config", {})
+        changed = [k for k, v in asdict(self.config).items() if k in saved and saved[k] != v and k not in RESUMABLE_CHANGES]
+        if changed:
+            raise ConfigError(
+                f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
+                f"resume with the same settings (now {', '.join(f'{k}={getattr(self.config, k)!r}' for k in changed)})"
+            )
+        raw = loaded.training_state
+        self.model.load_state_dict(loaded.model.state_dict())
+        optimizer.load_state_dict(raw["optimizer"])
+        scheduler.load_state_dict(raw["scheduler"])
+        rng = raw["rng"]
+        if raw["world_size"] != self.hooks.world_size and self.hooks.is_main:
+            logger.warning("%s was written by %d process(es), resuming with %d: the run continues but will not "
+                           "repeat the uninterrupted one exactly", path, raw["world_size"], self.hooks.world_size)
+        restore_rng_state(rng[self.hooks.rank % len(rng)])
+        state = TrainingState.from_dict(raw)
+        if self.hooks.is_main:
+            logger.info("resuming from %s after epoch %d", path, state.epoch)
+        return state
 
     def _write_log(self, history: List[Dict[str, float]]) -> None:
-        if self.out_dir is not None:
+        if self.out_dir is not None and self.hooks.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             pd.DataFrame(history).to_csv(self.out_dir / "log.csv", index=False)
 
     # -- inference ----------------------------------------------------------------------------
     @torch.no_grad()
     def predict(self, dataset: Dataset) -> np.ndarray:
-        """Predictions ``[M, T]`` in target units (probabilities for classification)."""
+        """Predictions ``[M, T]`` in target units (probabilities for classification).
+
+        With several processes each predicts its rows of the split and every process gets all
+        of them (each row predicted exactly once).
+        """
         self.model.eval()
-        outputs = []
-        for batch in self.loader(dataset):
-            batch: MoleculeBatch = batch.to(self.device)
-            outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
-        return torch.cat(outputs).double().numpy()
+        outputs = [torch.zeros(0, self.model.config.num_tasks)]
+        local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))
+        if len(local):
+            for batch in self.loader(local):
+                batch: MoleculeBatch = batch.to(self.device)
+                outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
+        return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()
 
     def evaluate(self, dataset: Dataset) -> Dict[str, float]:
         """Metrics of the current model on ``dataset`` (RMSE/MAE/R2 or ROC-AUC/AP)."""

@@ -1,0 +1,316 @@
+"""Parallel, sharded, resumable featurization into an on-disk store, and a memory-mapped dataset
+over it.
+
+:func:`featurize_to_store` splits the molecules into shards of ``shard_size`` rows and featurizes
+them in ``workers`` processes (``concurrent.futures``, started by a fork server); each shard is written
+atomically to ``DIR/shards/`` the moment it is done, so a killed run resumes from the finished
+shards. When all shards exist they are concatenated, one shard at a time, into one ``.npy`` file
+per tensor, the invalid rows of all shards are merged in input order, and ``manifest.json`` is
+written last: a store is complete exactly when its manifest exists.
+
+The store is keyed like the in-memory cache (:func:`~dgl_graphtx.datasets.cache.cache_key` of the
+featurizer and relation settings, the target names, the library versions and the input content),
+so asking for the same store again is a no-op, and a folder never mixes inputs or settings.
+
+:func:`load_store` memory-maps the arrays: opening a store of millions of molecules costs little
+memory, the operating system pages the data in as batches touch it, and batching is the same
+vectorised :class:`~dgl_graphtx.datasets.PackedGraphs` path as for an in-memory dataset.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import sys
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..atomic_io import atomic_torch_save
+from ..errors import ConfigError, InvalidMoleculeError
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule, featurize_each
+from ..relation_graph import RelationConfig
+from .cache import cache_key
+from .molecule_dataset import MoleculeDataset, _coerce_targets, _content_fingerprint, featurization_settings
+from .molecule_dataset import _file_fingerprint
+from .readers import read_molecules
+from .packed import PackedGraphs
+from .report import InputReport, RowIssue
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+
+#: Bump when the layout of a store changes.
+STORE_FORMAT = 1
+MANIFEST = "manifest.json"
+PLAN = "plan.json"
+GRAPH_PARTS = ("graphs", "relations")
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def _shard_path(root: Path, index: int) -> Path:
+    return root / "shards" / f"shard-{index:06d}.pt"
+
+
+def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, molecules: Sequence[Any], ids: Sequence[str],
+                     labels: np.ndarray, start: int, path: Path) -> int:
+    """Featurize one shard (rows ``start ...``) and write it atomically; the number of rows."""
+    graphs, relations, rows, issues = [], [], [], []
+    for offset, featurized, error in featurize_each(MoleculeFeaturizer(featurizer, relation), molecules):
+        if featurized is None:
+            issues.append(asdict(RowIssue(start + offset, ids[offset], error)))
+            continue
+        graphs.append(featurized[0])
+        relations.append(featurized[1])
+        rows.append(offset)
+    payload = {
+        "graphs": PackedGraphs.from_graphs(graphs).state_dict() if graphs else None,
+        "relations": PackedGraphs.from_graphs(relations).state_dict() if relations else None,
+        "labels": torch.from_numpy(labels[rows].astype(np.float32)),
+        "rows": torch.tensor(rows, dtype=torch.int64) + start,
+        "identifiers": [ids[r] for r in rows],
+        "issues": issues,
+    }
+    atomic_torch_save(payload, path)
+    return len(molecules)
+
+
+def _flatten(state: Dict[str, Any], prefix: str) -> Dict[str, torch.Tensor]:
+    """``{"ndata": {"feat": t}}`` -> ``{"prefix.ndata.feat": t}``."""
+    out: Dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}.{key}"))
+        else:
+            out[f"{prefix}.{key}"] = value
+    return out
+
+
+def _unflatten(arrays: Dict[str, torch.Tensor], prefix: str) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for name, value in arrays.items():
+        parts = name.split(".")
+        if parts[0] != prefix:
+            continue
+        node = out
+        for part in parts[1:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def _shard_arrays(shard: Dict[str, Any]) -> Dict[str, torch.Tensor]:
+    arrays = {"labels": shard["labels"], "rows": shard["rows"]}
+    for part in GRAPH_PARTS:
+        if shard[part] is not None:
+            arrays.update(_flatten(shard[part], part))
+    return arrays
+
+
+def _consolidate(root: Path, num_shards: int, total_rows: int, manifest: Dict[str, Any]) -> None:
+    """Concatenate the shards into one ``.npy`` per tensor (one shard in memory at a time), merge
+    the issues in input order, then write the manifest."""
+    paths = [_shard_path(root, i) for i in range(num_shards)]
+    lengths: Dict[str, int] = {}
+    spec: Dict[str, Tuple[torch.dtype, Tuple[int, ...]]] = {}
+    issues: List[Dict[str, Any]] = list(manifest.pop("label_issues"))
+    identifiers: List[str] = []
+    for path in paths:  # pass 1: sizes, dtypes, identifiers and issues
+        shard = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        for name, tensor in _shard_arrays(shard).items():
+            lengths[name] = lengths.get(name, 0) + tensor.shape[0]
+            spec[name] = (tensor.dtype, tuple(tensor.shape[1:]))
+        identifiers.extend(shard["identifiers"])
+        issues.extend(shard["issues"])
+    if not identifiers:
+        raise InvalidMoleculeError(f"no valid molecule among {total_rows} rows; see the issues in {root / 'shards'}")
+    arrays_dir = root / "arrays"
+    arrays_dir.mkdir(exist_ok=True)
+    outputs = {name: np.lib.format.open_memmap(arrays_dir / f".{name}.npy.tmp", mode="w+",
+                                               dtype=torch.empty(0, dtype=dtype).numpy().dtype, shape=(lengths[name], *shape))
+               for name, (dtype, shape) in spec.items()}
+    filled = dict.fromkeys(outputs, 0)
+    for path in paths:  # pass 2: copy
+        shard = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        for name, tensor in _shard_arrays(shard).items():
+            outputs[name][filled[name] : filled[name] + tensor.shape[0]] = tensor.numpy()
+            filled[name] += tensor.shape[0]
+    for array in outputs.values():
+        array.flush()
+    outputs.clear()
+    for name in spec:
+        os.replace(arrays_dir / f".{name}.npy.tmp", arrays_dir / f"{name}.npy")
+    issues.sort(key=lambda issue: issue["row"])
+    report = InputReport(total_rows, [RowIssue(**i) for i in issues])
+    _write_json(root / "identifiers.json", identifiers)
+    _write_json(root / "report.json", report.state_dict())
+    report.to_csv(root / "input_report.csv")
+    manifest.update(arrays=sorted(spec), molecules=len(identifiers), summary=report.summary())
+    _write_json(root / MANIFEST, manifest)
+    shutil.rmtree(root / "shards")
+
+
+def _run_shards(jobs: List[Tuple[Any, ...]], workers: int, bar: tqdm) -> None:
+    if workers == 1:
+        for job in jobs:
+            bar.update(_featurize_shard(*job))
+        return
+    # fork after torch/OpenMP start-up is unsafe; a fork server that imported the library once
+    # (before any thread started) forks workers quickly; spawn where there is no fork server
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+        pending = set()
+        queue = iter(jobs)
+        for job in queue:  # keep a bounded number of shards in flight
+            pending.add(pool.submit(_featurize_shard, *job))
+            if len(pending) >= 2 * workers:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    bar.update(future.result())
+        for future in pending:
+            bar.update(future.result())
+
+
+def featurize_to_store(
+    molecules: Sequence[Any],
+    out_dir: PathLike,
+    targets: Any = None,
+    *,
+    target_names: Optional[Sequence[str]] = None,
+    identifiers: Optional[Sequence[str]] = None,
+    featurizer: FeaturizerConfig = FeaturizerConfig(),
+    relation: RelationConfig = RelationConfig(),
+    fingerprint: Optional[str] = None,
+    workers: int = 1,
+    shard_size: int = 2000,
+    progress: Optional[bool] = None,
+) -> Path:
+    """Featurize ``molecules`` into the store ``out_dir`` with ``workers`` processes (resuming
+    from finished shards); arguments as for :class:`MoleculeDataset`. Returns ``out_dir``.
+
+    Invalid molecules are left out and reported, as by :class:`MoleculeDataset` (``report.json``
+    and ``input_report.csv`` in the store, rows in input order).
+
+    Example:
+        >>> import tempfile
+        >>> store = featurize_to_store(["CCO", "C1CC", "c1ccccc1"], tempfile.mkdtemp(), [[1.0], [2.0], [3.0]], shard_size=2)
+        >>> ds = load_store(store)
+        >>> len(ds), ds.rows.tolist(), ds.report.skipped[0].row
+        (2, [0, 2], 1)
+    """
+    molecules = list(molecules)
+    num_rows = len(molecules)
+    if num_rows == 0:
+        raise ConfigError("no molecules given")
+    if workers < 1 or shard_size < 1:
+        raise ConfigError(f"workers and shard_size must be >= 1, got {workers} and {shard_size}")
+    ids = list(identifiers) if identifiers is not None else [describe_molecule(m) for m in molecules]
+    if len(ids) != num_rows:
+        raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
+    label_report = InputReport(num_rows)
+    raw_targets, names = _coerce_targets(targets, target_names, ids, label_report)
+    settings = featurization_settings(MoleculeFeaturizer(featurizer, relation), names)
+    settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
+    key = cache_key(settings)
+    root = Path(out_dir)
+    plan = {"store_format": STORE_FORMAT, "key": key, "rows": num_rows, "shard_size": shard_size}
+    if (root / MANIFEST).is_file():
+        if json.loads((root / MANIFEST).read_text()).get("key") != key:
+            raise ConfigError(f"{root} holds a store of other molecules or settings; use another folder or delete it")
+        logger.info("featurized store %s is complete and up to date", root)
+        return root
+    if (root / PLAN).is_file() and json.loads((root / PLAN).read_text()) != plan:
+        raise ConfigError(f"{root} holds an unfinished store of other molecules or settings (or another shard size); "
+                          "use another folder or delete it")
+    (root / "shards").mkdir(parents=True, exist_ok=True)
+    _write_json(root / PLAN, plan)
+    num_shards = -(-num_rows // shard_size)
+    todo = [i for i in range(num_shards) if not _shard_path(root, i).is_file()]
+    done_rows = num_rows - sum(min(shard_size, num_rows - i * shard_size) for i in todo)
+    if done_rows:
+        logger.info("resuming %s: %d of %d shards already featurized", root, num_shards - len(todo), num_shards)
+    jobs = [(featurizer, relation, molecules[i * shard_size : (i + 1) * shard_size], ids[i * shard_size : (i + 1) * shard_size],
+             raw_targets[i * shard_size : (i + 1) * shard_size], i * shard_size, _shard_path(root, i)) for i in todo]
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=num_rows, initial=done_rows, desc="featurizing", unit="mol", disable=not show, smoothing=0.1) as bar:
+        _run_shards(jobs, min(workers, max(len(jobs), 1)), bar)
+    manifest = {**plan, "settings": settings, "target_names": names, "featurizer": featurizer.to_dict(),
+                "relation": asdict(relation), "label_issues": [asdict(i) for i in label_report.issues]}
+    _consolidate(root, num_shards, num_rows, manifest)
+    (root / PLAN).unlink()
+    logger.info("featurized store %s: %s", root, json.loads((root / MANIFEST).read_text())["summary"])
+    return root
+
+
+def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles", target_cols: Sequence[str] = (),
+                   featurizer: FeaturizerConfig = FeaturizerConfig(), delimiter: Optional[str] = None,
+                   **kwargs: Any) -> Path:
+    """:func:`featurize_to_store` of any file :func:`~dgl_graphtx.datasets.read_molecules` reads
+    (CSV/TSV, SDF, ``.smi``, gzipped or not), with the same content fingerprint as
+    :meth:`MoleculeDataset.from_file`.
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.datasets import example_sdf_path
+        >>> store = featurize_file(example_sdf_path(), tempfile.mkdtemp(), shard_size=3)
+        >>> len(load_store(store))
+        8
+    """
+    table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+    targets = table.targets(target_cols) if target_cols else None
+    fingerprint = f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols)}"
+    return featurize_to_store(table.molecules, out_dir, targets, target_names=list(target_cols),
+                              identifiers=table.identifiers, featurizer=featurizer, fingerprint=fingerprint, **kwargs)
+
+
+def is_store(path: PathLike) -> bool:
+    """Whether ``path`` is a complete featurized store."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def load_store(path: PathLike) -> MoleculeDataset:
+    """A :class:`MoleculeDataset` over a store written by :func:`featurize_to_store`, with every
+    tensor memory-mapped (read on demand, shared between processes, never copied whole).
+
+    Example:
+        >>> load_store("no/such/store")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: no/such/store is not a complete featurized store (no manifest.json); run 'dgl-graphtx featurize' (again) to finish it
+    """
+    root = Path(path)
+    if not is_store(root):
+        raise ConfigError(f"{path} is not a complete featurized store (no {MANIFEST}); run 'dgl-graphtx featurize' (again) to finish it")
+    manifest = json.loads((root / MANIFEST).read_text())
+    if manifest.get("store_format") != STORE_FORMAT:
+        raise ConfigError(f"{path} was written in store format {manifest.get('store_format')}; this library reads {STORE_FORMAT}")
+    arrays = {name: torch.from_numpy(np.load(root / "arrays" / f"{name}.npy", mmap_mode="c")) for name in manifest["arrays"]}
+    payload = {
+        "graphs": _unflatten(arrays, "graphs"),
+        "relations": _unflatten(arrays, "relations"),
+        "labels": arrays["labels"],
+        "rows": arrays["rows"],
+        "identifiers": json.loads((root / "identifiers.json").read_text()),
+        "report": json.loads((root / "report.json").read_text()),
+    }
+    featurizer = FeaturizerConfig(**manifest["featurizer"])
+    relation = RelationConfig(**manifest["relation"])
+    dataset = MoleculeDataset.from_payload(payload, featurizer, relation, manifest["target_names"])
+    dataset.cache_file = root
+    return dataset

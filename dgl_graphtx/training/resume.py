@@ -1,0 +1,105 @@
+"""What a killed training run needs to continue exactly: epoch, optimizer, scheduler, early-stopping
+state, the best weights so far and the random number generators of every process.
+
+Everything is converted to tensors, numbers, strings, lists and dicts, so the state travels inside
+a normal checkpoint and loads with ``torch.load(..., weights_only=True)``.
+"""
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import torch
+
+
+def capture_rng_state() -> Dict[str, Any]:
+    """The state of Python's, NumPy's and torch's (CPU and CUDA) generators, as plain data.
+
+    Example:
+        >>> state = capture_rng_state(); a = torch.rand(2)
+        >>> restore_rng_state(state); bool(torch.equal(a, torch.rand(2)))
+        True
+    """
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    return {
+        "python": {"version": version, "internal": list(internal), "gauss_next": gauss_next},
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def restore_rng_state(state: Dict[str, Any]) -> None:
+    """Inverse of :func:`capture_rng_state` (CUDA states only where CUDA is available)."""
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["internal"]), py["gauss_next"]))
+    nps = state["numpy"]
+    np.random.set_state((nps["name"], nps["keys"].numpy().astype(np.uint32), nps["pos"], nps["has_gauss"], nps["gauss"]))
+    torch.set_rng_state(state["torch"].cpu())
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+@dataclass
+class TrainingState:
+    """Progress of a run after its last completed epoch.
+
+    Attributes:
+        epoch: last completed epoch (0 before training).
+        history: one dict per completed epoch (the rows of ``log.csv``).
+        best_epoch, best_score, best_metrics: the selected epoch so far and its validation result.
+        best_weights: model state dict of ``best_epoch`` (``None`` before the first epoch).
+        finished: training ended (all epochs or early stopping); resuming only restores it.
+
+    Example:
+        >>> s = TrainingState(epoch=3, history=[{"epoch": 1.0}], best_epoch=2, best_score=0.5)
+        >>> TrainingState.from_dict(s.to_dict(optimizer={}, scheduler={}, rng=[], world_size=1)).best_score
+        0.5
+    """
+
+    epoch: int = 0
+    history: List[Dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_score: Optional[float] = None
+    best_metrics: Dict[str, float] = field(default_factory=dict)
+    best_weights: Optional[Dict[str, torch.Tensor]] = None
+    finished: bool = False
+
+    def record_best(self, epoch: int, score: Optional[float], metrics: Dict[str, float], weights: Dict[str, torch.Tensor]) -> None:
+        """Remember ``epoch`` as the best so far (weights copied to CPU)."""
+        self.best_epoch, self.best_score, self.best_metrics = epoch, score, dict(metrics)
+        self.best_weights = {k: v.detach().cpu().clone() for k, v in weights.items()}
+
+    def to_dict(self, optimizer: Dict[str, Any], scheduler: Dict[str, Any], rng: List[Dict[str, Any]], world_size: int) -> Dict[str, Any]:
+        """Plain-data form with the optimizer, scheduler and per-process RNG states added."""
+        return {
+            "epoch": self.epoch,
+            "history": copy.deepcopy(self.history),
+            "best_epoch": self.best_epoch,
+            "best_score": self.best_score,
+            "best_metrics": dict(self.best_metrics),
+            "best_weights": self.best_weights,
+            "finished": self.finished,
+            "optimizer": optimizer,
+            "scheduler": scheduler,
+            "rng": rng,
+            "world_size": world_size,
+        }
+
+    @classmethod
+    def from_dict(cls, state: Dict[str, Any]) -> "TrainingState":
+        """The progress part of :meth:`to_dict` (optimizer, scheduler and RNG are left to the caller)."""
+        return cls(
+            epoch=int(state["epoch"]),
+            history=list(state["history"]),
+            best_epoch=int(state["best_epoch"]),
+            best_score=state["best_score"],
+            best_metrics=dict(state["best_metrics"]),
+            best_weights=state["best_weights"],
+            finished=bool(state["finished"]),
+        )
