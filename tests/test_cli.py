@@ -2,8 +2,6 @@
 and one-line errors for user mistakes."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -17,24 +15,16 @@ import torch
 
 from conftest_models import freesolv_rows
 
-from dgl_graphtx.cli import build_parser, main
+from dgl_graphtx.cli import build_parser
 from dgl_graphtx.datasets import example_sdf_path
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import regression_metrics
+from cli_runner import run_cli
 
 SCRIPT = Path(sys.executable).parent / "dgl-graphtx"
 SDF_TARGET = "r_mmffld_Potential_Energy-OPLS_2005"
 
 
-def _run(argv):
-    """``main(argv)`` with stdout and stderr captured: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:  # argparse
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def _assert_user_error(code, out, err, *fragments):
@@ -62,7 +52,7 @@ def data_csv(workdir):
 @pytest.fixture(scope="module")
 def trained_run(workdir, data_csv):
     out = workdir / "run"
-    result = _run(["train", data_csv, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "2",
+    result = run_cli(["train", data_csv, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "2",
                    "--batch-size", "16", "--device", "cpu", "--no-progress", "--seed", "3"])
     return out, result
 
@@ -97,7 +87,7 @@ def test_train_on_csv_writes_outputs_and_prints_metrics(trained_run):
 
 def test_train_on_sdf_works_or_fails_with_a_clear_split_error(workdir):
     out = workdir / "sdf"
-    code, stdout, stderr = _run(["train", example_sdf_path(), "--targets", SDF_TARGET, "--out", out, "--model", "vanilla",
+    code, stdout, stderr = run_cli(["train", example_sdf_path(), "--targets", SDF_TARGET, "--out", out, "--model", "vanilla",
                                  "--epochs", "2", "--device", "cpu", "--no-progress"])
     if code == 0:
         assert (out / "best.pt").is_file()
@@ -115,7 +105,7 @@ def test_train_on_sdf_works_or_fails_with_a_clear_split_error(workdir):
 def test_predict_smiles_arguments(trained_run):
     out, _ = trained_run
     smiles = ["CCO", "C1CC(", "c1ccccc1O"]
-    code, stdout, stderr = _run(["predict", "CCO", "C1CC(", "c1ccccc1O", "--checkpoint", out / "best.pt", "--device", "cpu"])
+    code, stdout, stderr = run_cli(["predict", "CCO", "C1CC(", "c1ccccc1O", "--checkpoint", out / "best.pt", "--device", "cpu"])
     assert code == 0, stderr
     lines = stdout.strip().splitlines()
     assert lines[0].split()[:2] == ["smiles", "expt"] and lines[0].split()[-1] == "error"
@@ -133,7 +123,7 @@ def test_predict_input_csv_to_output_csv(trained_run, workdir):
     inputs = pd.DataFrame({"name": ["a", "b", "c", "d", "e"], "SMI": ["CCO", "", "C(C)(C)(C)(C)C", "CCCCCC", "c1ccccc1O"]})
     src, dst = workdir / "to_predict.csv", workdir / "sub" / "predicted.csv"
     inputs.to_csv(src, index=False)
-    code, stdout, stderr = _run(["predict", "--checkpoint", out / "best.pt", "--input", src, "--smiles-col", "SMI",
+    code, stdout, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", src, "--smiles-col", "SMI",
                                  "--output", dst, "--device", "cpu"])
     assert code == 0, stderr
     assert "wrote 5 predictions (2 invalid)" in stdout
@@ -152,7 +142,7 @@ def test_evaluate_prints_json_metrics(trained_run, workdir):
     frame = pd.concat([frame, pd.DataFrame({"smiles": ["C1CC("], "expt": [1.0]})], ignore_index=True)
     path = workdir / "eval.csv"
     frame.to_csv(path, index=False)
-    code, stdout, stderr = _run(["evaluate", path, "--checkpoint", out / "best.pt", "--device", "cpu"])
+    code, stdout, stderr = run_cli(["evaluate", path, "--checkpoint", out / "best.pt", "--device", "cpu"])
     assert code == 0, stderr
     report = json.loads(stdout)
     assert report["molecules"] == 12 and report["invalid"] == 1
@@ -165,7 +155,7 @@ def test_evaluate_prints_json_metrics(trained_run, workdir):
 
 
 def test_info_in_process():
-    code, stdout, _ = _run(["info"])
+    code, stdout, _ = run_cli(["info"])
     assert code == 0
     keys = {line.split("  ")[0].strip() for line in stdout.splitlines()}
     assert {"python", "torch", "dgl", "dgllife", "ogb", "rdkit", "cuda (torch)", "cuda (dgl)"} <= keys
@@ -175,14 +165,14 @@ def test_info_in_process():
 
 @pytest.mark.parametrize("command", ["train", "predict", "evaluate", "presets", "info", "demo"])
 def test_help_for_every_subcommand(command):
-    code, stdout, _ = _run([command, "--help"])
+    code, stdout, _ = run_cli([command, "--help"])
     assert code == 0
     assert stdout.startswith("usage: dgl-graphtx " + command)
     assert "--help" in stdout
 
 
 def test_top_level_help_lists_subcommands():
-    code, stdout, _ = _run(["--help"])
+    code, stdout, _ = run_cli(["--help"])
     assert code == 0
     for command in ("train", "predict", "evaluate", "presets", "info", "demo"):
         assert command in stdout
@@ -193,52 +183,52 @@ def test_top_level_help_lists_subcommands():
 # user mistakes: one "error:" line, no traceback, exit status 2
 # --------------------------------------------------------------------------------------------
 def test_error_missing_data_file(workdir):
-    _assert_user_error(*_run(["train", workdir / "nope.csv", "--targets", "expt", "--out", workdir / "x"]), "not found", "nope.csv")
+    _assert_user_error(*run_cli(["train", workdir / "nope.csv", "--targets", "expt", "--out", workdir / "x"]), "not found", "nope.csv")
 
 
 def test_error_unknown_target_column(data_csv, workdir):
-    _assert_user_error(*_run(["train", data_csv, "--targets", "expt,logP", "--out", workdir / "x", "--no-progress"]), "logP")
-    _assert_user_error(*_run(["train", data_csv, "--targets", "expt", "--smiles-col", "SMILES", "--out", workdir / "x",
+    _assert_user_error(*run_cli(["train", data_csv, "--targets", "expt,logP", "--out", workdir / "x", "--no-progress"]), "logP")
+    _assert_user_error(*run_cli(["train", data_csv, "--targets", "expt", "--smiles-col", "SMILES", "--out", workdir / "x",
                               "--no-progress"]), "SMILES")
     assert not (workdir / "x" / "best.pt").exists()
 
 
 def test_error_missing_checkpoint(workdir):
-    _assert_user_error(*_run(["predict", "CCO", "--checkpoint", workdir / "missing.pt"]), "missing.pt")
-    _assert_user_error(*_run(["evaluate", workdir / "missing.csv", "--checkpoint", workdir / "missing.pt"]), "missing.pt")
+    _assert_user_error(*run_cli(["predict", "CCO", "--checkpoint", workdir / "missing.pt"]), "missing.pt")
+    _assert_user_error(*run_cli(["evaluate", workdir / "missing.csv", "--checkpoint", workdir / "missing.pt"]), "missing.pt")
 
 
 def test_error_corrupt_checkpoint(workdir, trained_run):
     out, _ = trained_run
     garbage = workdir / "garbage.pt"
     garbage.write_bytes(np.random.default_rng(1).bytes(1000))
-    _assert_user_error(*_run(["predict", "CCO", "--checkpoint", garbage]), "garbage.pt")
+    _assert_user_error(*run_cli(["predict", "CCO", "--checkpoint", garbage]), "garbage.pt")
     truncated = workdir / "truncated.pt"
     raw = (out / "best.pt").read_bytes()
     truncated.write_bytes(raw[: len(raw) // 3])
-    _assert_user_error(*_run(["predict", "CCO", "--checkpoint", truncated]), "truncated.pt")
+    _assert_user_error(*run_cli(["predict", "CCO", "--checkpoint", truncated]), "truncated.pt")
 
 
 def test_error_neither_or_both_smiles_and_input(trained_run, data_csv):
     out, _ = trained_run
-    _assert_user_error(*_run(["predict", "--checkpoint", out / "best.pt"]), "--input")
-    _assert_user_error(*_run(["predict", "CCO", "--input", data_csv, "--checkpoint", out / "best.pt"]), "--input")
+    _assert_user_error(*run_cli(["predict", "--checkpoint", out / "best.pt"]), "--input")
+    _assert_user_error(*run_cli(["predict", "CCO", "--input", data_csv, "--checkpoint", out / "best.pt"]), "--input")
 
 
 def test_error_bad_input_csv_for_predict_and_evaluate(trained_run, data_csv, workdir):
     out, _ = trained_run
-    _assert_user_error(*_run(["predict", "--input", workdir / "absent.csv", "--checkpoint", out / "best.pt"]), "absent.csv")
-    _assert_user_error(*_run(["predict", "--input", data_csv, "--smiles-col", "SMI", "--checkpoint", out / "best.pt"]), "SMI")
+    _assert_user_error(*run_cli(["predict", "--input", workdir / "absent.csv", "--checkpoint", out / "best.pt"]), "absent.csv")
+    _assert_user_error(*run_cli(["predict", "--input", data_csv, "--smiles-col", "SMI", "--checkpoint", out / "best.pt"]), "SMI")
     no_target = workdir / "no_target.csv"
     pd.DataFrame({"smiles": ["CCO"], "logP": [0.1]}).to_csv(no_target, index=False)
-    _assert_user_error(*_run(["evaluate", no_target, "--checkpoint", out / "best.pt"]), "expt")
+    _assert_user_error(*run_cli(["evaluate", no_target, "--checkpoint", out / "best.pt"]), "expt")
 
 
 def test_error_invalid_training_settings(data_csv, workdir):
-    _assert_user_error(*_run(["train", data_csv, "--targets", "expt", "--out", workdir / "x", "--epochs", "0",
+    _assert_user_error(*run_cli(["train", data_csv, "--targets", "expt", "--out", workdir / "x", "--epochs", "0",
                               "--no-progress"]))
     if not torch.cuda.is_available():
-        _assert_user_error(*_run(["train", data_csv, "--targets", "expt", "--out", workdir / "x", "--device", "cuda",
+        _assert_user_error(*run_cli(["train", data_csv, "--targets", "expt", "--out", workdir / "x", "--device", "cuda",
                                   "--no-progress", "--epochs", "1"]), "cuda")
 
 
@@ -252,16 +242,16 @@ def test_error_empty_csv(command, trained_run, workdir):
     else:
         argv = ["predict", "--input", empty, "--checkpoint", out / "best.pt"]
     try:
-        result = _run(argv)
+        result = run_cli(argv)
     except Exception as err:  # what a user would see as a traceback
         pytest.fail(f"{type(err).__name__} escaped main(): {err}")
     _assert_user_error(*result)
 
 
 def test_argparse_mistakes_exit_with_status_2():
-    code, _, err = _run(["train"])
+    code, _, err = run_cli(["train"])
     assert code == 2 and "required" in err
-    code, _, err = _run(["frobnicate"])
+    code, _, err = run_cli(["frobnicate"])
     assert code == 2
 
 

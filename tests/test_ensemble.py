@@ -2,8 +2,6 @@
 replicate statistics, Spearman rho against scipy-free ranks, and the CLI."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import numpy as np
@@ -12,13 +10,13 @@ import pytest
 
 from conftest_models import freesolv_rows, tiny_preset
 
-from dgl_graphtx.cli import main
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.ensemble import ensemble_predict, train_ensemble
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.experiment import make_split
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import TrainConfig, regression_metrics
+from cli_runner import run_cli
 
 
 def _ranks(values):
@@ -90,20 +88,12 @@ def test_replicates_need_a_random_or_scaffold_split(ensemble):
         train_ensemble(dataset, tiny_preset("vanilla"), split=result.members[0][0].split, replicates=2)
 
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
     data = tmp_path / "d.csv"
     freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(data, index=False)
-    code, stdout, err = _run(["train", data, "--targets", "expt", "--out", tmp_path / "ens", "--model", "vanilla",
+    code, stdout, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "ens", "--model", "vanilla",
                               "--epochs", "1", "--device", "cpu", "--no-progress", "--ensemble-size", "2", "--replicates", "2",
                               "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"])
     assert code == 0, err
@@ -111,6 +101,6 @@ def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
     assert f"rmse {report['summary']['rmse']['mean']:.4f} +/- {report['summary']['rmse']['std']:.4f}" in stdout
     assert "Spearman rho" in stdout
     assert (tmp_path / "ens" / "config.yaml").read_text().count("size: 2") == 1
-    code, stdout, err = _run(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
+    code, stdout, err = run_cli(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
     assert code == 0, err
     assert stdout.splitlines()[0].split()[:3] == ["smiles", "expt", "expt_std"]

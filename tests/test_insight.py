@@ -3,8 +3,6 @@ returns, molecule drawings map nodes to input atoms (``ndata["input_atom"]``), f
 start points equal the learned parameters, parity/residual data and error tables."""
 from __future__ import annotations
 
-import contextlib
-import io
 
 import numpy as np
 import pandas as pd
@@ -15,7 +13,6 @@ from rdkit import Chem
 from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
-from dgl_graphtx.cli import main
 from dgl_graphtx.featurize import MoleculeFeaturizer
 from dgl_graphtx.insight import (
     attention_maps,
@@ -28,6 +25,7 @@ from dgl_graphtx.insight import (
 )
 from dgl_graphtx.models import build_model
 from dgl_graphtx.training import seed_everything
+from cli_runner import run_cli
 
 SMILES = "CC(=O)Nc1ccc(O)cc1"
 
@@ -158,14 +156,6 @@ def test_parity_residuals_and_error_table():
     assert table["smiles"].tolist()[:3] == ["b", "a", "d"] and table["std"].tolist()[:3] == [0.2, 0.1, 0.4]
 
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("variant", ["grpe", "moire", "gradformer"])
@@ -174,18 +164,18 @@ def test_plot_command(variant, tmp_path):
     checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
     data = tmp_path / "d.csv"
     freesolv_rows(0, 10)[["smiles", "expt"]].to_csv(data, index=False)
-    code, stdout, err = _run(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--query", "1",
+    code, stdout, err = run_cli(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--query", "1",
                               "--out", tmp_path / "a.svg", "--layers", "1"])
     assert code == 0, err
     assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml") and (tmp_path / "a_heatmap.svg").is_file()
     kind = {"moire": "focus", "gradformer": "decay", "grpe": None}[variant]
     if kind:
-        assert _run(["plot", kind, "--checkpoint", checkpoint, "--out", tmp_path / "k.png"])[0] == 0
+        assert run_cli(["plot", kind, "--checkpoint", checkpoint, "--out", tmp_path / "k.png"])[0] == 0
         assert (tmp_path / "k.png").read_bytes()[:4] == b"\x89PNG"
     else:
-        code, _, err = _run(["plot", "focus", "--checkpoint", checkpoint, "--out", tmp_path / "k.png"])
+        code, _, err = run_cli(["plot", "focus", "--checkpoint", checkpoint, "--out", tmp_path / "k.png"])
         assert code == 2 and "needs a MoireGT model" in err
-    code, _, err = _run(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"])
+    code, _, err = run_cli(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"])
     assert code == 0, err
     errors = pd.read_csv(tmp_path / "p_errors.csv")
     assert len(errors) == 10 and errors["abs_error"].is_monotonic_decreasing

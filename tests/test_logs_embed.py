@@ -2,8 +2,6 @@
 embeddings (Predictor.embed, dgl-graphtx embed) checked against the model's own head and pooling."""
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import os
 import subprocess
@@ -19,12 +17,12 @@ from rdkit import Chem
 from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
-from dgl_graphtx.cli import main
 from dgl_graphtx.datasets import example_sdf_path
 from dgl_graphtx.logs import LogProgress, log_to_file, progress
 from dgl_graphtx.models import build_model
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import seed_everything
+from cli_runner import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,20 +110,12 @@ def test_embeddings_are_what_the_head_reads(checkpoint):
                                emb.molecules, rtol=1e-5, atol=1e-6)
 
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_embed_command_writes_csv_npy_and_atom_states(checkpoint, tmp_path):
     smiles = ["CCO", "C1CC", "c1ccccc1O"]
     expected = Predictor(checkpoint, device="cpu").embed(smiles, atoms=True)
-    code, stdout, err = _run(["embed", *smiles, "--checkpoint", checkpoint, "--output", tmp_path / "e.csv",
+    code, stdout, err = run_cli(["embed", *smiles, "--checkpoint", checkpoint, "--output", tmp_path / "e.csv",
                               "--atoms", tmp_path / "a.npz", "--device", "cpu"])
     assert code == 0, err
     assert "wrote 3 embeddings" in stdout and "(1 invalid)" in stdout
@@ -136,9 +126,9 @@ def test_embed_command_writes_csv_npy_and_atom_states(checkpoint, tmp_path):
     atoms = np.load(tmp_path / "a.npz")
     assert sorted(atoms.files) == ["mol_0", "mol_2"]
     np.testing.assert_allclose(atoms["mol_2"], expected.atoms[2], rtol=1e-6)
-    code, _, err = _run(["embed", "--input", example_sdf_path(), "--checkpoint", checkpoint, "--output",
+    code, _, err = run_cli(["embed", "--input", example_sdf_path(), "--checkpoint", checkpoint, "--output",
                          tmp_path / "e.npy", "--device", "cpu", "--quiet"])
     assert code == 0, err
     assert np.load(tmp_path / "e.npy").shape == (8, dim)
-    code, _, err = _run(["embed", "CCO", "--checkpoint", checkpoint, "--output", tmp_path / "e.txt"])
+    code, _, err = run_cli(["embed", "CCO", "--checkpoint", checkpoint, "--output", tmp_path / "e.txt"])
     assert code == 2 and "--output must end in one of" in err

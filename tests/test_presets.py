@@ -3,9 +3,7 @@ closed-form counts of our architecture and of the official GRPE code, every reci
 batch at small size, and the ``presets`` / ``train`` commands use them."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 
 import pytest
 import torch
@@ -13,11 +11,11 @@ from conftest_models import dataset_for, freesolv_rows, tiny_preset
 from torch.utils.data import Subset
 
 from dgl_graphtx.checkpoint import load_checkpoint
-from dgl_graphtx.cli import main
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize.ogb_features import OGB_ATOM_FEATURE_DIMS
 from dgl_graphtx.models import PRESETS, TrainRecipe, build_model, count_parameters, get_preset, summarize_presets
 from dgl_graphtx.training import Trainer, TrainConfig
+from cli_runner import run_cli
 
 EVERY_PRESET = [(model, name) for model, names in PRESETS.items() for name in names]
 
@@ -152,15 +150,10 @@ def test_every_recipe_trains_one_batch(model, name):
 # --------------------------------------------------------------------------------------------
 # command line
 # --------------------------------------------------------------------------------------------
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_presets_command_lists_every_preset_with_counts():
-    code, out, _ = _run(["presets"])
+    code, out, _ = run_cli(["presets"])
     assert code == 0
     lines = out.splitlines()
     for model, name in EVERY_PRESET:
@@ -170,17 +163,17 @@ def test_presets_command_lists_every_preset_with_counts():
 
 
 def test_presets_command_shows_one_recipe_and_rejects_unknown_names():
-    code, out, _ = _run(["presets", "gradformer", "molhiv"])
+    code, out, _ = run_cli(["presets", "gradformer", "molhiv"])
     assert code == 0
     assert "train.lr: 0.0001" in out and "'local_model': 'gatedgcn'" in out and "run_hiv.sh" in out
-    code, _, err = _run(["presets", "grpe", "huge"])
+    code, _, err = run_cli(["presets", "grpe", "huge"])
     assert code == 2 and err.startswith("error: unknown preset 'huge'")
 
 
 def test_train_uses_the_recipe_and_explicit_flags_override_it(tmp_path):
     data = tmp_path / "d.csv"
     freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(data, index=False)
-    code, _, err = _run(["train", data, "--targets", "expt", "--out", tmp_path / "run", "--model", "gradformer",
+    code, _, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "run", "--model", "gradformer",
                          "--preset", "nci1", "--epochs", "1", "--lr", "0.002", "--device", "cpu", "--no-progress"])
     assert code == 0, err
     used = load_checkpoint(tmp_path / "run" / "best.pt").meta.extra["train_config"]

@@ -3,9 +3,7 @@ inputs through train, predict --input, evaluate; split columns and separate vali
 regression tests for the reader's former failure modes (each failed before the reader existed)."""
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 from pathlib import Path
 
@@ -16,24 +14,16 @@ from rdkit import Chem
 
 from conftest_models import freesolv_rows
 
-from dgl_graphtx.cli import main
 from dgl_graphtx.datasets import MoleculeDataset, example_sdf_path, load_labelled, read_molecules
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import regression_metrics
+from cli_runner import run_cli
 
 SDF_TARGET = "r_mmffld_Potential_Energy-OPLS_2005"
 ROWS = [("CCO", "-5.0", "a"), ("c1ccccc1O", "-6.6", "b"), ("C1CC", "1.0", "c"), ("CCN", "", "d")]
 
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def _assert_user_error(result, *fragments):
@@ -116,7 +106,7 @@ def model_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("readers") / "run"
     data = out.parent / "train.csv"
     freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(data, index=False)
-    code, _, err = _run(["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
+    code, _, err = run_cli(["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
                          "--device", "cpu", "--no-progress", "--set", "model.num_layers=1", "model.hidden_dim=16",
                          "model.num_heads=2"])
     assert code == 0, err
@@ -124,7 +114,7 @@ def model_dir(tmp_path_factory):
 
 
 def _train(data, out, *extra):
-    return _run(["train", data, "--out", out, "--model", "vanilla", "--epochs", "1", "--device", "cpu", "--no-progress",
+    return run_cli(["train", data, "--out", out, "--model", "vanilla", "--epochs", "1", "--device", "cpu", "--no-progress",
                  "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", *extra])
 
 
@@ -147,7 +137,7 @@ def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, mode
     assert "nope" in err and SDF_TARGET in err  # read as SDF: the SD properties are its columns, not a CSV header
     mols = list(Chem.SDMolSupplier(str(example_sdf_path())))
     expected = Predictor(model_dir / "best.pt", device="cpu").predict(mols)
-    code, stdout, err = _run(["predict", "--checkpoint", model_dir / "best.pt", "--input", gz, "--output",
+    code, stdout, err = run_cli(["predict", "--checkpoint", model_dir / "best.pt", "--input", gz, "--output",
                               tmp_path / "p.csv", "--device", "cpu"])
     assert code == 0, err
     table = pd.read_csv(tmp_path / "p.csv")
@@ -173,7 +163,7 @@ def test_broken_sdf_record_is_named_by_record_number(tmp_path, model_dir, caplog
     assert table.molecules[2] is None
     assert table.identifiers[2] == f"SDF record 2 (line {start_line}: {lines[0].strip()})"
     assert broken.read_text().splitlines()[start_line - 1] == lines[0]  # the named line is the record's first
-    code, _, err = _run(["predict", "--checkpoint", model_dir / "best.pt", "--input", broken, "--output",
+    code, _, err = run_cli(["predict", "--checkpoint", model_dir / "best.pt", "--input", broken, "--output",
                          tmp_path / "p.csv", "--device", "cpu"])
     assert code == 0, err
     predicted = pd.read_csv(tmp_path / "p.csv")
@@ -223,7 +213,7 @@ def test_evaluate_an_sdf_and_a_tsv(tmp_path, model_dir):
     frame = freesolv_rows(40, 52)[["smiles", "expt"]]
     tsv = tmp_path / "e.tsv"
     frame.to_csv(tsv, sep="\t", index=False)
-    code, stdout, err = _run(["evaluate", tsv, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
+    code, stdout, err = run_cli(["evaluate", tsv, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
     assert code == 0, err
     predicted = Predictor(model_dir / "best.pt", device="cpu").predict(list(frame["smiles"]))
     manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt"]].to_numpy(dtype=float))
@@ -234,7 +224,7 @@ def test_evaluate_an_sdf_and_a_tsv(tmp_path, model_dir):
             mol = Chem.MolFromSmiles(smi)
             mol.SetProp("expt", str(value))
             writer.write(mol)
-    code, stdout, err = _run(["evaluate", sdf, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
+    code, stdout, err = run_cli(["evaluate", sdf, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
     assert code == 0, err
     report = json.loads(stdout)
     assert report["molecules"] == 12 and report["rmse"] == pytest.approx(manual["rmse"], rel=1e-4)

@@ -3,9 +3,7 @@
 config.yaml reproducing a run through the CLI."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 import typing
 
@@ -15,7 +13,6 @@ import yaml
 
 from conftest_models import freesolv_rows
 
-from dgl_graphtx.cli import main
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, get_preset
@@ -23,6 +20,7 @@ from dgl_graphtx.predict import Predictor
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.run_config import DERIVED_MODEL_FIELDS, DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.training import TrainConfig
+from cli_runner import run_cli
 
 #: key -> (text given to --set, expected value, companion overrides needed for a valid config)
 ALTERNATIVES = {
@@ -219,14 +217,6 @@ def test_config_file_mistakes(tmp_path):
         resolve_run_config(tmp_path / "absent.toml")
 
 
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monkeypatch):
@@ -236,7 +226,7 @@ def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monk
     toml.write_text('[preset]\nmodel = "moire"\n[model]\nnum_layers = 1\nhidden_dim = 16\nnum_heads = 2\n'
                     '[model.moire]\nfocus = "laplacian"\n[train]\nepochs = 3\nbatch_size = 8\n')
     monkeypatch.chdir(tmp_path)  # relative paths resolve against the working folder and are saved absolute
-    code, _, err = _run(["train", "d.csv", "--targets", "expt", "--config", toml, "--set", "relation=hops=3",
+    code, _, err = run_cli(["train", "d.csv", "--targets", "expt", "--config", toml, "--set", "relation=hops=3",
                          "train.lr=0.002", "--epochs", "2", "--device", "cpu", "--no-progress", "--out", "first"])
     assert code == 0, err
     saved = yaml.safe_load((tmp_path / "first" / "config.yaml").read_text())
@@ -247,7 +237,7 @@ def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monk
     model = Predictor(tmp_path / "first" / "best.pt", device="cpu").model
     assert (model.config.num_layers, model.config.moire.focus) == (1, "laplacian")
 
-    code, _, err = _run(["train", "--config", tmp_path / "first" / "config.yaml", "--out", tmp_path / "second"])
+    code, _, err = run_cli(["train", "--config", tmp_path / "first" / "config.yaml", "--out", tmp_path / "second"])
     assert code == 0, err
     assert (tmp_path / "second" / "config.yaml").read_text() == (tmp_path / "first" / "config.yaml").read_text()
     first, second = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("first", "second"))
@@ -257,7 +247,7 @@ def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monk
 
 
 def test_train_help_lists_presets_and_the_resolution_order():
-    code, stdout, _ = _run(["train", "--help"])
+    code, stdout, _ = run_cli(["train", "--help"])
     assert code == 0
     assert "defaults < preset < --config file < --set KEY=VALUE < explicit flags" in stdout
     assert "docs/configuration.md" in stdout
