@@ -57,16 +57,26 @@ def test_dense_blocks_equal_message_passing(batches, variant, relation):
             assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
 
 
-def test_dropout_masks_the_same_weights_on_both_paths(batches):
-    rel = batches["complete"]
-    layer = RelationAttention(16, 4, attn_dropout=0.3).double().train()
-    x = torch.randn(rel.num_nodes(), 16, dtype=torch.float64)
-    outs = []
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.kind in ("vanilla", "grpe", "moire") and v.distance != "dist"][:4],
+                         ids=lambda v: v.id)
+def test_dropout_masks_the_same_weights_on_both_paths(batches, variant):
+    """Training-mode attention dropout: the block path draws the same mask (same seed) and feeds
+    the same dropped weights to the values and to GRPE's value term; outputs and gradients agree."""
+    rel = batches["complete+vn"]
+    layer = build(variant, attn_dropout=0.3).double().train()
+    x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
+    results = []
     for aggregation in ("message_passing", "dense_blocks"):
-        layer.aggregation = aggregation
         torch.manual_seed(5)
-        outs.append(layer(rel, x))
-    assert torch.allclose(outs[0], outs[1], atol=1e-12, rtol=0)
+        results.append(_run(layer, rel, x, aggregation))
+    (ref_out, ref_attn, ref_grads), (out, attn, grads) = results
+    assert torch.allclose(out, ref_out, atol=1e-12, rtol=0) and torch.allclose(attn, ref_attn, atol=1e-12, rtol=0)
+    for g, ref_g in zip(grads, ref_grads):
+        if g is not None:
+            assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+    torch.manual_seed(5)
+    layer.aggregation = "dense_blocks"
+    assert not torch.allclose(layer(rel, x), layer.eval()(rel, x))  # the dropout really dropped something
 
 
 def test_auto_uses_blocks_for_molecule_batches_only(batches):
@@ -103,3 +113,15 @@ def test_blocks_refuse_repeated_pairs_and_cross_graph_edges():
     assert torch.allclose(auto(repeated, x), mp(repeated, x))
     with pytest.raises(ValueError, match="aggregation"):
         RelationAttention(8, 2, aggregation="fast")
+
+
+def test_layout_is_cached_per_graph_and_renewed_after_an_in_place_edit():
+    g = dgl.batch([dgl.graph(([0, 1, 0, 1], [0, 0, 1, 1])), dgl.graph(([0], [0]))])
+    first = BlockLayout.cached(g, 2)
+    assert BlockLayout.cached(g, 2) is first and BlockLayout.cached(g, 4) is not first
+    g.add_edges([2], [2])  # a second self loop on node 2: a repeated pair, so no block layout at all
+    assert BlockLayout.cached(g, 2) is None
+    layer = RelationAttention(8, 2, aggregation="auto")
+    rel = _batch("complete")
+    x = torch.randn(rel.num_nodes(), 8)
+    assert torch.allclose(layer(rel, x), layer(rel, x))  # the second call reads the cached layout

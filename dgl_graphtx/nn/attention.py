@@ -123,27 +123,19 @@ class RelationAttention(nn.Module):
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
         q, k, v = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim).unbind(1)
         blocks = self._block_layout(graph)
+        state = self.structure.prepare(graph) if self.structure is not None else None
         with graph.local_scope():
             if blocks is None:
                 graph.ndata["q"], graph.ndata["k"] = q, k
                 graph.apply_edges(fn.u_dot_v("k", "q", "qk"))
-                qk = graph.edata["qk"].squeeze(-1)
-            else:
-                qk = blocks.scores(q, k)
-            if self.structure is None:
-                logits = qk * self.scale
-            else:
-                state = self.structure.prepare(graph)
-                logits = self.structure.logits(graph, q, k, qk, self.scale, state)
-            attn = edge_softmax(graph, logits) if blocks is None else blocks.softmax(logits)
-            dropped = self.attn_dropout(attn)
-            if blocks is None:
+                attn = edge_softmax(graph, self._logits(graph, q, k, graph.edata["qk"].squeeze(-1), state))
+                dropped = self.attn_dropout(attn)
                 graph.ndata["v"] = v
                 graph.edata["a"] = dropped.unsqueeze(-1)
                 graph.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "z"))
                 z = graph.ndata["z"]
             else:
-                z = blocks.aggregate(dropped, v)
+                z, attn, dropped = self._attend_in_blocks(blocks, graph, q, k, v, state)
             if self.structure is not None:
                 extra = self.structure.values(graph, dropped, state)
                 if extra is not None:
@@ -151,13 +143,45 @@ class RelationAttention(nn.Module):
         out = self.out_proj(z.reshape(n, self.embed_dim))
         return (out, attn) if get_attention else out
 
+    def _logits(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, state: Any) -> torch.Tensor:
+        """Per-edge logits ``[E, H]``: the structure term's, or ``qk / sqrt(dh)`` without one."""
+        if self.structure is None:
+            return qk * self.scale
+        return self.structure.logits(graph, q, k, qk, self.scale, state)
+
+    def _attend_in_blocks(
+        self, blocks: BlockLayout, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: Any
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Steps 2-5 on dense per-graph blocks: ``(z [N, H, dh], attn [E, H], dropped [E, H])``.
+
+        Scores and the softmax stay ``[B, H, n, n]`` blocks; only a structure term's logits go
+        through ``[E, H]``; the softmax blocks weight the values directly. An ``nn.Dropout`` draws
+        its mask on ``[E, H]`` (the same random numbers as on the message-passing path), which then
+        multiplies the blocks; any other attention-dropout module gets the per-edge weights."""
+        scores = blocks.dense_scores(q, k)
+        if self.structure is None:
+            dense_attn = blocks.softmax_blocks(blocks.mask(scores * self.scale))
+        else:
+            logits = self._logits(graph, q, k, blocks.gather(scores), state)
+            dense_attn = blocks.softmax_blocks(blocks.scatter(logits, -math.inf))
+        attn = blocks.gather(dense_attn)
+        weights = dense_attn.nan_to_num(0.0)  # padding rows: NaN -> 0, gradient 0
+        drop = self.attn_dropout
+        if not isinstance(drop, nn.Dropout):
+            dropped = drop(attn)
+            return blocks.aggregate(dropped, v), attn, dropped
+        if drop.training and drop.p > 0.0:
+            keep = drop(torch.ones_like(attn))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
+            return blocks.aggregate_blocks(weights * blocks.scatter(keep, 0.0), v), attn, attn * keep
+        return blocks.aggregate_blocks(weights, v), attn, attn
+
     def _block_layout(self, graph: dgl.DGLGraph) -> Optional[BlockLayout]:
         """Dense blocks to compute with, or ``None`` for DGL message passing."""
         if self.aggregation == "message_passing":
             return None
         if self.aggregation == "auto":
-            return BlockLayout.of(graph, self.num_heads, BLOCK_FILL_LIMIT)
-        layout = BlockLayout.of(graph, self.num_heads)
+            return BlockLayout.cached(graph, self.num_heads, BLOCK_FILL_LIMIT)
+        layout = BlockLayout.cached(graph, self.num_heads)
         if layout is None:
             raise ValueError("aggregation='dense_blocks' needs a batch of graphs with edges inside each graph")
         return layout
