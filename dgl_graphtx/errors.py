@@ -20,3 +20,7 @@ class ConfigError(GraphTxError, ValueError):
 
 class CheckpointError(GraphTxError, RuntimeError):
     """A checkpoint file is missing, corrupt, or does not match what the caller expects."""
+
+
+class NonFiniteError(GraphTxError, FloatingPointError):
+    """Training produced a NaN or infinite loss, gradient or weight."""

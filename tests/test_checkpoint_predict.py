@@ -13,7 +13,7 @@ import torch
 from conftest_models import freesolv_rows, seeded_model, tiny_preset
 
 import dgl
-from dgl_graphtx.checkpoint import CHECKPOINT_KIND, CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.checkpoint import CHECKPOINT_KIND, CheckpointMeta, content_checksum, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import CheckpointError, ConfigError
 from dgl_graphtx.experiment import train_and_evaluate
@@ -164,6 +164,11 @@ def test_checkpoint_loads_with_weights_only(trained):
     assert payload["extra"]["epoch"] == result.train.best_epoch
 
 
+def sealed(payload):
+    """``payload`` with a checksum matching its (edited) content, so only the edit is tested."""
+    return {**payload, "checksum": content_checksum(payload)}
+
+
 @pytest.fixture()
 def good_payload(trained):
     _, _, out = trained
@@ -232,7 +237,7 @@ def test_state_dict_not_fitting_its_config_raises_checkpoint_error(good_payload,
         "badfeat.pt": {**good_payload, "featurizer": {**good_payload["featurizer"], "atom_features": "morgan"}},
     }
     for name, payload in cases.items():
-        torch.save(payload, tmp_path / name)
+        torch.save(sealed(payload), tmp_path / name)
         with pytest.raises(CheckpointError, match="inconsistent") as info:
             load_checkpoint(tmp_path / name)
         assert str(tmp_path / name) in str(info.value), name
@@ -243,7 +248,7 @@ def test_state_dict_not_fitting_its_config_raises_checkpoint_error(good_payload,
 
 def test_invalid_nested_option_in_checkpoint_raises_checkpoint_error(good_payload, tmp_path):
     config = {**good_payload["model_config"], "grpe": {**good_payload["model_config"]["grpe"], "mode": "papr"}}
-    torch.save({**good_payload, "model_config": config}, tmp_path / "mode.pt")
+    torch.save(sealed({**good_payload, "model_config": config}), tmp_path / "mode.pt")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path / "mode.pt")
 

@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict
 
 from ..errors import ConfigError
+from ..validation import check_number
 
 ATOM_FEATURES = ("ogb", "canonical")
 COORDINATES = ("none", "auto", "conformer", "etkdg")
@@ -43,8 +44,11 @@ class FeaturizerConfig:
             raise ConfigError(f"atom_features must be one of {ATOM_FEATURES}, got {self.atom_features!r}")
         if self.coordinates not in COORDINATES:
             raise ConfigError(f"coordinates must be one of {COORDINATES}, got {self.coordinates!r}")
-        if self.rwse_steps < 0:
-            raise ConfigError(f"rwse_steps must be >= 0, got {self.rwse_steps}")
+        check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
+        check_number("embed_seed", self.embed_seed, 0, 2**31 - 1, integer=True)
+        for name in ("explicit_hydrogens", "mmff"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     @property
     def needs_coordinates(self) -> bool:
