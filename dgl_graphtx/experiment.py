@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import pandas as pd
 from torch.utils.data import Subset
@@ -13,7 +13,7 @@ from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
-from .training import Trainer, TrainConfig, TrainResult, compute_metrics, seed_everything
+from .training import Trainer, TrainConfig, TrainResult, check_binary_labels, compute_metrics, json_safe, metric_notes, seed_everything
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
@@ -29,6 +29,7 @@ class ExperimentResult:
     test_metrics: Dict[str, float]
     test_predictions: pd.DataFrame
     out_dir: Optional[Path]
+    test_notes: List[str] = field(default_factory=list)
 
 
 def make_split(dataset: MoleculeDataset, kind: str, fractions: Tuple[float, float, float], seed: int) -> Split:
@@ -68,6 +69,8 @@ def train_and_evaluate(
         raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
     if dataset.relation != preset.relation or dataset.featurizer.config != preset.featurizer:
         raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
+    if preset.model.task == "classification":
+        check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
         raise ConfigError(f"split {split} {fractions} of {len(dataset)} molecules left a part empty; use more data or other fractions")
@@ -81,6 +84,7 @@ def train_and_evaluate(
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
     metrics = compute_metrics(preset.model.task, labels, predicted)
+    notes = metric_notes(preset.model.task, labels, dataset.target_names)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
@@ -89,8 +93,9 @@ def train_and_evaluate(
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
-        summary = {"test": metrics, "valid": result.best_metrics, "best_epoch": result.best_epoch,
-                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
-        (out / "metrics.json").write_text(json.dumps(summary, indent=2))
-    return ExperimentResult(model, parts, result, metrics, table, out)
+        summary = {"test": json_safe(metrics), "valid": json_safe(result.best_metrics), "best_epoch": result.best_epoch,
+                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)},
+                   "notes": notes}
+        (out / "metrics.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    return ExperimentResult(model, parts, result, metrics, table, out, notes)
 

@@ -17,6 +17,13 @@ from . import demo, evaluate, info, predict, train
 SUBCOMMANDS = (train, predict, evaluate, info, demo)
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests).
 
@@ -24,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         >>> build_parser().parse_args(["info"]).command
         'info'
     """
-    parser = argparse.ArgumentParser(prog="dgl-graphtx", description="Graph transformers (GRPE, MoireGT, Gradformer) for molecules on DGL.")
+    parser = OneLineErrorParser(prog="dgl-graphtx", description="Graph transformers (GRPE, MoireGT, Gradformer) for molecules on DGL.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
         module.register(sub)

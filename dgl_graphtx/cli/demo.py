@@ -9,7 +9,7 @@ from ..experiment import train_and_evaluate
 from ..models import get_preset
 from ..predict import Predictor
 from ..training import TrainConfig
-from .common import print_table
+from .common import bounded, print_table
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
 
@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command to ``sub``."""
     demo = sub.add_parser("demo", help="train a small GRPE on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder (default: demo_run)")
-    demo.add_argument("--epochs", type=int, default=60)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--epochs", type=bounded(int, 1), default=60)
+    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=0)
     demo.set_defaults(func=run)
 
 

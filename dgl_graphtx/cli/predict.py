@@ -8,7 +8,7 @@ from typing import Sequence
 from ..datasets import read_molecule_csv, smiles_column
 from ..errors import GraphTxError
 from ..predict import Predictor
-from .common import print_table
+from .common import bounded, device_option, print_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     predict.add_argument("--input", help="CSV with a SMILES column")
     predict.add_argument("--smiles-col", default="smiles")
     predict.add_argument("--output", help="write the table to this CSV (default: print it)")
-    predict.add_argument("--device", default="auto")
-    predict.add_argument("--batch-size", type=int, default=256)
+    predict.add_argument("--device", type=device_option, default="auto")
+    predict.add_argument("--batch-size", type=bounded(int, 1), default=256)
     predict.set_defaults(func=run)
 
 

@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
     preset = get_preset(args.model, args.preset, num_tasks=len(targets), task=args.task, atom_features=args.atom_features)
     dataset = load_dataset(path, targets, args, preset)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, patience=args.patience,
-                         seed=args.seed, device=args.device, progress=not args.no_progress)
+                         seed=args.seed, device=args.device, progress=not args.no_progress,
+                         on_nonfinite=args.on_nonfinite)
     result = train_and_evaluate(dataset, preset, config, split=args.split, out_dir=args.out)
     print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
     print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+    for note in result.test_notes:
+        print(f"note: {note}")
     print(f"checkpoint: {Path(args.out) / 'best.pt'}")
     return 0

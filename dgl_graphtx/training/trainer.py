@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -19,13 +20,17 @@ from tqdm.auto import tqdm
 from ..checkpoint import CheckpointMeta, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
-from ..errors import ConfigError
+from ..errors import ConfigError, NonFiniteError
 from ..models import MoleculeModel
-from .metrics import PRIMARY_METRIC, compute_metrics
+from ..validation import check_number
+from .metrics import PRIMARY_METRIC, check_binary_labels, compute_metrics, metric_notes
 from .plots import plot_learning_curve
 from .schedule import SCHEDULES, lr_factor
 
 logger = logging.getLogger("dgl_graphtx")
+
+#: What to do when a batch gives a NaN/inf loss or gradient: stop with an error, or skip the step.
+ON_NONFINITE = ("stop", "skip")
 
 PathLike = Union[str, Path]
 
@@ -48,6 +53,9 @@ class TrainConfig:
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
         num_workers: DataLoader worker processes.
         progress: show a progress bar with loss and validation metric.
+        on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
+            :class:`~dgl_graphtx.errors.NonFiniteError` naming the epoch and batch, or ``skip``s
+            that optimisation step (counted, logged, and in ``log.csv`` as ``skipped_steps``).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -67,12 +75,25 @@ class TrainConfig:
     device: str = "auto"
     num_workers: int = 0
     progress: bool = True
+    on_nonfinite: str = "stop"
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ConfigError("epochs and batch_size must be >= 1")
+        if self.on_nonfinite not in ON_NONFINITE:
+            raise ConfigError(f"on_nonfinite must be one of {ON_NONFINITE}, got {self.on_nonfinite!r}")
+        check_number("epochs", self.epochs, 1, integer=True)
+        check_number("batch_size", self.batch_size, 1, integer=True)
+        check_number("lr", self.lr, 0, 10)
+        check_number("weight_decay", self.weight_decay, 0)
+        check_number("warmup_epochs", self.warmup_epochs, 0, integer=True)
+        check_number("final_lr_ratio", self.final_lr_ratio, 0, 1)
+        check_number("grad_clip", self.grad_clip, 0)
+        check_number("patience", self.patience, 0, integer=True)
+        check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
+        check_number("num_workers", self.num_workers, 0, integer=True)
+        if not isinstance(self.device, str):
+            raise ConfigError(f"device must be a string such as 'auto', 'cpu' or 'cuda:0', got {self.device!r}")
 
 
 class TrainResult(NamedTuple):
@@ -206,6 +227,14 @@ class Trainer:
         """
         cfg = self.config
         torch.manual_seed(cfg.seed)
+        names = self.meta.target_names if self.meta is not None else None
+        if self.task == "classification":
+            for part in (train_set, valid_set):
+                if part is not None:
+                    check_binary_labels(dataset_labels(part).double().numpy(), names)
+        if valid_set is not None:
+            for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
+                logger.warning("validation set: %s", note)
         self._set_normalization(train_set)
         train_loader = self.loader(train_set, shuffle=True, sampler=train_sampler, seed=cfg.seed)
         steps_per_epoch = max(len(train_loader), 1)
@@ -219,8 +248,9 @@ class Trainer:
         bar = tqdm(range(1, cfg.epochs + 1), desc="training", unit="epoch", disable=not cfg.progress)
         for epoch in bar:
             start = time.perf_counter()
-            train_loss, last_lr = self._train_epoch(train_loader, optimizer, scheduler)
-            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss}
+            train_loss, last_lr, skipped = self._train_epoch(train_loader, optimizer, scheduler, epoch)
+            self._check_weights(epoch)
+            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
             if valid_set is not None:
                 metrics = self.evaluate(valid_set)
                 row.update({f"valid_{k}": v for k, v in metrics.items()})
@@ -253,24 +283,45 @@ class Trainer:
             return False
         return score < best if self.direction == "min" else score > best
 
-    def _train_epoch(self, loader: DataLoader, optimizer, scheduler) -> Tuple[float, float]:
-        """Mean training loss and the learning rate of the epoch's last step."""
+    def _train_epoch(self, loader: DataLoader, optimizer, scheduler, epoch: int) -> Tuple[float, float, int]:
+        """Mean training loss, the learning rate of the epoch's last step, and the number of steps
+        skipped for a non-finite loss or gradient (``on_nonfinite="skip"``)."""
         self.model.train()
-        total, count, lr = 0.0, 0, optimizer.param_groups[0]["lr"]
-        for batch in loader:
+        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
+        for index, batch in enumerate(loader, start=1):
             batch = batch.to(self.device)
             output = self.model(batch.graph, batch.relation_graph)
             loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            problem = None if torch.isfinite(loss) else f"loss is {float(loss)}"
+            if problem is None:
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
+                problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
+            if problem is not None:
+                where = f"epoch {epoch}, batch {index} of {len(loader)}"
+                if self.config.on_nonfinite == "stop":
+                    raise NonFiniteError(
+                        f"training diverged at {where}: {problem}. Lower --lr, check the labels for extreme "
+                        "values, or skip such steps with on_nonfinite='skip'"
+                    )
+                logger.warning("skipping the optimisation step at %s: %s", where, problem)
+                optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                continue
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size
             count += batch.batch_size
-        return total / max(count, 1), lr
+        return (total / count if count else math.nan), lr, skipped
+
+    def _check_weights(self, epoch: int) -> None:
+        bad = [name for name, value in self.model.state_dict().items()
+               if value.is_floating_point() and not torch.isfinite(value).all()]
+        if bad:
+            raise NonFiniteError(f"weights became non-finite after epoch {epoch} (first: {bad[0]}); "
+                                 "nothing was saved from this epoch. Lower the learning rate")
 
     def _save_best(self, epoch: int, metrics: Dict[str, float]) -> None:
         if self.out_dir is None or self.meta is None:
