@@ -24,3 +24,7 @@ class CheckpointError(GraphTxError, RuntimeError):
 
 class NonFiniteError(GraphTxError, FloatingPointError):
     """Training produced a NaN or infinite loss, gradient or weight."""
+
+
+class OutputError(GraphTxError, OSError):
+    """An output file or folder cannot be written (exists, read-only, full disk, a folder...)."""

@@ -9,10 +9,12 @@ from typing import Dict, List, Optional, Tuple, Union
 import pandas as pd
 from torch.utils.data import Subset
 
+from .atomic_io import atomic_to_csv, atomic_write_text
 from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
+from .run_folder import RunFolder
 from .training import Trainer, TrainConfig, TrainResult, check_binary_labels, compute_metrics, json_safe, metric_notes, seed_everything
 
 PathLike = Union[str, Path]
@@ -47,13 +49,17 @@ def train_and_evaluate(
     train_config: TrainConfig = TrainConfig(),
     split: str = "random",
     fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
-    out_dir: Optional[PathLike] = None,
+    out_dir: Optional[Union[PathLike, RunFolder]] = None,
+    overwrite: bool = False,
 ) -> ExperimentResult:
     """Split ``dataset`` (seeded by ``train_config.seed``), train ``preset``'s model, select the best
     validation epoch, and evaluate on the test part.
 
     With ``out_dir``: ``best.pt``, ``log.csv``, ``learning_curve.png``, ``metrics.json``,
-    ``test_predictions.csv`` and ``input_report.csv`` are written there.
+    ``test_predictions.csv``, ``input_report.csv`` and ``run.json`` are written there, each
+    atomically. The folder is a :class:`~dgl_graphtx.run_folder.RunFolder`: locked while the run
+    writes, and refused if it already holds a run unless ``overwrite=True`` (pass an opened
+    ``RunFolder`` to check the folder before featurizing, as the command line does).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -74,10 +80,19 @@ def train_and_evaluate(
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
         raise ConfigError(f"split {split} {fractions} of {len(dataset)} molecules left a part empty; use more data or other fractions")
+    if out_dir is None or isinstance(out_dir, RunFolder):
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir)
+    with RunFolder(out_dir, overwrite) as run:
+        return _run(dataset, preset, train_config, split, fractions, parts, run)
+
+
+def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: str,
+         fractions: Tuple[float, float, float], parts: Split, run: Optional[RunFolder]) -> ExperimentResult:
     seed_everything(train_config.seed)
     model = build_model(preset.model)
-    out = Path(out_dir) if out_dir is not None else None
-    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, {"split": split, "fractions": list(fractions)})
+    out = run.path if run is not None else None
+    extra = {"split": split, "fractions": list(fractions), **({"run_id": run.run_id} if run is not None else {})}
+    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))
     test_set = Subset(dataset, parts.test)
@@ -89,13 +104,12 @@ def train_and_evaluate(
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
         table[f"{name}_pred"] = predicted[:, t]
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out / "test_predictions.csv", index=False)
+    if run is not None:
+        atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
-        summary = {"test": json_safe(metrics), "valid": json_safe(result.best_metrics), "best_epoch": result.best_epoch,
-                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)},
-                   "notes": notes}
-        (out / "metrics.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+        summary = {"run_id": run.run_id, "test": json_safe(metrics), "valid": json_safe(result.best_metrics),
+                   "best_epoch": result.best_epoch, "notes": notes,
+                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
+        atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
+        run.finish()
     return ExperimentResult(model, parts, result, metrics, table, out, notes)
-

@@ -11,6 +11,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
+from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from . import demo, evaluate, info, predict, train
 
@@ -46,6 +47,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except GraphTxError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
+        where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+        print(f"error: {describe_os_error(err)}{where}", file=sys.stderr)
         return 2
 
 

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from ..atomic_io import atomic_to_csv, check_writable
 from ..datasets import read_molecule_csv, smiles_column
 from ..errors import GraphTxError
 from ..predict import Predictor
@@ -28,14 +29,15 @@ def run(args: argparse.Namespace) -> int:
     """Run ``predict`` with parsed ``args``."""
     if bool(args.smiles) == bool(args.input):
         raise GraphTxError("give SMILES as arguments or a CSV with --input (not both)")
+    if args.output:
+        check_writable(args.output)  # before any featurization
     smiles: Sequence[str] = args.smiles
     if args.input:
         frame = read_molecule_csv(args.input, args.smiles_col)
         smiles = smiles_column(frame, args.smiles_col)
     table = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size).predict(smiles)
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.output, index=False)
+        atomic_to_csv(table, args.output, index=False)
         print(f"wrote {len(table)} predictions ({int(table['error'].notna().sum())} invalid) to {args.output}")
     else:
         print_table(table)

@@ -104,6 +104,8 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles") -> pd.DataFram
         frame = pd.read_csv(path, dtype={smiles_col: str})
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
         raise ConfigError(f"cannot read {path} as CSV: {err}") from None
+    except OSError as err:  # unreadable: permissions, I/O error
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
     if smiles_col not in frame.columns:
         raise ConfigError(f"column {smiles_col!r} not in {path}; columns are {list(frame.columns)}")
     return frame

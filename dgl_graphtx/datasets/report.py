@@ -7,6 +7,8 @@ from typing import Dict, List, Union
 
 import pandas as pd
 
+from ..atomic_io import atomic_to_csv
+
 #: The molecule was not featurized; the row is absent from the dataset.
 SKIPPED = "skipped"
 #: The molecule was kept but a target value was unusable and is treated as missing.
@@ -81,10 +83,7 @@ class InputReport:
 
     def to_csv(self, path: Union[str, Path]) -> Path:
         """Write the issues to ``path`` as CSV and return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_frame().to_csv(path, index=False)
-        return path
+        return atomic_to_csv(self.to_frame(), path, index=False)
 
     def state_dict(self) -> Dict[str, object]:
         """Plain-data form for caches."""

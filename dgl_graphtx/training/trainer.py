@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 from tqdm.auto import tqdm
 
+from ..atomic_io import atomic_to_csv
 from ..checkpoint import CheckpointMeta, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
@@ -332,8 +333,7 @@ class Trainer:
 
     def _write_log(self, history: List[Dict[str, float]]) -> None:
         if self.out_dir is not None:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame(history).to_csv(self.out_dir / "log.csv", index=False)
+            atomic_to_csv(pd.DataFrame(history), self.out_dir / "log.csv", index=False)
 
     # -- inference ----------------------------------------------------------------------------
     @torch.no_grad()
