@@ -137,3 +137,55 @@ def atomic_to_csv(frame: pd.DataFrame, path: PathLike, **kwargs: Any) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, **kwargs)
     return Path(path)
+
+
+class ProgressiveCSV:
+    """A CSV written chunk by chunk: rows go to ``<path>.partial``, flushed to disk after every
+    chunk, and :meth:`finish` renames it to ``path``. A run that stops early leaves the rows done
+    so far in the ``.partial`` file, and ``resume=True`` continues after them.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "p.csv"
+        >>> writer = ProgressiveCSV(out)
+        >>> writer.append(pd.DataFrame({"a": [1, 2]})); writer.append(pd.DataFrame({"a": [3]}))
+        >>> writer.partial.exists(), writer.rows_done
+        (True, 3)
+        >>> writer.finish().read_text()
+        'a\\n1\\n2\\n3\\n'
+    """
+
+    def __init__(self, path: PathLike, resume: bool = False) -> None:
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        check_writable(self.path)
+        self.rows_done = 0
+        if resume and self.partial.exists():
+            try:
+                self.rows_done = len(pd.read_csv(self.partial, dtype=str, keep_default_na=False))
+            except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError) as err:
+                raise OutputError(f"cannot resume from {self.partial}: {describe_os_error(err)}; delete it to start again") from None
+        elif self.partial.exists():
+            self.partial.unlink()
+
+    def append(self, frame: pd.DataFrame) -> None:
+        """Add ``frame``'s rows (the header is written with the first rows)."""
+        header = not self.partial.exists()
+        try:
+            with open(self.partial, "a", encoding="utf-8", newline="") as handle:
+                frame.to_csv(handle, header=header, index=False)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:
+            raise OutputError(f"cannot write {self.partial}: {describe_os_error(err)}; the {self.rows_done} rows "
+                              "written before are kept there (rerun with --resume to continue)") from None
+        self.rows_done += len(frame)
+
+    def finish(self) -> Path:
+        """Rename the finished file to its final name (an empty table gets a header only)."""
+        try:
+            os.chmod(self.partial, _default_mode())
+            os.replace(self.partial, self.path)
+        except OSError as err:
+            raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; the rows are in {self.partial}") from None
+        return self.path

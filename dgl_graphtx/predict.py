@@ -1,21 +1,47 @@
-"""SMILES in, predictions out: batched inference from a checkpoint, one row per input."""
+"""SMILES in, predictions out: batched inference from a checkpoint, one row per input.
+
+Inputs are processed in chunks (featurize, predict, hand back the chunk's rows), so memory stays
+bounded whatever the input size; :meth:`Predictor.predict_chunks` yields each chunk's table as soon
+as it is done, which the command line appends to its output file. No input can stop a run:
+invalid SMILES, molecules above the size budgets, and molecules whose batch runs out of memory get
+NaN and an ``error`` saying why, and everything else is predicted.
+"""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Iterable, List, Optional, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
 import torch
 from rdkit import Chem
+from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs
 from .devices import resolve_device
-from .featurize import MoleculeFeaturizer, describe_molecule, featurize_each
+from .errors import ConfigError
+from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
+from .validation import check_number
+
+logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is torch running out of (CPU or GPU) memory.
+
+    Example:
+        >>> is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        True
+    """
+    text = str(err).lower()
+    return isinstance(err, (RuntimeError, MemoryError)) and (
+        isinstance(err, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+    )
 
 
 class Predictor:
@@ -27,7 +53,12 @@ class Predictor:
     Args:
         checkpoint: path of a checkpoint written by training, or an already loaded one.
         device: ``auto``, ``cpu``, ``cuda``...
-        batch_size: molecules per forward pass.
+        batch_size: most molecules per forward pass.
+        limits: per-molecule budgets (atoms, relation-graph edges); molecules above them are
+            reported with the reason and NaN.
+        batch_edges: most relation-graph edges per forward pass (batches are cut by this budget
+            as well as by ``batch_size``), which bounds the memory of one step.
+        chunk_size: molecules featurized and held in memory at a time.
 
     Example:
         >>> import tempfile
@@ -41,13 +72,28 @@ class Predictor:
         (['smiles', 'logS', 'error'], [True, False])
     """
 
-    def __init__(self, checkpoint: Union[PathLike, LoadedCheckpoint], device: str = "auto", batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        checkpoint: Union[PathLike, LoadedCheckpoint],
+        device: str = "auto",
+        batch_size: int = 256,
+        limits: SizeLimits = SizeLimits(),
+        batch_edges: int = 2_000_000,
+        chunk_size: int = 4096,
+    ) -> None:
+        check_number("batch_size", batch_size, 1, integer=True)
+        check_number("batch_edges", batch_edges, 1, integer=True)
+        check_number("chunk_size", chunk_size, 1, integer=True)
+        if not isinstance(limits, SizeLimits):
+            raise ConfigError(f"limits must be a SizeLimits, got {type(limits).__name__}")
         self.device = resolve_device(device)
         loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(checkpoint)
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
-        self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation)
+        self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
         self.batch_size = batch_size
+        self.batch_edges = batch_edges
+        self.chunk_size = chunk_size
 
     @property
     def target_names(self) -> List[str]:
@@ -57,12 +103,35 @@ class Predictor:
     def predict(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns columns ``smiles``, one per target, and ``error``."""
-        molecules = [molecules] if isinstance(molecules, (str, bytes, Chem.Mol)) else list(molecules)
+        chunks = list(self.predict_chunks(molecules, progress))
+        if not chunks:
+            return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": []})
+        return pd.concat(chunks, ignore_index=True)
+
+    def predict_chunks(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False) -> Iterator[pd.DataFrame]:
+        """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
+        soon as each is done (memory holds one chunk's graphs at a time)."""
+        single = isinstance(molecules, (str, bytes, Chem.Mol))
+        try:
+            items = iter([molecules] if single else molecules)
+        except TypeError:
+            raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
+                              f"got {type(molecules).__name__} {molecules!r}") from None
+        total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
+        with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
+            while True:
+                chunk = [m for _, m in zip(range(self.chunk_size), items)]
+                if not chunk:
+                    return
+                yield self._predict_chunk(chunk)
+                bar.update(len(chunk))
+
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike]) -> pd.DataFrame:
         names = self.target_names
         predictions = np.full((len(molecules), len(names)), np.nan)
         errors: List[Optional[str]] = [None] * len(molecules)
         graphs, relations, rows = [], [], []
-        for row, featurized, error in featurize_each(self.featurizer, molecules, progress):
+        for row, featurized, error in featurize_each(self.featurizer, molecules):
             if featurized is None:
                 errors[row] = error
                 continue
@@ -71,17 +140,57 @@ class Predictor:
             rows.append(row)
         if rows:
             packed_graphs, packed_relations = PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations)
-            outputs = []
-            for start in range(0, len(rows), self.batch_size):
-                chunk = torch.arange(start, min(start + self.batch_size, len(rows)))
-                graph = packed_graphs.batch(chunk).to(self.device)
-                relation = packed_relations.batch(chunk).to(self.device)
-                outputs.append(self.model.predict(graph, relation).cpu())
-            predictions[rows] = torch.cat(outputs).double().numpy()
+            for batch in self._batches(packed_relations.num_edges):
+                for positions, values, error in self._forward(packed_graphs, packed_relations, batch):
+                    for position, value in zip(positions, values):
+                        row = rows[position]
+                        if error is None and not np.isfinite(value).all():
+                            errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
+                        elif error is None:
+                            predictions[row] = value
+                        else:
+                            errors[row] = error
         table = pd.DataFrame(predictions, columns=names)
         table.insert(0, "smiles", [describe_molecule(m) for m in molecules])
         table["error"] = errors
         return table
+
+    def _batches(self, edges: torch.Tensor) -> Iterator[List[int]]:
+        """Consecutive positions grouped by ``batch_size`` and the ``batch_edges`` budget."""
+        batch: List[int] = []
+        load = 0
+        for position, count in enumerate(edges.tolist()):
+            if batch and (len(batch) >= self.batch_size or load + count > self.batch_edges):
+                yield batch
+                batch, load = [], 0
+            batch.append(position)
+            load += count
+        if batch:
+            yield batch
+
+    def _forward(self, graphs: PackedGraphs, relations: PackedGraphs, batch: List[int]) -> Iterator[Tuple[List[int], np.ndarray, Optional[str]]]:
+        """Predictions of one batch; on running out of memory the batch is split in halves, and a
+        single molecule that still does not fit gets an error instead of stopping the run."""
+        index = torch.tensor(batch, dtype=torch.int64)
+        try:
+            output = self.model.predict(graphs.batch(index).to(self.device), relations.batch(index).to(self.device))
+            yield batch, output.cpu().double().numpy(), None
+            return
+        except (RuntimeError, MemoryError) as err:
+            if not is_out_of_memory(err):
+                raise
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+        if len(batch) == 1:
+            atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
+            logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
+            yield batch, np.full((1, len(self.target_names)), np.nan), (
+                f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
+                "lower SizeLimits or use a hops/radius relation")
+            return
+        half = len(batch) // 2
+        yield from self._forward(graphs, relations, batch[:half])
+        yield from self._forward(graphs, relations, batch[half:])
 
 
 def predict_smiles(

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 from typing import Sequence
 
-from ..atomic_io import atomic_to_csv, check_writable
+from ..atomic_io import ProgressiveCSV
 from ..datasets import read_molecule_csv, smiles_column
 from ..errors import GraphTxError
+from ..featurize import SizeLimits
 from ..predict import Predictor
 from .common import bounded, device_option, print_table
 
@@ -21,7 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     predict.add_argument("--smiles-col", default="smiles")
     predict.add_argument("--output", help="write the table to this CSV (default: print it)")
     predict.add_argument("--device", type=device_option, default="auto")
-    predict.add_argument("--batch-size", type=bounded(int, 1), default=256)
+    predict.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
+    predict.add_argument("--batch-edges", type=bounded(int, 1), default=2_000_000,
+                         help="most relation-graph edges per forward pass, bounding its memory (default: 2,000,000)")
+    predict.add_argument("--max-atoms", type=bounded(int, 1), default=SizeLimits.max_atoms,
+                         help=f"molecules with more atoms get NaN and an error (default: {SizeLimits.max_atoms})")
+    predict.add_argument("--max-relation-edges", type=bounded(int, 1), default=SizeLimits.max_relation_edges,
+                         help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
+    predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
+                         help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
+    predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
+    predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     predict.set_defaults(func=run)
 
 
@@ -29,16 +40,27 @@ def run(args: argparse.Namespace) -> int:
     """Run ``predict`` with parsed ``args``."""
     if bool(args.smiles) == bool(args.input):
         raise GraphTxError("give SMILES as arguments or a CSV with --input (not both)")
-    if args.output:
-        check_writable(args.output)  # before any featurization
+    if args.resume and not args.output:
+        raise GraphTxError("--resume continues an --output file; give --output")
+    writer = ProgressiveCSV(args.output, resume=args.resume) if args.output else None  # checked before any work
     smiles: Sequence[str] = args.smiles
     if args.input:
         frame = read_molecule_csv(args.input, args.smiles_col)
         smiles = smiles_column(frame, args.smiles_col)
-    table = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size).predict(smiles)
-    if args.output:
-        atomic_to_csv(table, args.output, index=False)
-        print(f"wrote {len(table)} predictions ({int(table['error'].notna().sum())} invalid) to {args.output}")
-    else:
-        print_table(table)
+    limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
+    predictor = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size, limits=limits,
+                          batch_edges=args.batch_edges, chunk_size=args.chunk_size)
+    if writer is None:
+        print_table(predictor.predict(smiles))
+        return 0
+    if writer.rows_done > len(smiles):
+        raise GraphTxError(f"{writer.partial} holds {writer.rows_done} rows but the input has {len(smiles)}; "
+                           "it is from another input: delete it or drop --resume")
+    start, invalid = writer.rows_done, 0
+    for table in predictor.predict_chunks(smiles[start:], progress=not args.no_progress and sys.stderr.isatty()):
+        writer.append(table)
+        invalid += int(table["error"].notna().sum())
+    writer.finish()
+    resumed = f"; resumed after {start} rows already written" if start else ""
+    print(f"wrote {writer.rows_done} predictions ({invalid} invalid{resumed}) to {args.output}")
     return 0

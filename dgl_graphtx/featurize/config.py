@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ..errors import ConfigError
 from ..validation import check_number
@@ -58,3 +58,44 @@ class FeaturizerConfig:
     def to_dict(self) -> Dict[str, Any]:
         """Plain-dict form for JSON, cache keys and checkpoints."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """Budgets that keep one huge molecule from exhausting memory (attention over a complete
+    relation graph costs memory in ``atoms ** 2``). A molecule above a budget is refused with the
+    reason before its relation graph is built (``max_atoms``) or before the model sees it.
+
+    Args:
+        max_atoms: most graph nodes (heavy atoms, plus hydrogens when they are explicit).
+        max_relation_edges: most relation-graph edges (node pairs attention scores).
+
+    Example:
+        >>> SizeLimits(max_atoms=200).max_relation_edges
+        1048576
+    """
+
+    max_atoms: int = 1000
+    max_relation_edges: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        check_number("max_atoms", self.max_atoms, 1, integer=True)
+        check_number("max_relation_edges", self.max_relation_edges, 1, integer=True)
+
+    def check_atoms(self, count: int) -> Optional[str]:
+        """Why ``count`` atoms are over budget, or ``None``.
+
+        Example:
+            >>> SizeLimits(max_atoms=10).check_atoms(12)
+            'molecule has 12 atoms, above the budget of 10 (max_atoms); raise the limit if memory allows'
+        """
+        if count > self.max_atoms:
+            return f"molecule has {count} atoms, above the budget of {self.max_atoms} (max_atoms); raise the limit if memory allows"
+        return None
+
+    def check_relation_edges(self, count: int) -> Optional[str]:
+        """Why ``count`` relation edges are over budget, or ``None``."""
+        if count > self.max_relation_edges:
+            return (f"relation graph has {count} edges, above the budget of {self.max_relation_edges} "
+                    "(max_relation_edges); use a hops/radius relation or raise the limit if memory allows")
+        return None

@@ -15,7 +15,7 @@ from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_
 from ..bond_classes import BondVocabulary
 from ..errors import ConfigError, InvalidMoleculeError
 from ..relation_graph import RelationConfig, build_relation_graph
-from .config import FeaturizerConfig
+from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer
 
@@ -103,6 +103,8 @@ class MoleculeFeaturizer:
     Args:
         config: featurization settings.
         relation: relation-graph settings.
+        limits: size budgets; a molecule over one raises :class:`InvalidMoleculeError` with the
+            reason, checked before any work that grows with ``atoms ** 2`` (default: no limits).
 
     Example:
         >>> f = MoleculeFeaturizer(relation=RelationConfig(virtual_node=True))
@@ -111,13 +113,15 @@ class MoleculeFeaturizer:
         (3, 4, 4, 16)
     """
 
-    def __init__(self, config: FeaturizerConfig = FeaturizerConfig(), relation: RelationConfig = RelationConfig()):
+    def __init__(self, config: FeaturizerConfig = FeaturizerConfig(), relation: RelationConfig = RelationConfig(),
+                 limits: Optional[SizeLimits] = None):
         if relation.needs_coordinates and not config.needs_coordinates:
             raise ConfigError(
                 f"relation mode {relation} needs 3-D coordinates; set coordinates='auto' or 'etkdg'"
             )
         self.config = config
         self.relation = relation
+        self.limits = limits
         self.bond_vocab = MOLECULE_BOND_VOCAB
         self._ogb_bonds = OGBBondFeaturizer()
         if config.atom_features == "ogb":
@@ -141,6 +145,9 @@ class MoleculeFeaturizer:
         mol = to_mol(molecule)
         if self.config.explicit_hydrogens:
             mol = Chem.AddHs(mol, addCoords=has_3d_conformer(mol))
+        problem = self.limits.check_atoms(mol.GetNumAtoms()) if self.limits is not None else None
+        if problem:
+            raise InvalidMoleculeError(problem)
         return mol
 
     def molecular_graph(self, molecule: MoleculeLike) -> dgl.DGLGraph:
@@ -171,7 +178,11 @@ class MoleculeFeaturizer:
 
     def __call__(self, molecule: MoleculeLike) -> Tuple[dgl.DGLGraph, dgl.DGLGraph]:
         graph = self.molecular_graph(molecule)
-        return graph, build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
+        relation = build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
+        problem = self.limits.check_relation_edges(relation.num_edges()) if self.limits is not None else None
+        if problem:
+            raise InvalidMoleculeError(problem)
+        return graph, relation
 
 
 def featurize_each(
