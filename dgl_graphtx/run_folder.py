@@ -103,6 +103,9 @@ class RunFolder:
                 )
             for name in previous:
                 (self.path / name).unlink()
+            for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
+                for leftover in self.path.glob(f".{name}.*.tmp"):
+                    leftover.unlink(missing_ok=True)
             self._write_info("running")
         except BaseException:
             self.close(failed=True)

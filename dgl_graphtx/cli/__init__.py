@@ -46,7 +46,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except GraphTxError as err:
-        print(f"error: {err}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
+        print(f"error: {message}", file=sys.stderr)
         return 2
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""

@@ -15,6 +15,17 @@ SKIPPED = "skipped"
 LABEL_MASKED = "label_masked"
 
 
+def one_line(text: str) -> str:
+    r"""``text`` as is, or its ``repr`` if it holds line breaks or other control characters, so a
+    report line stays one line whatever the input.
+
+    Example:
+        >>> one_line("CCO"), one_line("x\ny")
+        ('CCO', "'x\\ny'")
+    """
+    return repr(text) if any(ch < " " or ch == "\x7f" for ch in text) else text
+
+
 @dataclass(frozen=True)
 class RowIssue:
     """One problem with one input row.
@@ -70,11 +81,11 @@ class InputReport:
         if self.skipped:
             first = self.skipped[0]
             parts.append(
-                f"skipped {self.num_skipped} invalid (first: row {first.row} {first.smiles}: {first.reason})"
+                f"skipped {self.num_skipped} invalid (first: row {first.row} {one_line(first.smiles)}: {one_line(first.reason)})"
             )
         masked = [i for i in self.issues if i.action == LABEL_MASKED]
         if masked:
-            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {masked[0].reason})")
+            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {one_line(masked[0].reason)})")
         return "; ".join(parts)
 
     def to_frame(self) -> pd.DataFrame:

@@ -261,12 +261,12 @@ class Trainer:
                 metrics, score, improved = {}, None, True
             row["seconds"] = time.perf_counter() - start
             history.append(row)
+            self._write_log(history)  # before the checkpoint: a run killed in between never has a best.pt from an unlogged epoch
             if improved:
                 best_score, best_epoch, best_metrics = score, epoch, metrics
                 best_state = copy.deepcopy(self.model.state_dict())
                 self._save_best(best_epoch, best_metrics)
             bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
-            self._write_log(history)
             if cfg.patience and epoch - best_epoch >= cfg.patience:
                 logger.info("early stopping at epoch %d (best epoch %d)", epoch, best_epoch)
                 break
