@@ -12,6 +12,7 @@ from torch.utils.data import Subset
 from .atomic_io import atomic_to_csv, atomic_write_text
 from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
+from .domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
 from .run_folder import RunFolder
@@ -91,7 +92,9 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     seed_everything(train_config.seed)
     model = build_model(preset.model)
     out = run.path if run is not None else None
-    extra = {"split": split, "fractions": list(fractions), **({"run_id": run.run_id} if run is not None else {})}
+    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
+    extra = {"split": split, "fractions": list(fractions), "domain": domain.to_dict(),
+             **({"run_id": run.run_id} if run is not None else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))

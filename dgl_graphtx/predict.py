@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs
 from .devices import resolve_device
+from .domain import Domain
 from .errors import ConfigError
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
@@ -49,6 +50,9 @@ class Predictor:
     settings, and runs batched inference on CPU or CUDA.
 
     Invalid molecules never raise: their predictions are NaN and the ``error`` column says why.
+    Molecules unlike the training set (dummy atoms, elements it lacked, more atoms or fragments
+    than any training molecule; see :class:`~dgl_graphtx.domain.Domain`) are predicted, with the
+    reason in the ``warning`` column.
 
     Args:
         checkpoint: path of a checkpoint written by training, or an already loaded one.
@@ -69,7 +73,7 @@ class Predictor:
         ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
         >>> table = Predictor(path).predict(["CCO", "not a smiles"])
         >>> list(table.columns), table["error"].isna().tolist()
-        (['smiles', 'logS', 'error'], [True, False])
+        (['smiles', 'logS', 'error', 'warning'], [True, False])
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class Predictor:
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
+        self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
@@ -102,10 +107,10 @@ class Predictor:
 
     def predict(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
-        numpy array); returns columns ``smiles``, one per target, and ``error``."""
+        numpy array); returns columns ``smiles``, one per target, ``error`` and ``warning``."""
         chunks = list(self.predict_chunks(molecules, progress))
         if not chunks:
-            return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": []})
+            return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": [], "warning": []})
         return pd.concat(chunks, ignore_index=True)
 
     def predict_chunks(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False) -> Iterator[pd.DataFrame]:
@@ -153,6 +158,7 @@ class Predictor:
         table = pd.DataFrame(predictions, columns=names)
         table.insert(0, "smiles", [describe_molecule(m) for m in molecules])
         table["error"] = errors
+        table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
         return table
 
     def _batches(self, edges: torch.Tensor) -> Iterator[List[int]]:

@@ -169,3 +169,33 @@ def test_predictor_settings_are_validated(checkpoint):
     for kwargs in (dict(batch_size=0), dict(batch_edges=-1), dict(chunk_size=0), dict(limits={"max_atoms": 3})):
         with pytest.raises(ConfigError):
             Predictor(checkpoint, device="cpu", **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# item 11: out-of-domain inputs are predicted with a warning, not silently
+# --------------------------------------------------------------------------------------------
+def test_out_of_domain_inputs_get_a_warning(checkpoint):
+    mixture = ".".join(["CCO"] * 100)
+    table = Predictor(checkpoint, device="cpu").predict(["CCO", "*C", "[He]", "[U]", mixture, "not smiles"])
+    warnings = table["warning"].tolist()
+    assert pd.isna(warnings[0]) and pd.isna(warnings[5])  # in domain; invalid (its error says why)
+    assert "dummy atom" in warnings[1]
+    assert "element He" in warnings[2] and "element U" in warnings[3]
+    assert "100 fragments" in warnings[4]
+    assert np.isfinite(table["y"][:5]).all()  # still predicted
+
+
+def test_training_domain_is_recorded_and_used(tmp_path):
+    from dgl_graphtx.experiment import train_and_evaluate
+    from dgl_graphtx.datasets import MoleculeDataset
+    from dgl_graphtx.training import TrainConfig
+
+    preset = tiny_preset("vanilla", "tiny", num_layers=1)
+    frame = freesolv_rows(0, 30)
+    ds = MoleculeDataset.from_dataframe(frame, target_cols=["expt"], featurizer=preset.featurizer, relation=preset.relation, progress=False)
+    train_and_evaluate(ds, preset, TrainConfig(epochs=1, progress=False, device="cpu"), out_dir=tmp_path / "r")
+    train_rows = [Chem.MolFromSmiles(s) for s in frame["smiles"]]
+    largest = max(m.GetNumHeavyAtoms() for m in train_rows)
+    table = Predictor(tmp_path / "r" / "best.pt", device="cpu").predict(["C" * (largest + 5), "CCO"])
+    assert f"{largest + 5} heavy atoms, more than any training molecule ({largest})" in table["warning"][0]
+    assert pd.isna(table["warning"][1])

@@ -186,7 +186,9 @@ def test_full_disk_while_saving_is_one_error_line_naming_the_file(data_csv, work
     out = workdir / "full"
     result = run_cli(["train", data_csv, "--out", out, *TRAIN])
     assert_one_error_line(result, f"cannot write {out / 'best.pt'}", "unchanged")
-    assert not out.exists()  # nothing was written: no temporary file, no lock, no half run left behind
+    # what was written stays (the log of epoch 1, run.json saying "running"); no temporary file, no lock
+    assert sorted(p.name for p in out.iterdir()) == ["log.csv", "run.json"]
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
 
 
 def test_predict_write_failure_is_one_error_line(checkpoint, workdir, monkeypatch):

@@ -81,9 +81,9 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
 
 
 def print_table(frame: pd.DataFrame) -> None:
-    """Print a prediction table; molecules without an error show an empty ``error`` cell."""
+    """Print a prediction table; molecules without an error or warning show empty cells there."""
     with pd.option_context("display.max_rows", 200, "display.width", 160, "display.max_colwidth", 60):
-        print(frame.fillna({"error": ""}).to_string(index=False))
+        print(frame.fillna({"error": "", "warning": ""}).to_string(index=False))
 
 
 def format_metrics(metrics: Dict[str, float]) -> str:

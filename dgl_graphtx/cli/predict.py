@@ -56,11 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if writer.rows_done > len(smiles):
         raise GraphTxError(f"{writer.partial} holds {writer.rows_done} rows but the input has {len(smiles)}; "
                            "it is from another input: delete it or drop --resume")
-    start, invalid = writer.rows_done, 0
+    start, invalid, unusual = writer.rows_done, 0, 0
     for table in predictor.predict_chunks(smiles[start:], progress=not args.no_progress and sys.stderr.isatty()):
         writer.append(table)
         invalid += int(table["error"].notna().sum())
+        unusual += int(table["warning"].notna().sum())
     writer.finish()
     resumed = f"; resumed after {start} rows already written" if start else ""
-    print(f"wrote {writer.rows_done} predictions ({invalid} invalid{resumed}) to {args.output}")
+    print(f"wrote {writer.rows_done} predictions ({invalid} invalid, {unusual} outside the training domain{resumed}) to {args.output}")
     return 0
