@@ -136,7 +136,7 @@ def test_predict_input_csv_to_output_csv(trained_run, workdir):
     code, stdout, stderr = _run(["predict", "--checkpoint", out / "best.pt", "--input", src, "--smiles-col", "SMI",
                                  "--output", dst, "--device", "cpu"])
     assert code == 0, stderr
-    assert "wrote 5 predictions (2 invalid)" in stdout
+    assert "wrote 5 predictions (2 invalid, 0 outside the training domain)" in stdout
     table = pd.read_csv(dst)  # missing values (NaN predictions, no error, empty SMILES) are blank cells
     assert list(table.columns) == ["smiles", "expt", "error", "warning"]
     assert list(table["smiles"].fillna("")) == list(inputs["SMI"])
