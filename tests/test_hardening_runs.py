@@ -174,7 +174,8 @@ def test_predict_output_problems_found_before_featurizing(checkpoint, workdir, n
 
 
 def test_unreadable_input_is_one_error_line(checkpoint, workdir):
-    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", workdir, "--output", workdir / "p.csv"]), str(workdir))
+    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", workdir, "--output", workdir / "p.csv"]),
+                          str(workdir), "is a folder, not a CSV file")
 
 
 def test_full_disk_while_saving_is_one_error_line_naming_the_file(data_csv, workdir, monkeypatch):

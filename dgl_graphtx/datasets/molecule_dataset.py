@@ -98,6 +98,8 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles") -> pd.DataFram
         (1, 2)
     """
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a CSV file")
     if not path.is_file():
         raise ConfigError(f"CSV file not found: {path}")
     try:
