@@ -28,6 +28,9 @@ from .relation_graph import RelationConfig
 
 CHECKPOINT_KIND = "dgl_graphtx-checkpoint"
 CHECKPOINT_VERSION = 1
+#: Featurization generation the weights were trained on: 2 = canonical atom order and CIP
+#: chirality labels (1, implicit in older files: input atom order and RDKit's CW/CCW tags).
+FEATURIZATION_VERSION = 2
 
 PathLike = Union[str, Path]
 
@@ -81,6 +84,7 @@ def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta) 
         "relation": dataclasses.asdict(meta.relation),
         "target_names": list(meta.target_names),
         "extra": dict(meta.extra),
+        "featurization_version": FEATURIZATION_VERSION,
     }
     payload["checksum"] = content_checksum(payload)
     return atomic_torch_save(payload, path)
@@ -206,6 +210,10 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
     elif stored != content_checksum(payload):
         raise CheckpointError(f"checkpoint {path} is damaged: its content does not match the checksum stored when it "
                               "was saved; restore it from a backup or train again")
+    if payload.get("featurization_version", 1) < FEATURIZATION_VERSION:
+        warnings.warn(f"{path} was trained on atom features in input order with RDKit's CW/CCW chirality tags; this "
+                      "version uses canonical atom order and R/S labels, so predictions for chiral molecules can differ "
+                      "from those at training time. Retrain to remove this warning", stacklevel=2)
     try:
         config = ModelConfig.from_dict(payload["model_config"])
         target_names = payload["target_names"]
