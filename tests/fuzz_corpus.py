@@ -15,4 +15,5 @@ CSV_CORPUS = [
 #: Command lines.
 ARGV_CORPUS = [
     ["predict", "--batch-size", "0", "CCO"],  # item 8: traceback instead of an error line
+    ["predict", "--device", "\r", "CCO"],  # fuzz: torch's message echoed the carriage return: two error lines
 ]

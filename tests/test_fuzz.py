@@ -150,6 +150,7 @@ def fuzz_checkpoint(tmp_path_factory):
 @FUZZ
 @given(argvs())
 @example(ARGV_CORPUS[0])
+@example(ARGV_CORPUS[1])
 def test_cli_argument_handling_never_crashes(fuzz_checkpoint, tmp_path_factory, argv):
     """Exit status 0 or 2, never a traceback. Training is kept off the fuzzer's path (its data file
     does not exist), so every train command ends at argument or data-file validation."""

@@ -22,6 +22,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
 
     def error(self, message: str):  # type: ignore[override]
+        message = " ".join(line.strip() for line in message.splitlines())  # a value may hold line breaks
         self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
 
 
