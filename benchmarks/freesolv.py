@@ -93,7 +93,7 @@ def run_baseline(seed: int, config: TrainConfig, out_dir: Path, cache_dir: Path)
 def run_variant(run: Run, seed: int, config: TrainConfig, out_dir: Path, cache_dir: Path):
     preset = get_preset(run.model, run.preset, atom_features=run.atom_features, **run.model_overrides)
     ds = freesolv(as_dataset=True, featurizer=preset.featurizer, relation=preset.relation, cache_dir=cache_dir, progress=False)
-    result = train_and_evaluate(ds, preset, config, split="random", fractions=FRACTIONS, out_dir=out_dir)
+    result = train_and_evaluate(ds, preset, config, split="random", fractions=FRACTIONS, out_dir=out_dir, overwrite=True)
     table = result.test_predictions
     return result.test_metrics, result.train.best_epoch, table["expt"].to_numpy(), table["expt_pred"].to_numpy()
 

@@ -1,9 +1,18 @@
 """Checkpoints: one file with weights, model config, featurization and relation settings, target
 names and normalisation, and the package version. Written atomically; read with
-``torch.load(..., weights_only=True)`` so opening a checkpoint cannot execute code."""
+``torch.load(..., weights_only=True)`` so opening a checkpoint cannot execute code.
+
+A SHA-256 digest of the whole content is stored at save time and verified at load, so damaged
+files are refused rather than used. Metadata is validated against the model before anything is
+allocated: sizes are bounded (see :data:`~dgl_graphtx.models.config.MAX_LAYERS`), the model is
+first built on PyTorch's ``meta`` device and its parameter shapes compared with the stored ones,
+and target names and featurization settings must fit the model."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Union
@@ -13,12 +22,15 @@ import torch
 from ._version import __version__
 from .atomic_io import atomic_torch_save
 from .errors import CheckpointError, ConfigError
-from .featurize import FeaturizerConfig
+from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import MoleculeModel, ModelConfig, build_model
 from .relation_graph import RelationConfig
 
 CHECKPOINT_KIND = "dgl_graphtx-checkpoint"
 CHECKPOINT_VERSION = 1
+#: Featurization generation the weights were trained on: 2 = canonical atom order and CIP
+#: chirality labels (1, implicit in older files: input atom order and RDKit's CW/CCW tags).
+FEATURIZATION_VERSION = 2
 
 PathLike = Union[str, Path]
 
@@ -45,8 +57,12 @@ class LoadedCheckpoint(NamedTuple):
 
 def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta,
                     training_state: Optional[Dict[str, Any]] = None) -> Path:
-    """Write ``model`` and ``meta`` to ``path`` atomically; ``training_state`` (plain data, see
-    :mod:`dgl_graphtx.training.resume`) makes the checkpoint resumable.
+    """Write ``model`` and ``meta`` to ``path`` atomically, with a content checksum;
+    ``training_state`` (plain data, see :mod:`dgl_graphtx.training.resume`) makes the checkpoint
+    resumable and is covered by the checksum too.
+
+    Raises :class:`ConfigError` if the metadata does not fit the model, and
+    :class:`CheckpointError` (writing nothing) if a weight is NaN or infinite.
 
     Example:
         >>> import tempfile
@@ -57,29 +73,121 @@ def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta,
         >>> load_checkpoint(path).meta.target_names
         ['y']
     """
-    if len(meta.target_names) != model.config.num_tasks:
-        raise ConfigError(f"{len(meta.target_names)} target names for a model with {model.config.num_tasks} tasks")
+    validate_meta(model.config, meta)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"refusing to write {path}: weight {bad[0]!r} holds NaN or inf values "
+                              f"({len(bad)} tensor(s) affected); the model diverged")
     payload = {
         "kind": CHECKPOINT_KIND,
         "version": CHECKPOINT_VERSION,
         "package_version": __version__,
         "model_config": model.config.to_dict(),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "state_dict": state,
         "featurizer": meta.featurizer.to_dict(),
         "relation": dataclasses.asdict(meta.relation),
         "target_names": list(meta.target_names),
         "extra": dict(meta.extra),
+        "featurization_version": FEATURIZATION_VERSION,
     }
     if training_state is not None:
         payload["training_state"] = training_state
+    payload["checksum"] = content_checksum(payload)
     return atomic_torch_save(payload, path)
+
+
+def content_checksum(payload: Dict[str, Any]) -> str:
+    """``"sha256:<hex>"`` over every entry of ``payload`` except ``"checksum"``: tensors by dtype,
+    shape and bytes, everything else by ``repr``, dict keys in sorted order.
+
+    Example:
+        >>> a = content_checksum({"w": torch.zeros(2), "names": ["y"]})
+        >>> a == content_checksum({"names": ["y"], "w": torch.zeros(2)}), a == content_checksum({"w": torch.ones(2), "names": ["y"]})
+        (True, False)
+    """
+    digest = hashlib.sha256()
+    _feed(digest, {k: v for k, v in payload.items() if k != "checksum"})
+    return "sha256:" + digest.hexdigest()
+
+
+def _feed(digest: "hashlib._Hash", obj: Any) -> None:
+    if isinstance(obj, dict):
+        digest.update(b"{")
+        for key in sorted(obj, key=repr):
+            _feed(digest, key)
+            _feed(digest, obj[key])
+        digest.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        digest.update(b"[")
+        for item in obj:
+            _feed(digest, item)
+        digest.update(b"]")
+    elif isinstance(obj, torch.Tensor):
+        data = obj.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"T{data.dtype}{tuple(obj.shape)}:".encode())
+        digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+    else:
+        digest.update(f"{type(obj).__name__}:{obj!r};".encode())
+
+
+def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
+    """Check that ``meta`` fits a model built from ``config``; raise :class:`ConfigError` naming the
+    mismatch (target names: a list of distinct non-empty strings, one per output; featurizer and
+    relation settings producing the inputs the model was built for).
+
+    Example:
+        >>> from dgl_graphtx.models import get_preset
+        >>> p = get_preset("vanilla")
+        >>> validate_meta(p.model, CheckpointMeta(p.featurizer, p.relation, ["a", "b"]))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: 2 target names ['a', 'b'] for a model with 1 output(s)
+    """
+    names = meta.target_names
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise ConfigError(f"target names must be a list of non-empty strings, got {names!r}")
+    if len(names) != config.num_tasks:
+        raise ConfigError(f"{len(names)} target names {list(names)} for a model with {config.num_tasks} output(s)")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"target names must be distinct, got {list(names)}")
+    if not isinstance(meta.featurizer, FeaturizerConfig) or not isinstance(meta.relation, RelationConfig):
+        raise ConfigError("meta.featurizer / meta.relation must be a FeaturizerConfig / RelationConfig")
+    featurizer = MoleculeFeaturizer(meta.featurizer, meta.relation)
+    expected = {
+        "atom_features": meta.featurizer.atom_features,
+        "atom_feature_dims": featurizer.atom_feature_dims,
+        "bond_feature_dims": featurizer.bond_feature_dims,
+        "bond_radices": featurizer.bond_vocab.radices,
+        "virtual_node": meta.relation.virtual_node,
+    }
+    for key, value in expected.items():
+        if getattr(config, key) != value:
+            raise ConfigError(f"featurization does not match the model: model {key}={getattr(config, key)!r}, "
+                              f"featurizer/relation give {value!r}")
+    if config.rwse_steps and meta.featurizer.rwse_steps != config.rwse_steps:
+        raise ConfigError(f"model expects rwse_steps={config.rwse_steps} but the featurizer has {meta.featurizer.rwse_steps}")
+    if config.variant == "moire" and config.moire.distance == "dist" and not meta.featurizer.needs_coordinates:
+        raise ConfigError("a MoireGT model on 3-D distances needs a featurizer with coordinates")
+
+
+def _readable_load_error(err: Exception) -> str:
+    """torch's message without its advice to retry with ``weights_only=False`` (never do that)."""
+    text = str(err)
+    if "weights_only" in text or "WeightsUnpickler" in text:
+        found = re.search(r"WeightsUnpickler error: (.*)", text)
+        detail = f" ({found.group(1).strip()})" if found else ""
+        return ("it contains objects other than tensors and plain data, which are refused because loading them "
+                f"could run code{detail}")
+    return f"corrupt, truncated or not a torch checkpoint ({type(err).__name__}: {text.splitlines()[0] if text else ''})"
 
 
 def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cpu") -> LoadedCheckpoint:
     """Read a checkpoint written by :func:`save_checkpoint` (safely: ``weights_only=True``).
 
-    Raises :class:`CheckpointError` if the file is missing, corrupt, not a dgl_graphtx checkpoint,
-    from a newer format, or its weights do not fit its own configuration.
+    Raises :class:`CheckpointError` if the file is missing, corrupt (checksum mismatch), not a
+    dgl_graphtx checkpoint, from a newer format, or its metadata or weights do not fit its own
+    configuration. Files from versions without checksums load with a warning.
 
     Example:
         >>> load_checkpoint("no/such/file.pt")
@@ -91,27 +199,59 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:  # pickle, zip and torch errors all mean "not a readable checkpoint"
-        raise CheckpointError(f"cannot read checkpoint {path}: corrupt or not a torch checkpoint ({type(err).__name__}: {err})") from None
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip, torch and OS errors all mean "not a readable checkpoint"
+        raise CheckpointError(f"cannot read checkpoint {path}: {_readable_load_error(err)}") from None
     if not isinstance(payload, dict) or payload.get("kind") != CHECKPOINT_KIND:
         raise CheckpointError(f"{path} is not a dgl_graphtx checkpoint")
-    if payload.get("version", 0) > CHECKPOINT_VERSION:
+    version = payload.get("version", 0)
+    if not isinstance(version, int) or version > CHECKPOINT_VERSION:
         raise CheckpointError(
             f"{path} was written by dgl_graphtx {payload.get('package_version')} in checkpoint format "
-            f"{payload['version']}; this is {__version__} (format {CHECKPOINT_VERSION}); upgrade dgl_graphtx"
+            f"{version}; this is {__version__} (format {CHECKPOINT_VERSION}); upgrade dgl_graphtx"
         )
+    stored = payload.get("checksum")
+    if stored is None:
+        warnings.warn(f"{path} has no content checksum (written by dgl_graphtx {payload.get('package_version')}); "
+                      "it cannot be verified. Save it again to add one", stacklevel=2)
+    elif stored != content_checksum(payload):
+        raise CheckpointError(f"checkpoint {path} is damaged: its content does not match the checksum stored when it "
+                              "was saved; restore it from a backup or train again")
+    if payload.get("featurization_version", 1) < FEATURIZATION_VERSION:
+        warnings.warn(f"{path} was trained on atom features in input order with RDKit's CW/CCW chirality tags; this "
+                      "version uses canonical atom order and R/S labels, so predictions for chiral molecules can differ "
+                      "from those at training time. Retrain to remove this warning", stacklevel=2)
     try:
         config = ModelConfig.from_dict(payload["model_config"])
+        target_names = payload["target_names"]
+        if not isinstance(target_names, (list, tuple)):
+            raise ConfigError(f"target_names must be a list of names, got {type(target_names).__name__} {target_names!r}")
         meta = CheckpointMeta(
             FeaturizerConfig(**payload["featurizer"]),
             RelationConfig(**payload["relation"]),
-            list(payload["target_names"]),
+            list(target_names),
             dict(payload.get("extra", {})),
         )
+        validate_meta(config, meta)
+        state = payload["state_dict"]
+        _check_shapes(config, state)
         model = build_model(config)
-        model.load_state_dict(payload["state_dict"], strict=True)
+        model.load_state_dict(state, strict=True)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # ConfigError is a ValueError
         raise CheckpointError(f"checkpoint {path} is inconsistent: {type(err).__name__}: {err}") from None
     model.eval()
     return LoadedCheckpoint(model.to(map_location), meta, str(payload.get("package_version")), payload.get("training_state"))
+
+
+def _check_shapes(config: ModelConfig, state: Any) -> None:
+    """Compare the stored weights with a model built on the ``meta`` device (nothing allocated)."""
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ConfigError("state_dict must map names to tensors")
+    with torch.device("meta"):
+        expected = build_model(config).state_dict()
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise ConfigError(f"weights do not fit the model config: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    for name, value in expected.items():
+        if tuple(state[name].shape) != tuple(value.shape):
+            raise ConfigError(f"weights do not fit the model config: {name!r} has shape {tuple(state[name].shape)}, the model config needs {tuple(value.shape)}")

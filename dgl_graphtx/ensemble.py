@@ -177,7 +177,7 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> paths = [save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model),
         ...                          CheckpointMeta(p.featurizer, p.relation, ["y"])) for _ in range(2)]
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
-        ['smiles', 'y', 'y_std', 'error']
+        ['smiles', 'y', 'y_std', 'error', 'warning']
     """
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):

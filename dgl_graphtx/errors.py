@@ -20,3 +20,11 @@ class ConfigError(GraphTxError, ValueError):
 
 class CheckpointError(GraphTxError, RuntimeError):
     """A checkpoint file is missing, corrupt, or does not match what the caller expects."""
+
+
+class NonFiniteError(GraphTxError, FloatingPointError):
+    """Training produced a NaN or infinite loss, gradient or weight."""
+
+
+class OutputError(GraphTxError, OSError):
+    """An output file or folder cannot be written (exists, read-only, full disk, a folder...)."""

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import pandas as pd
 from torch.utils.data import Subset
 
+from .atomic_io import atomic_to_csv, atomic_write_text
 from .checkpoint import CheckpointMeta
 from .datasets import MoleculeDataset, Split, random_split, scaffold_split
+from .domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
-from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, compute_metrics, seed_everything
+from .run_folder import RunFolder
+from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, compute_metrics, json_safe, metric_notes, seed_everything
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
@@ -29,6 +32,7 @@ class ExperimentResult:
     test_metrics: Dict[str, float]
     test_predictions: pd.DataFrame
     out_dir: Optional[Path]
+    test_notes: List[str] = field(default_factory=list)
 
 
 def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
@@ -49,7 +53,8 @@ def train_and_evaluate(
     train_config: Optional[TrainConfig] = None,
     split: Union[str, Split] = "random",
     fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
-    out_dir: Optional[PathLike] = None,
+    out_dir: Optional[Union[PathLike, RunFolder]] = None,
+    overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
 ) -> ExperimentResult:
@@ -59,9 +64,12 @@ def train_and_evaluate(
     (``TrainConfig.from_recipe(preset.train)``).
 
     With ``out_dir``: ``best.pt``, ``last.pt`` (resumable), ``log.csv``, ``learning_curve.png``,
-    ``metrics.json``, ``test_predictions.csv`` and ``input_report.csv`` are written there (by the
-    main process only when ``hooks`` describe a distributed run). ``resume`` is passed to
-    :meth:`Trainer.fit`.
+    ``metrics.json``, ``test_predictions.csv``, ``input_report.csv`` and ``run.json`` are written
+    there, each atomically, by the main process only when ``hooks`` describe a distributed run.
+    The folder is a :class:`~dgl_graphtx.run_folder.RunFolder`: locked while the run writes, and
+    refused if it already holds a run unless ``overwrite=True`` or ``resume`` (which continues
+    the run there, see :meth:`Trainer.fit`); pass an opened ``RunFolder`` to check the folder
+    before featurizing, as the command line does.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -79,30 +87,49 @@ def train_and_evaluate(
         raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
+    if preset.model.task == "classification":
+        check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
+    hooks = hooks if hooks is not None else ProcessHooks()
+    if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume)
+    with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume)
+
+
+def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
+         fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
+         hooks: ProcessHooks, resume: Union[None, bool, PathLike]) -> ExperimentResult:
+    """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
+    path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
+    run = out_dir if isinstance(out_dir, RunFolder) else None
+    out = run.path if run is not None else (Path(out_dir) if out_dir is not None else None)
     seed_everything(train_config.seed)
     model = build_model(preset.model)
-    out = Path(out_dir) if out_dir is not None else None
-    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions)})
+    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
+    extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
+             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {})}
+    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
     metrics = compute_metrics(preset.model.task, labels, predicted)
+    notes = metric_notes(preset.model.task, labels, dataset.target_names)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
         table[f"{name}_pred"] = predicted[:, t]
-    if out is not None and trainer.hooks.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out / "test_predictions.csv", index=False)
+    if run is not None:
+        atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
-        summary = {"test": metrics, "valid": result.best_metrics, "best_epoch": result.best_epoch,
+        summary = {"run_id": run.run_id, "test": json_safe(metrics), "valid": json_safe(result.best_metrics),
+                   "best_epoch": result.best_epoch, "notes": notes,
                    "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
-        (out / "metrics.json").write_text(json.dumps(summary, indent=2))
-    return ExperimentResult(model, parts, result, metrics, table, out)
-
+        atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
+        run.finish()
+    return ExperimentResult(model, parts, result, metrics, table, out, notes)

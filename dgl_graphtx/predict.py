@@ -1,6 +1,14 @@
-"""SMILES in, predictions out: batched inference from a checkpoint, one row per input."""
+"""SMILES in, predictions out: batched inference from a checkpoint, one row per input.
+
+Inputs are processed in chunks (featurize, predict, hand back the chunk's rows), so memory stays
+bounded whatever the input size; :meth:`Predictor.predict_chunks` yields each chunk's table as soon
+as it is done, which the command line appends to its output file. No input can stop a run:
+invalid SMILES, molecules above the size budgets, and molecules whose batch runs out of memory get
+NaN and an ``error`` saying why, and everything else is predicted.
+"""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -8,18 +16,33 @@ import numpy as np
 import pandas as pd
 import torch
 from rdkit import Chem
-
-from . import _dgl_env  # noqa: F401
-import dgl
+from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs, read_molecules
 from .devices import resolve_device
+from .domain import Domain
 from .errors import ConfigError
-from .featurize import MoleculeFeaturizer, describe_molecule, featurize_each
+from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
+from .validation import check_number
+
+logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is torch running out of (CPU or GPU) memory.
+
+    Example:
+        >>> is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        True
+    """
+    text = str(err).lower()
+    return isinstance(err, (RuntimeError, MemoryError)) and (
+        isinstance(err, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+    )
 
 
 class Embeddings(NamedTuple):
@@ -36,16 +59,34 @@ class Embeddings(NamedTuple):
     atoms: Optional[List[Optional[np.ndarray]]]
 
 
+class Featurized(NamedTuple):
+    """One chunk of inputs featurized: per-row errors, the rows that were featurized, and their
+    graphs and relation graphs packed (position ``p`` holds input row ``rows[p]``)."""
+
+    errors: List[Optional[str]]
+    rows: List[int]
+    graphs: Optional[PackedGraphs]
+    relations: Optional[PackedGraphs]
+
+
 class Predictor:
     """Reusable predictor: loads a checkpoint once, featurizes inputs with the checkpoint's own
     settings, and runs batched inference on CPU or CUDA.
 
     Invalid molecules never raise: their predictions are NaN and the ``error`` column says why.
+    Molecules unlike the training set (dummy atoms, elements it lacked, more atoms or fragments
+    than any training molecule; see :class:`~dgl_graphtx.domain.Domain`) are predicted, with the
+    reason in the ``warning`` column.
 
     Args:
         checkpoint: path of a checkpoint written by training, or an already loaded one.
         device: ``auto``, ``cpu``, ``cuda``...
-        batch_size: molecules per forward pass.
+        batch_size: most molecules per forward pass.
+        limits: per-molecule budgets (atoms, relation-graph edges); molecules above them are
+            reported with the reason and NaN.
+        batch_edges: most relation-graph edges per forward pass (batches are cut by this budget
+            as well as by ``batch_size``), which bounds the memory of one step.
+        chunk_size: molecules featurized and held in memory at a time.
 
     Example:
         >>> import tempfile
@@ -56,58 +97,37 @@ class Predictor:
         ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
         >>> table = Predictor(path).predict(["CCO", "not a smiles"])
         >>> list(table.columns), table["error"].isna().tolist()
-        (['smiles', 'logS', 'error'], [True, False])
+        (['smiles', 'logS', 'error', 'warning'], [True, False])
     """
 
-    def __init__(self, checkpoint: Union[PathLike, LoadedCheckpoint], device: str = "auto", batch_size: int = 256) -> None:
+    def __init__(
+        self,
+        checkpoint: Union[PathLike, LoadedCheckpoint],
+        device: str = "auto",
+        batch_size: int = 256,
+        limits: SizeLimits = SizeLimits(),
+        batch_edges: int = 2_000_000,
+        chunk_size: int = 4096,
+    ) -> None:
+        check_number("batch_size", batch_size, 1, integer=True)
+        check_number("batch_edges", batch_edges, 1, integer=True)
+        check_number("chunk_size", chunk_size, 1, integer=True)
+        if not isinstance(limits, SizeLimits):
+            raise ConfigError(f"limits must be a SizeLimits, got {type(limits).__name__}")
         self.device = resolve_device(device)
         loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(checkpoint)
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
-        self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation)
+        self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
+        self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
         self.batch_size = batch_size
+        self.batch_edges = batch_edges
+        self.chunk_size = chunk_size
 
     @property
     def target_names(self) -> List[str]:
         """Names of the predicted columns."""
         return list(self.meta.target_names)
-
-    def _featurized_batches(
-        self, molecules: List[MoleculeLike], progress: bool
-    ) -> Tuple[List[int], List[Optional[str]], Iterator[Tuple[torch.Tensor, dgl.DGLGraph, dgl.DGLGraph]]]:
-        """Rows featurized, per-row errors, and batches ``(row positions, graph, relation graph)``
-        on the device (``rows[positions]`` are the input rows of a batch)."""
-        errors: List[Optional[str]] = [None] * len(molecules)
-        graphs, relations, rows = [], [], []
-        for row, featurized, error in featurize_each(self.featurizer, molecules, progress):
-            if featurized is None:
-                errors[row] = error
-                continue
-            graphs.append(featurized[0])
-            relations.append(featurized[1])
-            rows.append(row)
-
-        def batches() -> Iterator[Tuple[torch.Tensor, dgl.DGLGraph, dgl.DGLGraph]]:
-            if not rows:
-                return
-            packed_graphs, packed_relations = PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations)
-            for start in range(0, len(rows), self.batch_size):
-                chunk = torch.arange(start, min(start + self.batch_size, len(rows)))
-                yield chunk, packed_graphs.batch(chunk).to(self.device), packed_relations.batch(chunk).to(self.device)
-
-        return rows, errors, batches()
-
-    @staticmethod
-    def _as_list(molecules: Union[MoleculeLike, Iterable[MoleculeLike]]) -> List[MoleculeLike]:
-        return [molecules] if isinstance(molecules, (str, bytes, Chem.Mol)) else list(molecules)
-
-    @staticmethod
-    def _names(molecules: List[MoleculeLike], identifiers: Optional[Sequence[str]]) -> List[str]:
-        if identifiers is None:
-            return [describe_molecule(m) for m in molecules]
-        if len(identifiers) != len(molecules):
-            raise ConfigError(f"got {len(identifiers)} identifiers for {len(molecules)} molecules")
-        return list(identifiers)
 
     def predict(
         self,
@@ -117,18 +137,22 @@ class Predictor:
     ) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns columns ``smiles`` (``identifiers`` when given, e.g. those of
-        :func:`~dgl_graphtx.datasets.read_molecules`), one per target, and ``error``."""
-        molecules = self._as_list(molecules)
-        names = self._names(molecules, identifiers)
-        predictions = np.full((len(molecules), len(self.target_names)), np.nan)
-        rows, errors, batches = self._featurized_batches(molecules, progress)
-        outputs = [self.model.predict(graph, relation).cpu() for _, graph, relation in batches]
-        if outputs:
-            predictions[rows] = torch.cat(outputs).double().numpy()
-        table = pd.DataFrame(predictions, columns=self.target_names)
-        table.insert(0, "smiles", names)
-        table["error"] = errors
-        return table
+        :func:`~dgl_graphtx.datasets.read_molecules`), one per target, ``error`` and ``warning``."""
+        chunks = list(self.predict_chunks(molecules, progress, identifiers))
+        if not chunks:
+            return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": [], "warning": []})
+        return pd.concat(chunks, ignore_index=True)
+
+    def predict_chunks(
+        self,
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        progress: bool = False,
+        identifiers: Optional[Sequence[str]] = None,
+    ) -> Iterator[pd.DataFrame]:
+        """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
+        soon as each is done (memory holds one chunk's graphs at a time)."""
+        for chunk, names in self._chunks(molecules, progress, identifiers):
+            yield self._predict_chunk(chunk, names)
 
     def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
                      progress: bool = False) -> pd.DataFrame:
@@ -145,7 +169,7 @@ class Predictor:
             >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
             ...                        CheckpointMeta(p.featurizer, p.relation, ["y"]))
             >>> Predictor(path).predict_file(example_sdf_path()).shape
-            (8, 3)
+            (8, 4)
         """
         table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
         return self.predict(table.molecules, progress=progress, identifiers=table.identifiers)
@@ -158,7 +182,8 @@ class Predictor:
         identifiers: Optional[Sequence[str]] = None,
     ) -> Embeddings:
         """The pooled molecule representation the model's head reads (``[M, d]``, NaN rows for
-        invalid inputs) and, with ``atoms=True``, each molecule's final atom states ``[n_i, d]``.
+        invalid inputs) and, with ``atoms=True``, each molecule's final atom states ``[n_i, d]``
+        (in the graph's canonical atom order; ``graph.ndata["input_atom"]`` maps back).
 
         Example:
             >>> import tempfile
@@ -171,21 +196,126 @@ class Predictor:
             >>> emb.molecules.shape, emb.atoms[0].shape, emb.atoms[1], emb.table["error"].notna().tolist()
             ((2, 16), (3, 16), None, [False, True])
         """
-        molecules = self._as_list(molecules)
-        names = self._names(molecules, identifiers)
+        tables, pooled, per_atom = [], [], []
+        for chunk, names in self._chunks(molecules, progress, identifiers):
+            done = self._featurize(chunk)
+            vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
+            states: List[Optional[np.ndarray]] = [None] * len(chunk)
+            if done.rows:
+                for batch in self._batches(done.relations.num_edges):
+                    index = torch.tensor(batch, dtype=torch.int64)
+                    graph = done.graphs.batch(index).to(self.device)
+                    mol_states, atom_states = self.model.embed(graph, done.relations.batch(index).to(self.device))
+                    rows = [done.rows[p] for p in batch]
+                    vectors[rows] = mol_states.cpu().float().numpy()
+                    if atoms:
+                        for row, part in zip(rows, torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist())):
+                            states[row] = part.float().numpy()
+            tables.append(pd.DataFrame({"smiles": names, "error": done.errors}))
+            pooled.append(vectors)
+            per_atom.extend(states)
         dim = self.model.config.hidden_dim
-        pooled = np.full((len(molecules), dim), np.nan, dtype=np.float32)
-        per_atom: List[Optional[np.ndarray]] = [None] * len(molecules)
-        rows, errors, batches = self._featurized_batches(molecules, progress)
-        for chunk, graph, relation in batches:
-            mol_states, atom_states = self.model.embed(graph, relation)
-            batch_rows = [rows[i] for i in chunk.tolist()]
-            pooled[batch_rows] = mol_states.cpu().float().numpy()
-            if atoms:
-                for row, states in zip(batch_rows, torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist())):
-                    per_atom[row] = states.float().numpy()
-        table = pd.DataFrame({"smiles": names, "error": errors})
-        return Embeddings(table, pooled, per_atom if atoms else None)
+        table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame({"smiles": [], "error": []})
+        return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
+                          per_atom if atoms else None)
+
+    def _chunks(
+        self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool, identifiers: Optional[Sequence[str]]
+    ) -> Iterator[Tuple[List[MoleculeLike], List[str]]]:
+        """Consecutive chunks of ``chunk_size`` inputs with the names reports give them."""
+        single = isinstance(molecules, (str, bytes, Chem.Mol))
+        try:
+            items = iter([molecules] if single else molecules)
+        except TypeError:
+            raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
+                              f"got {type(molecules).__name__} {molecules!r}") from None
+        total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
+        if identifiers is not None and total is not None and len(identifiers) != total:
+            raise ConfigError(f"got {len(identifiers)} identifiers for {total} molecules")
+        names = iter(identifiers) if identifiers is not None else None
+        with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
+            while True:
+                chunk = [m for _, m in zip(range(self.chunk_size), items)]
+                if not chunk:
+                    return
+                given = [n for _, n in zip(range(len(chunk)), names)] if names is not None else []
+                if names is not None and len(given) != len(chunk):
+                    raise ConfigError("fewer identifiers than molecules")
+                yield chunk, given or [describe_molecule(m) for m in chunk]
+                bar.update(len(chunk))
+
+    def _featurize(self, molecules: Sequence[MoleculeLike]) -> Featurized:
+        errors: List[Optional[str]] = [None] * len(molecules)
+        graphs, relations, rows = [], [], []
+        for row, featurized, error in featurize_each(self.featurizer, molecules):
+            if featurized is None:
+                errors[row] = error
+                continue
+            graphs.append(featurized[0])
+            relations.append(featurized[1])
+            rows.append(row)
+        if not rows:
+            return Featurized(errors, rows, None, None)
+        return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
+
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
+        predictions = np.full((len(molecules), len(self.target_names)), np.nan)
+        done = self._featurize(molecules)
+        errors = done.errors
+        if done.rows:
+            for batch in self._batches(done.relations.num_edges):
+                for positions, values, error in self._forward(done.graphs, done.relations, batch):
+                    for position, value in zip(positions, values):
+                        row = done.rows[position]
+                        if error is None and not np.isfinite(value).all():
+                            errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
+                        elif error is None:
+                            predictions[row] = value
+                        else:
+                            errors[row] = error
+        table = pd.DataFrame(predictions, columns=self.target_names)
+        table.insert(0, "smiles", list(names))
+        table["error"] = errors
+        table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
+        return table
+
+    def _batches(self, edges: torch.Tensor) -> Iterator[List[int]]:
+        """Consecutive positions grouped by ``batch_size`` and the ``batch_edges`` budget."""
+        batch: List[int] = []
+        load = 0
+        for position, count in enumerate(edges.tolist()):
+            if batch and (len(batch) >= self.batch_size or load + count > self.batch_edges):
+                yield batch
+                batch, load = [], 0
+            batch.append(position)
+            load += count
+        if batch:
+            yield batch
+
+    def _forward(self, graphs: PackedGraphs, relations: PackedGraphs, batch: List[int]) -> Iterator[Tuple[List[int], np.ndarray, Optional[str]]]:
+        """Predictions of one batch; on running out of memory the batch is split in halves, and a
+        single molecule that still does not fit gets an error instead of stopping the run."""
+        index = torch.tensor(batch, dtype=torch.int64)
+        try:
+            output = self.model.predict(graphs.batch(index).to(self.device), relations.batch(index).to(self.device))
+            yield batch, output.cpu().double().numpy(), None
+            return
+        except (RuntimeError, MemoryError) as err:
+            if not is_out_of_memory(err):
+                raise
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+        if len(batch) == 1:
+            atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
+            logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
+            yield batch, np.full((1, len(self.target_names)), np.nan), (
+                f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
+                "lower SizeLimits or use a hops/radius relation")
+            return
+        half = len(batch) // 2
+        yield from self._forward(graphs, relations, batch[:half])
+        yield from self._forward(graphs, relations, batch[half:])
+
 
 def predict_smiles(
     smiles: Union[MoleculeLike, Iterable[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs

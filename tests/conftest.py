@@ -49,6 +49,13 @@ def rdkit_spd(mol: Chem.Mol) -> np.ndarray:
     return out
 
 
+def in_graph_order(mol: Chem.Mol, graph) -> Chem.Mol:
+    """The input ``mol`` with its atoms renumbered so that atom ``i`` is node ``i`` of ``graph``,
+    following the graph's ``input_atom`` map (hydrogens the featurizer added, ``-1``, are left out).
+    References computed on it line up with the graph's nodes; a wrong map shows as wrong atoms."""
+    return Chem.RenumberAtoms(mol, [i for i in graph.ndata["input_atom"].tolist() if i >= 0])
+
+
 def relation_pairs(rel) -> List[Tuple[int, int]]:
     """Relation-graph edges as (query i, key j) pairs (edge j -> i)."""
     src, dst = rel.edges()

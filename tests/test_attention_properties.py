@@ -113,23 +113,32 @@ RENUMBER_CASES = [
 @pytest.mark.parametrize("smiles,rc", RENUMBER_CASES, ids=["salt-vn", "aspirin-radius3"])
 @pytest.mark.parametrize("v", VARIANTS, ids=ids)
 def test_equivariant_under_rdkit_renumbering(v, smiles, rc):
-    """Renumber the atoms with Chem.RenumberAtoms (conformer kept): outputs and attention follow."""
+    """Renumber the atoms with Chem.RenumberAtoms (conformer kept): with inputs attached to atoms,
+    outputs and attention follow the atoms. The featurizer puts atoms in canonical order and says
+    which input atom each node is (``input_atom``); the comparison goes through that map."""
     mol = mol_with_conformer(smiles)
     n = mol.GetNumAtoms()
     order = [int(i) for i in np.random.default_rng(0).permutation(n)]  # new atom a = old atom order[a]
     assert order != list(range(n))
     featurizer = MoleculeFeaturizer(FeaturizerConfig(coordinates="conformer"), rc)
-    _, rel = featurizer(mol)
-    _, rel_p = featurizer(Chem.RenumberAtoms(mol, order))
-    perm = torch.tensor(order + list(range(n, rel.num_nodes())))  # the virtual node stays last
+    graph, rel = featurizer(mol)
+    graph_p, rel_p = featurizer(Chem.RenumberAtoms(mol, order))
+    extra = list(range(n, rel.num_nodes()))  # the virtual node stays last
+    atom_of = torch.tensor(graph.ndata["input_atom"].tolist() + extra)  # node -> original atom
+    atom_of_p = torch.tensor([order[a] for a in graph_p.ndata["input_atom"].tolist()] + extra)
     layer = make_layer(v, dtype=torch.float64).eval()
-    x = features(rel.num_nodes(), 1, torch.float64)
+    x = features(rel.num_nodes(), 1, torch.float64)  # row a: input of original atom a
     with torch.no_grad():
-        out, attn = layer(rel, x, get_attention=True)
-        out_p, attn_p = layer(rel_p, x[perm], get_attention=True)
-    torch.testing.assert_close(out_p, out[perm], atol=1e-9, rtol=1e-9)
+        out, attn = layer(rel, x[atom_of], get_attention=True)
+        out_p, attn_p = layer(rel_p, x[atom_of_p], get_attention=True)
+    by_atom, by_atom_p = torch.empty_like(out), torch.empty_like(out_p)
+    by_atom[atom_of], by_atom_p[atom_of_p] = out, out_p
+    torch.testing.assert_close(by_atom_p, by_atom, atol=1e-9, rtol=1e-9)
     a, a_p = dense_attention(rel, attn), dense_attention(rel_p, attn_p)
-    torch.testing.assert_close(a_p, a[:, perm][:, :, perm], atol=1e-9, rtol=1e-9)
+    dense, dense_p = torch.empty_like(a), torch.empty_like(a_p)
+    dense[:, atom_of[:, None], atom_of[None, :]] = a
+    dense_p[:, atom_of_p[:, None], atom_of_p[None, :]] = a_p
+    torch.testing.assert_close(dense_p, dense, atol=1e-9, rtol=1e-9)
 
 
 def relabel(rel, perm: torch.Tensor, edge_order: torch.Tensor):

@@ -159,7 +159,8 @@ def test_dense_inputs_agree_with_rdkit(case):
     smiles, rc = CASES[case]
     g, rel = graphs(case)
     pairs = ref.dense_pairs(rel)
-    mol = Chem.MolFromSmiles(smiles)
+    # nodes are atoms in canonical order: renumber the input the same way (input_atom map)
+    mol = Chem.RenumberAtoms(Chem.MolFromSmiles(smiles), g.ndata["input_atom"].tolist())
     n = mol.GetNumAtoms()
     topo = torch.from_numpy(Chem.GetDistanceMatrix(mol))
     reach = topo < 1e6

@@ -13,7 +13,7 @@ import torch
 from conftest_models import freesolv_rows, seeded_model, tiny_preset
 
 import dgl
-from dgl_graphtx.checkpoint import CHECKPOINT_KIND, CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.checkpoint import CHECKPOINT_KIND, CheckpointMeta, content_checksum, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import CheckpointError, ConfigError
 from dgl_graphtx.experiment import train_and_evaluate
@@ -67,7 +67,7 @@ def test_loaded_checkpoint_predicts_like_the_trained_model(trained):
     preset, result, out = trained
     predictor = Predictor(out / "best.pt", device="cpu")
     table = predictor.predict(QUERY)
-    assert list(table.columns) == ["smiles", *TARGETS, "error"]
+    assert list(table.columns) == ["smiles", *TARGETS, "error", "warning"]
     expected = _reference_predictions(result.model, preset, QUERY)
     np.testing.assert_allclose(table[TARGETS].to_numpy(), expected, atol=1e-6, rtol=0)
     assert table["error"].isna().all()
@@ -115,12 +115,12 @@ def test_predict_with_all_inputs_invalid_never_raises(trained):
     _, _, out = trained
     inputs = [INVALID["syntax"], INVALID["empty"], INVALID["valence"]]
     table = predict_smiles(inputs, out / "best.pt", device="cpu")
-    assert list(table.columns) == ["smiles", *TARGETS, "error"]
+    assert list(table.columns) == ["smiles", *TARGETS, "error", "warning"]
     assert len(table) == 3 and list(table["smiles"]) == inputs
     assert table[TARGETS].isna().all().all()
     assert table["error"].map(lambda e: isinstance(e, str) and bool(e.strip())).all()
     empty = predict_smiles([], out / "best.pt", device="cpu")
-    assert len(empty) == 0 and list(empty.columns) == ["smiles", *TARGETS, "error"]
+    assert len(empty) == 0 and list(empty.columns) == ["smiles", *TARGETS, "error", "warning"]
 
 
 def test_single_smiles_string(trained):
@@ -162,6 +162,11 @@ def test_checkpoint_loads_with_weights_only(trained):
     assert all(torch.equal(payload["state_dict"][k], state[k].cpu()) for k in state)
     assert payload["featurizer"] == preset.featurizer.to_dict()
     assert payload["extra"]["epoch"] == result.train.best_epoch
+
+
+def sealed(payload):
+    """``payload`` with a checksum matching its (edited) content, so only the edit is tested."""
+    return {**payload, "checksum": content_checksum(payload)}
 
 
 @pytest.fixture()
@@ -232,7 +237,7 @@ def test_state_dict_not_fitting_its_config_raises_checkpoint_error(good_payload,
         "badfeat.pt": {**good_payload, "featurizer": {**good_payload["featurizer"], "atom_features": "morgan"}},
     }
     for name, payload in cases.items():
-        torch.save(payload, tmp_path / name)
+        torch.save(sealed(payload), tmp_path / name)
         with pytest.raises(CheckpointError, match="inconsistent") as info:
             load_checkpoint(tmp_path / name)
         assert str(tmp_path / name) in str(info.value), name
@@ -243,7 +248,7 @@ def test_state_dict_not_fitting_its_config_raises_checkpoint_error(good_payload,
 
 def test_invalid_nested_option_in_checkpoint_raises_checkpoint_error(good_payload, tmp_path):
     config = {**good_payload["model_config"], "grpe": {**good_payload["model_config"]["grpe"], "mode": "papr"}}
-    torch.save({**good_payload, "model_config": config}, tmp_path / "mode.pt")
+    torch.save(sealed({**good_payload, "model_config": config}), tmp_path / "mode.pt")
     with pytest.raises(CheckpointError):
         load_checkpoint(tmp_path / "mode.pt")
 

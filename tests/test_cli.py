@@ -108,7 +108,7 @@ def test_predict_smiles_arguments(trained_run):
     code, stdout, stderr = run_cli(["predict", "CCO", "C1CC(", "c1ccccc1O", "--checkpoint", out / "best.pt", "--device", "cpu"])
     assert code == 0, stderr
     lines = stdout.strip().splitlines()
-    assert lines[0].split()[:2] == ["smiles", "expt"] and lines[0].split()[-1] == "error"
+    assert lines[0].split()[:2] == ["smiles", "expt"] and lines[0].split()[-2:] == ["error", "warning"]
     rows = lines[1:]
     assert len(rows) == 3
     assert [row.split()[0] for row in rows] == smiles
@@ -126,9 +126,9 @@ def test_predict_input_csv_to_output_csv(trained_run, workdir):
     code, stdout, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", src, "--smiles-col", "SMI",
                                  "--output", dst, "--device", "cpu"])
     assert code == 0, stderr
-    assert "wrote 5 predictions (2 invalid)" in stdout
+    assert "wrote 5 predictions (2 invalid, 0 outside the training domain)" in stdout
     table = pd.read_csv(dst)  # missing values (NaN predictions, no error, empty SMILES) are blank cells
-    assert list(table.columns) == ["smiles", "expt", "error"]
+    assert list(table.columns) == ["smiles", "expt", "error", "warning"]
     assert list(table["smiles"].fillna("")) == list(inputs["SMI"])
     expected = Predictor(out / "best.pt", device="cpu").predict(list(inputs["SMI"]))
     np.testing.assert_allclose(table["expt"].to_numpy(dtype=float), expected["expt"].to_numpy(dtype=float), atol=1e-6)

@@ -79,7 +79,15 @@ def _assert_graphs_equal(a: dgl.DGLGraph, b: dgl.DGLGraph):
 
 
 def _atomic_numbers(graph):
-    return (graph.ndata["feat"][:, 0] + 1).tolist()
+    """Atomic numbers of each molecule of a (batched) graph, in the input's atom order (nodes are in
+    canonical order; ``input_atom`` maps them back)."""
+    out = []
+    for g in dgl.unbatch(graph):
+        numbers = [0] * g.num_nodes()
+        for node, atom in enumerate(g.ndata["input_atom"].tolist()):
+            numbers[atom] = int(g.ndata["feat"][node, 0]) + 1
+        out += numbers
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,6 +217,7 @@ def test_from_sdf_properties_as_targets_and_coordinates(sdf_path, sdf_records):
         assert labels[0].item() == pytest.approx(float(record["props"][energy]), abs=1e-3)
         assert labels[1].item() == float(record["props"]["Cluster"])
         heavy = [i for i, s in enumerate(record["symbols"]) if s != "H"]
+        heavy = [heavy[i] for i in graph.ndata["input_atom"].tolist()]  # in node order
         np.testing.assert_allclose(graph.ndata["pos"].numpy(), record["coords"][heavy], atol=1e-4)
         assert "dist" in rel.edata
     assert ds[0][2][0].item() == pytest.approx(-78.6454, abs=1e-3)  # first record, read by eye

@@ -52,7 +52,10 @@ def torchrun(*job_args: str, nproc: int = 2) -> subprocess.CompletedProcess:
 
 
 def _metrics(out: Path) -> dict:
-    return json.loads((out / "metrics.json").read_text())
+    """metrics.json without its run_id (each run has its own identity)."""
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics.pop("run_id", None)
+    return metrics
 
 
 def _weights(path: Path) -> dict:

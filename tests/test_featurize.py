@@ -9,7 +9,7 @@ from ogb.utils.features import atom_to_feature_vector, bond_to_feature_vector
 from rdkit import Chem
 
 import dgl
-from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES
+from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES, in_graph_order
 from dgl_graphtx.bond_classes import BondVocabulary
 from dgl_graphtx.errors import ConfigError, GraphTxError, InvalidMoleculeError
 from dgl_graphtx.featurize import (
@@ -45,36 +45,43 @@ def _canonical():
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("smiles", ALL_SMILES)
 def test_ogb_atom_features_match_ogb_reference(smiles):
-    mol = Chem.MolFromSmiles(smiles)
     graph, _ = _ogb()(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     feat = graph.ndata["feat"]
     assert feat.dtype == torch.int64
     assert tuple(feat.shape) == (mol.GetNumAtoms(), 9)
     expected = torch.tensor([atom_to_feature_vector(a) for a in mol.GetAtoms()], dtype=torch.int64)
-    assert torch.equal(feat, expected)
-    # atom order is RDKit's parse order: OGB column 0 is atomic number - 1
+    # column 1 is RDKit's local CW/CCW tag, defined relative to bond order, which the canonical
+    # order also fixes: compare it as chiral / not chiral (test_stereo_invariance checks R vs S)
+    assert torch.equal(feat[:, [0, *range(2, 9)]], expected[:, [0, *range(2, 9)]])
+    assert ((feat[:, 1] > 0) == (expected[:, 1] > 0)).all()
+    # node i is input atom input_atom[i]: OGB column 0 is atomic number - 1
     assert (feat[:, 0] + 1).tolist() == [a.GetAtomicNum() for a in mol.GetAtoms()]
 
 
 @pytest.mark.parametrize("smiles", ALL_SMILES)
 def test_ogb_bond_features_and_dgllife_edge_order(smiles):
-    mol = Chem.MolFromSmiles(smiles)
     graph, _ = _ogb()(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     src, dst = (t.tolist() for t in graph.edges())
     feat = graph.edata["feat"]
     assert feat.dtype == torch.int64
     assert graph.num_edges() == 2 * mol.GetNumBonds()
     assert tuple(feat.shape) == (2 * mol.GetNumBonds(), 3)
-    for i, bond in enumerate(mol.GetBonds()):
-        u, v = bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()
-        assert (src[2 * i], dst[2 * i]) == (u, v)
-        assert (src[2 * i + 1], dst[2 * i + 1]) == (v, u)
-        vec = bond_to_feature_vector(bond)
+    bonds = set()
+    for i in range(mol.GetNumBonds()):
+        u, v = src[2 * i], dst[2 * i]
+        assert (src[2 * i + 1], dst[2 * i + 1]) == (v, u)  # dgllife: each bond in both directions
+        rd_bond = mol.GetBondBetweenAtoms(u, v)
+        assert rd_bond is not None
+        bonds.add(rd_bond.GetIdx())
+        vec = bond_to_feature_vector(rd_bond)
         assert feat[2 * i].tolist() == vec
         assert feat[2 * i + 1].tolist() == vec
         # the bond class stored with the graph decodes to the same OGB features
         decoded = MOLECULE_BOND_VOCAB.decode(graph.edata["bond_class"][2 * i : 2 * i + 2])
         assert decoded.tolist() == [vec, vec]
+    assert len(bonds) == mol.GetNumBonds()
 
 
 @pytest.mark.parametrize(
@@ -120,9 +127,9 @@ def test_ogb_features_within_declared_category_counts():
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("smiles", ["CCO", "c1ccccc1Cl", "C[N+](C)(C)C", "[O-]C=O", "CC(=O)[O-].[Na+]"])
 def test_canonical_features_shapes_order_and_charge(smiles):
-    mol = Chem.MolFromSmiles(smiles)
     f = _canonical()
     graph, _ = f(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     feat, efeat = graph.ndata["feat"], graph.edata["feat"]
     assert feat.is_floating_point() and efeat.is_floating_point()
     assert tuple(feat.shape) == (mol.GetNumAtoms(), 74)
@@ -133,9 +140,10 @@ def test_canonical_features_shapes_order_and_charge(smiles):
         assert float(feat[i, :43].sum()) == 1.0
         assert float(feat[i, CANONICAL_CHARGE_COLUMN]) == atom.GetFormalCharge()
     # bond classes are OGB-based whatever the atom features
-    for i, bond in enumerate(mol.GetBonds()):
-        assert MOLECULE_BOND_VOCAB.decode(graph.edata["bond_class"][2 * i : 2 * i + 1]).tolist() == [
-            bond_to_feature_vector(bond)
+    src, dst = (t.tolist() for t in graph.edges())
+    for e in range(graph.num_edges()):
+        assert MOLECULE_BOND_VOCAB.decode(graph.edata["bond_class"][e : e + 1]).tolist() == [
+            bond_to_feature_vector(mol.GetBondBetweenAtoms(src[e], dst[e]))
         ]
 
 
@@ -151,10 +159,11 @@ def test_canonical_bond_type_column_hand_computed():
 @pytest.mark.parametrize("smiles", ["CCO", "C[N+](C)(C)C", "c1ccccc1", "[O-]C=O", "[Na+].[Cl-]"])
 @pytest.mark.parametrize("atom_features", ["ogb", "canonical"])
 def test_explicit_hydrogens_on_and_off(smiles, atom_features):
-    heavy = Chem.MolFromSmiles(smiles)
-    with_h = Chem.AddHs(heavy)
     off, _ = MoleculeFeaturizer(FeaturizerConfig(atom_features=atom_features))(smiles)
     on, rel = MoleculeFeaturizer(FeaturizerConfig(atom_features=atom_features, explicit_hydrogens=True))(smiles)
+    heavy = in_graph_order(Chem.MolFromSmiles(smiles), off)
+    with_h = Chem.AddHs(heavy)
+    assert on.ndata["input_atom"].tolist() == off.ndata["input_atom"].tolist() + [-1] * (with_h.GetNumAtoms() - heavy.GetNumAtoms())
     assert off.num_nodes() == heavy.GetNumAtoms()
     assert off.num_edges() == 2 * heavy.GetNumBonds()
     assert on.num_nodes() == with_h.GetNumAtoms()
@@ -185,6 +194,7 @@ def test_explicit_h_atoms_in_smiles_are_not_nodes_without_explicit_hydrogens():
 )
 def test_formal_charge_features(smiles, atom_idx, charge, num_h):
     graph, _ = _ogb()(smiles)
+    atom_idx = graph.ndata["input_atom"].tolist().index(atom_idx)  # the charged input atom's node
     row = graph.ndata["feat"][atom_idx].tolist()
     # OGB formal-charge categories are -5..5: the index of charge c is c + 5
     assert row[3] == charge + 5
@@ -313,6 +323,8 @@ def test_sdf_conformer_coordinates_equal_file_coordinates_heavy_atoms(sdf_mols, 
         heavy = [i for i, s in enumerate(record["symbols"]) if s != "H"]
         assert graph.num_nodes() == len(heavy)
         assert [a.GetSymbol() for a in mol.GetAtoms()] == [record["symbols"][i] for i in heavy]
+        heavy = [heavy[i] for i in graph.ndata["input_atom"].tolist()]  # file records in node order
+        assert (graph.ndata["feat"][:, 0] + 1).tolist() == [Chem.GetPeriodicTable().GetAtomicNumber(record["symbols"][i]) for i in heavy]
         pos = graph.ndata["pos"]
         assert pos.dtype == torch.float32 and tuple(pos.shape) == (len(heavy), 3)
         np.testing.assert_allclose(pos.numpy(), record["coords"][heavy], atol=1e-4)
@@ -322,11 +334,12 @@ def test_sdf_conformer_coordinates_with_hydrogens(sdf_mols_with_h, sdf_records):
     f = MoleculeFeaturizer(FeaturizerConfig(coordinates="conformer", explicit_hydrogens=True))
     for mol, record in zip(sdf_mols_with_h, sdf_records):
         graph, _ = f(mol)
-        assert graph.num_nodes() == len(record["symbols"])
+        order = graph.ndata["input_atom"].tolist()  # the file's hydrogens are input atoms too
+        assert sorted(order) == list(range(len(record["symbols"])))
         assert (graph.ndata["feat"][:, 0] + 1).tolist() == [
-            Chem.GetPeriodicTable().GetAtomicNumber(s) for s in record["symbols"]
+            Chem.GetPeriodicTable().GetAtomicNumber(record["symbols"][i]) for i in order
         ]
-        np.testing.assert_allclose(graph.ndata["pos"].numpy(), record["coords"], atol=1e-4)
+        np.testing.assert_allclose(graph.ndata["pos"].numpy(), record["coords"][order], atol=1e-4)
 
 
 def test_conformer_mode_without_conformer_raises():
@@ -343,8 +356,9 @@ def _bond_lengths(mol, pos):
 
 @pytest.mark.parametrize("smiles", ["CC(=O)Nc1ccc(O)cc1", "C1CC2CCC1C2", "OC(=O)C(F)(F)F"])
 def test_etkdg_coordinates_reproducible_and_sane(smiles):
-    mol = Chem.MolFromSmiles(smiles)
-    seed1a = MoleculeFeaturizer(FeaturizerConfig(coordinates="etkdg", embed_seed=7))(smiles)[0].ndata["pos"]
+    graph = MoleculeFeaturizer(FeaturizerConfig(coordinates="etkdg", embed_seed=7))(smiles)[0]
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
+    seed1a = graph.ndata["pos"]
     seed1b = MoleculeFeaturizer(FeaturizerConfig(coordinates="etkdg", embed_seed=7))(smiles)[0].ndata["pos"]
     seed2 = MoleculeFeaturizer(FeaturizerConfig(coordinates="etkdg", embed_seed=8))(smiles)[0].ndata["pos"]
     auto = MoleculeFeaturizer(FeaturizerConfig(coordinates="auto", embed_seed=7))(smiles)[0].ndata["pos"]
@@ -362,8 +376,8 @@ def test_etkdg_coordinates_reproducible_and_sane(smiles):
 
 def test_etkdg_with_explicit_hydrogens_and_mmff():
     smiles = "CCO"
-    mol_h = Chem.AddHs(Chem.MolFromSmiles(smiles))
     graph, _ = MoleculeFeaturizer(FeaturizerConfig(coordinates="etkdg", explicit_hydrogens=True, mmff=True))(smiles)
+    mol_h = Chem.AddHs(in_graph_order(Chem.MolFromSmiles(smiles), graph))
     pos = graph.ndata["pos"].double().numpy()
     assert pos.shape == (mol_h.GetNumAtoms(), 3)
     for bond in mol_h.GetBonds():
@@ -392,7 +406,7 @@ def test_rwse_matches_dgl_and_numpy(smiles):
     k = 5
     graph, _ = MoleculeFeaturizer(FeaturizerConfig(rwse_steps=k))(smiles)
     rwse = graph.ndata["rwse"]
-    mol = Chem.MolFromSmiles(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     assert tuple(rwse.shape) == (mol.GetNumAtoms(), k)
     assert torch.allclose(rwse, dgl.random_walk_pe(graph, k))
     np.testing.assert_allclose(rwse.numpy(), _rwse_numpy(mol, k), atol=1e-6)

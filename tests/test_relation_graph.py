@@ -10,7 +10,7 @@ from ogb.utils.features import bond_to_feature_vector
 from rdkit import Chem
 
 import dgl
-from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES, edge_index, rdkit_spd, relation_pairs
+from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES, edge_index, in_graph_order, rdkit_spd, relation_pairs
 from dgl_graphtx.bond_classes import BondVocabulary
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MOLECULE_BOND_VOCAB, FeaturizerConfig, MoleculeFeaturizer
@@ -35,9 +35,9 @@ def _graphs(smiles, relation=RelationConfig(), config=FeaturizerConfig()):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("smiles", ALL_SMILES)
 def test_complete_spd_equals_rdkit_distance_matrix(smiles):
-    mol = Chem.MolFromSmiles(smiles)
+    graph, rel = _graphs(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     n = mol.GetNumAtoms()
-    _, rel = _graphs(smiles)
     assert rel.num_nodes() == n
     assert rel.num_edges() == n * n
     index = edge_index(rel)
@@ -66,8 +66,8 @@ def test_spd_minus_one_across_fragments_hand_checked():
 
 @pytest.mark.parametrize("smiles", ALL_SMILES + ["C/C=C/C#N", "c1ccc(cc1)C(=O)N"])
 def test_bond_classes_decode_to_actual_bond_features(smiles):
-    mol = Chem.MolFromSmiles(smiles)
-    _, rel = _graphs(smiles)
+    graph, rel = _graphs(smiles)
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     bond = rel.edata["bond"]
     assert bond.dtype == torch.int64
     for (i, j), e in edge_index(rel).items():
@@ -122,14 +122,14 @@ def test_virtual_node_pairs(smiles):
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 @pytest.mark.parametrize("virtual_node", [False, True])
 def test_hops_keeps_exactly_pairs_within_k(smiles, k, virtual_node):
-    mol = Chem.MolFromSmiles(smiles)
+    graph, rel = _graphs(smiles, RelationConfig("hops", hops=k, virtual_node=virtual_node))
+    mol = in_graph_order(Chem.MolFromSmiles(smiles), graph)
     n = mol.GetNumAtoms()
     ref = rdkit_spd(mol)
     expected = {(i, j) for i in range(n) for j in range(n) if 0 <= ref[i, j] <= k}
     expected |= {(i, i) for i in range(n)}
     if virtual_node:
         expected |= {(a, n) for a in range(n)} | {(n, a) for a in range(n)} | {(n, n)}
-    _, rel = _graphs(smiles, RelationConfig("hops", hops=k, virtual_node=virtual_node))
     index = edge_index(rel)
     assert set(index) == expected
     for (i, j), e in index.items():
@@ -156,9 +156,9 @@ def _conformer_distances(mol):
 def test_dist_equals_conformer_distances(sdf_mols):
     f = MoleculeFeaturizer(FeaturizerConfig(coordinates="conformer"), RelationConfig(virtual_node=True))
     for mol in sdf_mols[:4]:
-        ref = _conformer_distances(mol)
+        graph, rel = f(mol)
+        ref = _conformer_distances(in_graph_order(mol, graph))
         n = mol.GetNumAtoms()
-        _, rel = f(mol)
         dist = rel.edata["dist"]
         assert dist.dtype == torch.float32
         for (i, j), e in edge_index(rel).items():
@@ -179,6 +179,8 @@ def test_radius_keeps_exactly_pairs_within_r(sdf_mols, radius, virtual_node):
         FeaturizerConfig(coordinates="conformer"), RelationConfig("radius", radius=radius, virtual_node=virtual_node)
     )
     for mol in sdf_mols[:3]:
+        graph, rel = f(mol)
+        mol = in_graph_order(mol, graph)
         ref = _conformer_distances(mol)
         n = mol.GetNumAtoms()
         # the reference is only well defined away from float32 rounding at the boundary
@@ -187,7 +189,6 @@ def test_radius_keeps_exactly_pairs_within_r(sdf_mols, radius, virtual_node):
         expected |= {(i, i) for i in range(n)}
         if virtual_node:
             expected |= {(a, n) for a in range(n)} | {(n, a) for a in range(n)} | {(n, n)}
-        _, rel = f(mol)
         index = edge_index(rel)
         assert set(index) == expected
         spd_ref = rdkit_spd(mol)

@@ -92,6 +92,7 @@ ALTERNATIVES = {
     "train.device": ("cpu", "cpu", []),
     "train.num_workers": ("1", 1, []),
     "train.progress": ("false", False, []),
+    "train.on_nonfinite": ("skip", "skip", []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }
@@ -241,6 +242,7 @@ def test_cli_writes_the_resolved_config_and_it_reproduces_the_run(tmp_path, monk
     assert code == 0, err
     assert (tmp_path / "second" / "config.yaml").read_text() == (tmp_path / "first" / "config.yaml").read_text()
     first, second = (json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("first", "second"))
+    first.pop("run_id"), second.pop("run_id")  # each run has its own identity
     assert first == second
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "first" / "log.csv").drop(columns="seconds"),
                                   pd.read_csv(tmp_path / "second" / "log.csv").drop(columns="seconds"))

@@ -156,5 +156,5 @@ def test_featurize_command_then_train_on_the_store(tmp_path):
     assert (run / "best.pt").is_file() and (run / "last.pt").is_file()
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        assert main(["train", str(store), "--targets", "logS", "--out", str(run), "--model", "vanilla", "--preset", "tiny"]) == 2
+        assert main(["train", str(store), "--targets", "logS", "--out", str(run) + "-2", "--model", "vanilla", "--preset", "tiny"]) == 2
     assert "holds targets ['expt']" in err.getvalue()

@@ -10,12 +10,21 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
+from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
 from . import demo, embed, evaluate, featurize, info, plot, predict, presets, train
 from .common import verbosity
 
 SUBCOMMANDS = (train, featurize, predict, evaluate, embed, plot, presets, info, demo)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = " ".join(line.strip() for line in message.splitlines())  # a value may hold line breaks
+        self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         >>> build_parser().parse_args(["info"]).command
         'info'
     """
-    parser = argparse.ArgumentParser(prog="dgl-graphtx", description="Graph transformers (GRPE, MoireGT, Gradformer) for molecules on DGL.")
+    parser = OneLineErrorParser(prog="dgl-graphtx", description="Graph transformers (GRPE, MoireGT, Gradformer) for molecules on DGL.")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in SUBCOMMANDS:
         module.register(sub)
@@ -40,7 +49,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except GraphTxError as err:
-        print(f"error: {err}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
+        where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+        print(f"error: {describe_os_error(err)}{where}", file=sys.stderr)
         return 2
 
 

@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict, List, Tuple
+import math
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pandas as pd
+
+from ..devices import resolve_device
+from ..errors import ConfigError
+from ..validation import check_number, describe_range
 
 MODELS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 
@@ -19,6 +24,43 @@ def split_targets(text: str) -> List[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def bounded(kind: type, low: Optional[float] = None, high: Optional[float] = None, **flags: bool) -> Callable[[str], float]:
+    """An argparse ``type`` parsing ``kind`` (int or float) and checking its range at parse time.
+
+    Example:
+        >>> bounded(int, 1)("8")
+        8
+        >>> bounded(float, 0, 10)("nan")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a finite number in [0, 10], got 'nan'
+    """
+    allowed = describe_range(low, high, integer=kind is int, **flags)
+
+    def parse(text: str) -> float:
+        try:
+            return check_number("value", kind(text), low, high, integer=kind is int, **flags)
+        except (ValueError, ConfigError):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+
+    parse.__name__ = kind.__name__  # argparse names the type in some messages
+    return parse
+
+
+def device_option(text: str) -> str:
+    """An argparse ``type`` for ``--device``: the device must exist now (checked before any work).
+
+    Example:
+        >>> device_option("cpu")
+        'cpu'
+    """
+    try:
+        resolve_device(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 #: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help="attention variant (default: grpe)")),
@@ -29,16 +71,17 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),
-    ("--seed", "train.seed", dict(type=int, help="seed of the split, initialisation and shuffling (default: 0)")),
-    ("--epochs", "train.epochs", dict(type=int, help="default: the preset's recipe")),
-    ("--batch-size", "train.batch_size", dict(type=int, help="default: the preset's recipe")),
-    ("--lr", "train.lr", dict(type=float, help="peak learning rate (default: the preset's recipe)")),
-    ("--patience", "train.patience", dict(type=int, help="early-stopping patience in epochs (default: 0, off)")),
-    ("--device", "train.device", dict(help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
-    ("--subset", "data.subset", dict(type=int, help="qm9 only: train on this many molecules drawn with --seed")),
+    ("--seed", "train.seed", dict(type=bounded(int, 0, 2**32 - 1), help="seed of the split, initialisation and shuffling (default: 0)")),
+    ("--epochs", "train.epochs", dict(type=bounded(int, 1), help="default: the preset's recipe")),
+    ("--batch-size", "train.batch_size", dict(type=bounded(int, 1), help="default: the preset's recipe")),
+    ("--lr", "train.lr", dict(type=bounded(float, 0, 10), help="peak learning rate (default: the preset's recipe)")),
+    ("--patience", "train.patience", dict(type=bounded(int, 0), help="early-stopping patience in epochs (default: 0, off)")),
+    ("--device", "train.device", dict(type=device_option, help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
+    ("--subset", "data.subset", dict(type=bounded(int, 1), help="qm9 only: train on this many molecules drawn with --seed")),
+    ("--on-nonfinite", "train.on_nonfinite", dict(choices=("stop", "skip"), help="NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: stop)")),
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
-    ("--ensemble-size", "ensemble.size", dict(type=int, help="models per split with different seeds; predictions get a std column (default: 1)")),
-    ("--replicates", "ensemble.replicates", dict(type=int, help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
+    ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help="models per split with different seeds; predictions get a std column (default: 1)")),
+    ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
 )
 
 
@@ -114,16 +157,16 @@ def explicit_train_flags(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def print_table(frame: pd.DataFrame) -> None:
-    """Print a prediction table; molecules without an error show an empty ``error`` cell."""
+    """Print a prediction table; molecules without an error or warning show empty cells there."""
     with pd.option_context("display.max_rows", 200, "display.width", 160, "display.max_colwidth", 60):
-        print(frame.fillna({"error": ""}).to_string(index=False))
+        print(frame.fillna({"error": "", "warning": ""}).to_string(index=False))
 
 
 def format_metrics(metrics: Dict[str, float]) -> str:
-    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``.
+    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``; undefined (NaN) metrics show as ``n/a``.
 
     Example:
-        >>> format_metrics({"rmse": 1.0, "mae": 0.5})
-        'rmse 1.0000, mae 0.5000'
+        >>> format_metrics({"rmse": 1.0, "mae": 0.5, "r2": float("nan")})
+        'rmse 1.0000, mae 0.5000, r2 n/a'
     """
-    return ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    return ", ".join(f"{k} {v:.4f}" if math.isfinite(v) else f"{k} n/a" for k, v in metrics.items())

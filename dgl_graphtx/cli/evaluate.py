@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import numpy as np
 import pandas as pd
 
 from ..datasets import read_molecules
 from ..predict import Predictor
-from ..training import compute_metrics
-from .common import add_input_options, add_logging_options, verbosity
+from ..training import compute_metrics, json_safe, metric_notes
+from .common import add_input_options, add_logging_options, device_option, verbosity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     evaluate.add_argument("data", help="CSV/TSV with the SMILES column and the checkpoint's target columns, or SDF with them as SD properties")
     evaluate.add_argument("--checkpoint", required=True)
     add_input_options(evaluate)
-    evaluate.add_argument("--device", default="auto")
+    evaluate.add_argument("--device", type=device_option, default="auto")
     add_logging_options(evaluate)
     evaluate.set_defaults(func=run)
 
@@ -37,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
     metrics = compute_metrics(predictor.model.config.task, y_true, y_pred)
     labelled = int(np.isfinite(y_true).any(axis=1).sum())
-    report = {"molecules": int(valid.sum()), "labelled": labelled, "invalid": int((~valid).sum()), **metrics}
-    print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in report.items()}, indent=2))
+    report = {"molecules": int(valid.sum()), "labelled": labelled, "invalid": int((~valid).sum()), **json_safe(metrics),
+              "notes": metric_notes(predictor.model.config.task, y_true, predictor.target_names)}
+    print(json.dumps(report, indent=2, allow_nan=False))
     return 0

@@ -16,6 +16,7 @@ from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
+from ..run_folder import RunFolder
 from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
 
 logger = logging.getLogger("dgl_graphtx")
@@ -49,8 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
     train.add_argument("--targets", help="comma-separated target column / SD property names")
-    train.add_argument("--out", required=True, help="output folder")
+    train.add_argument("--out", required=True, help="output folder (refused if it already holds a run, unless --overwrite or --resume)")
     add_input_options(train)
+    train.add_argument("--overwrite", action="store_true", help="replace the run already in --out (its files are deleted first)")
     add_train_options(train)
     add_logging_options(train)
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
@@ -132,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     with process_hooks(config.train.device, DistributedConfig(args.backend, args.dist_timeout)) as hooks:
         config = _for_process(_absolute(config), hooks, out)
-        with log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
+        # the main process checks and locks the output folder before any featurization or training
+        folder = RunFolder(out, args.overwrite, resume=args.resume) if hooks.is_main and config.ensemble.single else None
+        with folder if folder is not None else contextlib.nullcontext(), \
+                log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
                 logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
                             config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
@@ -142,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 dataset, split = load_training_data(config)
             if config.ensemble.single:
                 result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
-                                            fractions=data.fractions, out_dir=out, hooks=hooks, resume=args.resume)
+                                            fractions=data.fractions, out_dir=folder if folder is not None else out,
+                                            hooks=hooks, resume=args.resume)
                 if hooks.is_main:
                     logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
             else:
@@ -154,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
     if config.ensemble.single:
         print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
         print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+        for note in result.test_notes:
+            print(f"note: {note}")
         print(f"checkpoint: {out / 'best.pt'}")
         return 0
     size, replicates = config.ensemble.size, config.ensemble.replicates

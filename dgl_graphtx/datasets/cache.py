@@ -13,8 +13,9 @@ from ..atomic_io import atomic_torch_save
 
 logger = logging.getLogger("dgl_graphtx")
 
-#: Bump when the layout of cached payloads changes.
-CACHE_FORMAT = 1
+#: Bump when the layout or the meaning of cached payloads changes (2: atoms in canonical order,
+#: with ``input_atom``).
+CACHE_FORMAT = 2
 
 
 def cache_key(settings: Dict[str, Any]) -> str:

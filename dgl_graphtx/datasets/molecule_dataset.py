@@ -35,14 +35,18 @@ logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
 
+#: Largest finite float32: labels are stored as float32, so larger magnitudes would become inf.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 def _coerce_targets(
     targets: Any, names: Optional[Sequence[str]], ids: Sequence[str], report: InputReport
 ) -> Tuple[np.ndarray, List[str]]:
     """Targets as float64 ``[R, T]`` with NaN where missing, and their names.
 
-    Blank and NaN cells are missing labels; non-numeric or infinite cells are masked too, and
-    reported as :data:`LABEL_MASKED` issues.
+    Blank and NaN cells are missing labels; non-numeric or infinite cells, and finite values
+    beyond float32's range (they would become ``inf`` in the float32 label tensor), are masked
+    too, and reported as :data:`LABEL_MASKED` issues.
     """
     num_rows = len(ids)
     if targets is None:
@@ -73,9 +77,14 @@ def _coerce_targets(
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, copy=True)
         text = raw.astype(str).str.strip()
         blank = raw.isna().to_numpy() | text.isin(["", "nan", "NaN", "NA", "N/A", "None"]).to_numpy()
+        with np.errstate(invalid="ignore"):
+            too_large = np.isfinite(values) & (np.abs(values) > FLOAT32_MAX)
         for row in np.flatnonzero(~np.isfinite(values) & ~blank):
             report.add(RowIssue(int(row), ids[row], f"unusable value {raw.iloc[row]!r} in target {name!r}", LABEL_MASKED))
-        values[~np.isfinite(values)] = np.nan
+        for row in np.flatnonzero(too_large):
+            report.add(RowIssue(int(row), ids[row], f"value {raw.iloc[row]!r} in target {name!r} is beyond float32's range "
+                                f"(|y| > {FLOAT32_MAX:.4g}); rescale the target", LABEL_MASKED))
+        values[~np.isfinite(values) | too_large] = np.nan
         out[:, col] = values
     return out, names
 

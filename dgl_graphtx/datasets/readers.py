@@ -76,6 +76,8 @@ def _read_text(path: Path, what: str) -> str:
 
 def _check_path(path: PathLike, what: str) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a {what} file")
     if not path.is_file():
         raise ConfigError(f"{what} file not found: {path}")
     return path

@@ -7,10 +7,23 @@ from typing import Dict, List, Union
 
 import pandas as pd
 
+from ..atomic_io import atomic_to_csv
+
 #: The molecule was not featurized; the row is absent from the dataset.
 SKIPPED = "skipped"
 #: The molecule was kept but a target value was unusable and is treated as missing.
 LABEL_MASKED = "label_masked"
+
+
+def one_line(text: str) -> str:
+    r"""``text`` as is, or its ``repr`` if it holds line breaks or other control characters, so a
+    report line stays one line whatever the input.
+
+    Example:
+        >>> one_line("CCO"), one_line("x\ny")
+        ('CCO', "'x\\ny'")
+    """
+    return repr(text) if any(ch < " " or ch == "\x7f" for ch in text) else text
 
 
 @dataclass(frozen=True)
@@ -68,11 +81,11 @@ class InputReport:
         if self.skipped:
             first = self.skipped[0]
             parts.append(
-                f"skipped {self.num_skipped} invalid (first: row {first.row} {first.smiles}: {first.reason})"
+                f"skipped {self.num_skipped} invalid (first: row {first.row} {one_line(first.smiles)}: {one_line(first.reason)})"
             )
         masked = [i for i in self.issues if i.action == LABEL_MASKED]
         if masked:
-            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {masked[0].reason})")
+            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {one_line(masked[0].reason)})")
         return "; ".join(parts)
 
     def to_frame(self) -> pd.DataFrame:
@@ -81,10 +94,7 @@ class InputReport:
 
     def to_csv(self, path: Union[str, Path]) -> Path:
         """Write the issues to ``path`` as CSV and return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.to_frame().to_csv(path, index=False)
-        return path
+        return atomic_to_csv(self.to_frame(), path, index=False)
 
     def state_dict(self) -> Dict[str, object]:
         """Plain-data form for caches."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Tuple, Union
+from typing import Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ from ..bond_classes import BondVocabulary
 from ..errors import ConfigError, InvalidMoleculeError
 from ..logs import progress as progress_bar
 from ..relation_graph import RelationConfig, build_relation_graph
-from .config import FeaturizerConfig
+from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer
 
@@ -94,6 +94,43 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     return parse_smiles(molecule)
 
 
+def canonical_atom_order(mol: Chem.Mol) -> Tuple[Chem.Mol, List[int]]:
+    """The molecule with its atoms (and bonds) in canonical order, and ``input_atom``: for each
+    new atom, its index in ``mol``.
+
+    The molecule is rebuilt from its canonical isomeric SMILES, so every writing of the same
+    molecule gives the identical RDKit molecule: the same atom order, bond order and local
+    chirality tags (which RDKit defines relative to bond order), hence the same features and the
+    same seeded ETKDG coordinates. A 3-D conformer of ``mol`` is carried over.
+
+    Example:
+        >>> a, order_a = canonical_atom_order(Chem.MolFromSmiles("OC[C@H](N)C"))
+        >>> b, order_b = canonical_atom_order(Chem.MolFromSmiles("C[C@H](CO)N"))  # same molecule
+        >>> Chem.MolToMolBlock(a) == Chem.MolToMolBlock(b), order_a, order_b
+        (True, [4, 2, 3, 1, 0], [0, 1, 4, 2, 3])
+    """
+    with rdBase.BlockLogs():
+        smiles = Chem.MolToSmiles(mol)
+        order = [int(i) for i in mol.GetPropsAsDict(True, True)["_smilesAtomOutputOrder"]]
+        params = Chem.SmilesParserParams()
+        params.removeHs = False
+        canonical = Chem.MolFromSmiles(smiles, params)
+    if canonical is None or canonical.GetNumAtoms() != mol.GetNumAtoms() or len(order) != mol.GetNumAtoms():
+        # RDKit could not read back its own SMILES (rare): fall back to renumbering by canonical ranks
+        ranks = list(Chem.CanonicalRankAtoms(mol, breakTies=True, includeChirality=True))
+        order = sorted(range(mol.GetNumAtoms()), key=ranks.__getitem__)
+        canonical = Chem.RenumberAtoms(mol, order)
+        return canonical, order
+    if mol.GetNumConformers():
+        positions = mol.GetConformer().GetPositions()[order]
+        conformer = Chem.Conformer(canonical.GetNumAtoms())
+        for atom, xyz in enumerate(positions):
+            conformer.SetAtomPosition(atom, xyz.tolist())
+        conformer.Set3D(mol.GetConformer().Is3D())
+        canonical.AddConformer(conformer, assignId=True)
+    return canonical, order
+
+
 def describe_molecule(molecule: object) -> str:
     """Text naming an input in reports and tables: the SMILES as given, a molecule's SMILES, or
     the ``repr`` of anything else.
@@ -112,9 +149,11 @@ def describe_molecule(molecule: object) -> str:
 class MoleculeFeaturizer:
     """Turns a SMILES string or RDKit molecule into ``(molecular graph, relation graph)``.
 
-    Node ``i`` of both graphs is atom ``i`` of the molecule as parsed (RDKit's order: the order of
-    atoms in the SMILES string or SDF block; hydrogens added by ``explicit_hydrogens`` come after
-    the heavy atoms). No canonical reordering is done, so atom indices match the input.
+    Atoms are put in canonical order first (:func:`canonical_atom_order`), so the same molecule
+    gives the same graphs, and the same predictions, however its SMILES is written.
+    ``ndata["input_atom"]`` (int64) maps node ``i`` back to the atom index in the input (the order
+    of atoms in the SMILES string or SDF block); hydrogens added by ``explicit_hydrogens`` come
+    after the heavy atoms and have ``input_atom = -1``.
 
     The molecular graph has ``ndata["feat"]`` (int64 ``[N, 9]`` for ``ogb``, float ``[N, 74]`` for
     ``canonical``), optionally ``ndata["pos"]`` (float32 ``[N, 3]``) and ``ndata["rwse"]``, and
@@ -123,6 +162,8 @@ class MoleculeFeaturizer:
     Args:
         config: featurization settings.
         relation: relation-graph settings.
+        limits: size budgets; a molecule over one raises :class:`InvalidMoleculeError` with the
+            reason, checked before any work that grows with ``atoms ** 2`` (default: no limits).
 
     Example:
         >>> f = MoleculeFeaturizer(relation=RelationConfig(virtual_node=True))
@@ -131,13 +172,15 @@ class MoleculeFeaturizer:
         (3, 4, 4, 16)
     """
 
-    def __init__(self, config: FeaturizerConfig = FeaturizerConfig(), relation: RelationConfig = RelationConfig()):
+    def __init__(self, config: FeaturizerConfig = FeaturizerConfig(), relation: RelationConfig = RelationConfig(),
+                 limits: Optional[SizeLimits] = None):
         if relation.needs_coordinates and not config.needs_coordinates:
             raise ConfigError(
                 f"relation mode {relation} needs 3-D coordinates; set coordinates='auto' or 'etkdg'"
             )
         self.config = config
         self.relation = relation
+        self.limits = limits
         self.bond_vocab = MOLECULE_BOND_VOCAB
         self._ogb_bonds = OGBBondFeaturizer()
         if config.atom_features == "ogb":
@@ -156,16 +199,25 @@ class MoleculeFeaturizer:
         """Category counts per bond column (``ogb``), or ``(width,)`` of the float features."""
         return OGB_BOND_FEATURE_DIMS if self.config.atom_features == "ogb" else (self._bonds.feat_size(),)
 
-    def prepare(self, molecule: MoleculeLike) -> Chem.Mol:
-        """Parse and apply the hydrogen setting; the returned molecule's atoms are the graph's nodes."""
+    def prepare(self, molecule: MoleculeLike) -> Tuple[Chem.Mol, List[int]]:
+        """Parse, put the atoms in canonical order and apply the hydrogen setting; returns the
+        molecule whose atoms are the graph's nodes and each node's input atom index (-1: added H)."""
         mol = to_mol(molecule)
+        problem = self.limits.check_atoms(mol.GetNumAtoms()) if self.limits is not None else None
+        if problem:
+            raise InvalidMoleculeError(problem)
+        mol, input_atom = canonical_atom_order(mol)
         if self.config.explicit_hydrogens:
             mol = Chem.AddHs(mol, addCoords=has_3d_conformer(mol))
-        return mol
+            input_atom = input_atom + [-1] * (mol.GetNumAtoms() - len(input_atom))
+            problem = self.limits.check_atoms(mol.GetNumAtoms()) if self.limits is not None else None
+            if problem:
+                raise InvalidMoleculeError(problem)
+        return mol, input_atom
 
     def molecular_graph(self, molecule: MoleculeLike) -> dgl.DGLGraph:
         """The featurized molecular graph (bonds in both directions, dgllife order)."""
-        mol = self.prepare(molecule)
+        mol, input_atom = self.prepare(molecule)
         graph = mol_to_bigraph(
             mol,
             node_featurizer=self._atoms,
@@ -177,6 +229,7 @@ class MoleculeFeaturizer:
         bond_feats = ogb_bonds if self._bonds is self._ogb_bonds else self._dense_bond_features(mol)
         graph.edata["feat"] = bond_feats
         graph.edata["bond_class"] = self.bond_vocab.encode(ogb_bonds)
+        graph.ndata["input_atom"] = torch.tensor(input_atom, dtype=torch.int64)
         if self.config.needs_coordinates:
             coords = molecule_coordinates(mol, self.config.coordinates, self.config.embed_seed, self.config.mmff)
             graph.ndata["pos"] = torch.from_numpy(coords.astype(np.float32))
@@ -191,7 +244,11 @@ class MoleculeFeaturizer:
 
     def __call__(self, molecule: MoleculeLike) -> Tuple[dgl.DGLGraph, dgl.DGLGraph]:
         graph = self.molecular_graph(molecule)
-        return graph, build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
+        relation = build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
+        problem = self.limits.check_relation_edges(relation.num_edges()) if self.limits is not None else None
+        if problem:
+            raise InvalidMoleculeError(problem)
+        return graph, relation
 
 
 def featurize_each(

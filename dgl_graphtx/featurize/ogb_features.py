@@ -1,7 +1,10 @@
 """OGB's categorical atom and bond features as dgllife-compatible featurizer objects.
 
 The features are those of :mod:`ogb.utils.features` (9 per atom, 3 per bond), stored as int64 so
-that models can embed each column. The objects follow dgllife's featurizer protocol: calling one
+that models can embed each column, with one change: the chirality column (atom column 1) holds the
+atom's CIP label (1: R, 2: S; 3: a stereo tag RDKit could not label; 0: none) instead of RDKit's
+local CW/CCW tag. The local tag is defined relative to the order of the atom's bonds, so it changes
+with the way a SMILES is written and can even make enantiomers look alike; the CIP label does not. The objects follow dgllife's featurizer protocol: calling one
 on an RDKit molecule returns ``{field: tensor}``, and ``feat_size()`` gives the column count, so
 they plug into :func:`dgllife.utils.mol_to_bigraph` like ``CanonicalAtomFeaturizer``.
 """
@@ -66,7 +69,28 @@ class OGBAtomFeaturizer(_OGBFeaturizer):
     dims = OGB_ATOM_FEATURE_DIMS
 
     def rows(self, mol: Chem.Mol) -> List[List[int]]:
-        return [atom_to_feature_vector(atom) for atom in mol.GetAtoms()]
+        rows = [atom_to_feature_vector(atom) for atom in mol.GetAtoms()]
+        for row, atom in zip(rows, mol.GetAtoms()):
+            row[1] = cip_category(atom)
+        return rows
+
+
+#: Chirality categories of the atom features (same slots as OGB's CW / CCW / OTHER).
+CIP_CATEGORIES = {"R": 1, "S": 2}
+
+
+def cip_category(atom: Chem.Atom) -> int:
+    """1 for an R centre, 2 for S, 3 for a stereo tag without a CIP label, 0 otherwise (RDKit's
+    CIP labels, set by stereo perception when a molecule is parsed).
+
+    Example:
+        >>> from rdkit import Chem
+        >>> [cip_category(a) for a in Chem.MolFromSmiles("N[C@@H](C)C(=O)O").GetAtoms()][:2]
+        [0, 2]
+    """
+    if atom.HasProp("_CIPCode"):
+        return CIP_CATEGORIES.get(atom.GetProp("_CIPCode"), 3)
+    return 3 if atom.GetChiralTag() != Chem.ChiralType.CHI_UNSPECIFIED else 0
 
 
 class OGBBondFeaturizer(_OGBFeaturizer):

@@ -13,10 +13,18 @@ from ..nn.gradformer import GRADFORMER_MODES, REFERENCE_SLOPE, check_slope
 from ..nn.grpe import GRPE_MODES
 from ..nn.moire import DISTANCES, MOIRE_MODES
 from .local_models import LOCAL_MODELS
+from ..validation import check_number
 
 VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 READOUTS = ("virtual", "mean", "max", "sum")
 TASKS = ("regression", "classification")
+
+#: Upper bounds on model sizes. They are far above any published configuration and keep a
+#: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
+MAX_LAYERS = 256
+MAX_WIDTH = 16384
+MAX_TASKS = 65536
+MAX_CATEGORIES = 1 << 20
 
 
 def _check(ok: bool, message: str) -> None:
@@ -34,7 +42,7 @@ class GRPEOptions:
 
     def __post_init__(self) -> None:
         _check(self.mode in GRPE_MODES, f"grpe.mode must be one of {GRPE_MODES}, got {self.mode!r}")
-        _check(self.max_distance >= 1, f"grpe.max_distance must be >= 1, got {self.max_distance}")
+        check_number("grpe.max_distance", self.max_distance, 1, 1024, integer=True)
 
 
 @dataclass
@@ -51,7 +59,8 @@ class MoireOptions:
         _check(self.focus in FOCUS_FUNCTIONS, f"moire.focus must be one of {sorted(FOCUS_FUNCTIONS)}, got {self.focus!r}")
         _check(self.distance in DISTANCES, f"moire.distance must be one of {DISTANCES}, got {self.distance!r}")
         _check(self.mode in MOIRE_MODES, f"moire.mode must be one of {MOIRE_MODES}, got {self.mode!r}")
-        _check(self.init_width > 0, f"moire.init_width must be > 0, got {self.init_width}")
+        check_number("moire.init_width", self.init_width, 0, low_open=True)
+        check_number("moire.max_shift", self.max_shift, 0)
 
 
 @dataclass
@@ -88,7 +97,8 @@ class GradformerOptions:
             check_slope(self.mode, self.slope)
         except ValueError as err:
             raise ConfigError(f"gradformer.slope: {err}") from None
-        _check(0.0 < self.decay < 1.0, f"gradformer.decay (lambda) must lie in (0, 1), got {self.decay}")
+        check_number("gradformer.decay (lambda)", self.decay, 0, 1, low_open=True, high_open=True)
+        check_number("gradformer.init_start", self.init_start, 0)
         _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
 
 
@@ -99,7 +109,7 @@ class GraphormerOptions:
     max_distance: int = 5
 
     def __post_init__(self) -> None:
-        _check(self.max_distance >= 1, f"graphormer.max_distance must be >= 1, got {self.max_distance}")
+        check_number("graphormer.max_distance", self.max_distance, 1, 1024, integer=True)
 
 
 @dataclass
@@ -157,13 +167,24 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
-            setattr(self, name, tuple(int(v) for v in getattr(self, name)))
+            values = getattr(self, name)
+            _check(isinstance(values, (list, tuple)) and 0 < len(values) <= 64, f"{name} must be a list of 1 to 64 sizes, got {values!r}")
+            for value in values:
+                check_number(f"each of {name}", value, 1, MAX_CATEGORIES, integer=True)
+            setattr(self, name, tuple(int(v) for v in values))
+        check_number("num_layers", self.num_layers, 1, MAX_LAYERS, integer=True)
+        check_number("hidden_dim", self.hidden_dim, 1, MAX_WIDTH, integer=True)
+        check_number("num_heads", self.num_heads, 1, MAX_WIDTH, integer=True)
+        if self.ffn_dim is not None:
+            check_number("ffn_dim", self.ffn_dim, 1, 4 * MAX_WIDTH, integer=True)
+        check_number("dropout", self.dropout, 0, 1, high_open=True)
+        check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
+        check_number("num_tasks", self.num_tasks, 1, MAX_TASKS, integer=True)
+        check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
         _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
         _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
         _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
-        _check(self.num_heads >= 1 and self.hidden_dim >= 1, "hidden_dim and num_heads must be >= 1")
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
-        _check(self.num_layers >= 1 and self.num_tasks >= 1, "num_layers and num_tasks must be >= 1")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")

@@ -11,7 +11,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..atomic_io import atomic_path  # noqa: E402
+
 PathLike = Union[str, Path]
+
+
+def _save_figure(fig: "plt.Figure", path: Path) -> None:
+    """Save atomically (format from the file suffix) and release the figure."""
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
+    finally:
+        plt.close(fig)
 
 
 def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> Path:
@@ -36,9 +47,7 @@ def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> P
             axes[1].legend()
     axes[1].set(xlabel="epoch", ylabel=metric, title=f"validation {metric}")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path
 
 
@@ -63,7 +72,5 @@ def plot_parity(y_true: Sequence[float], y_pred: Sequence[float], path: PathLike
     ax.set(xlabel=f"measured{label}", ylabel=f"predicted{label}", title=title)
     ax.legend(loc="upper left")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(fig, path)
     return path

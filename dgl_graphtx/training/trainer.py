@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -14,19 +15,24 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
+from ..atomic_io import atomic_to_csv
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeBatch, collate_molecules
 from ..devices import resolve_device
-from ..errors import CheckpointError, ConfigError
+from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..validation import check_number
 from .hooks import ProcessHooks
-from .metrics import PRIMARY_METRIC, compute_metrics
+from .metrics import PRIMARY_METRIC, check_binary_labels, compute_metrics, metric_notes
 from .plots import plot_learning_curve
 from .resume import TrainingState, capture_rng_state, restore_rng_state
 from .schedule import SCHEDULES, lr_factor
 
 logger = logging.getLogger("dgl_graphtx")
+
+#: What to do when a batch gives a NaN/inf loss or gradient: stop with an error, or skip the step.
+ON_NONFINITE = ("stop", "skip")
 
 PathLike = Union[str, Path]
 
@@ -52,6 +58,9 @@ class TrainConfig:
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
         num_workers: DataLoader worker processes.
         progress: report loss and validation metric per epoch (a bar on a terminal, else one log line per epoch).
+        on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
+            :class:`~dgl_graphtx.errors.NonFiniteError` naming the epoch and batch, or ``skip``s
+            that optimisation step (counted, logged, and in ``log.csv`` as ``skipped_steps``).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -71,12 +80,25 @@ class TrainConfig:
     device: str = "auto"
     num_workers: int = 0
     progress: bool = True
+    on_nonfinite: str = "stop"
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ConfigError("epochs and batch_size must be >= 1")
+        if self.on_nonfinite not in ON_NONFINITE:
+            raise ConfigError(f"on_nonfinite must be one of {ON_NONFINITE}, got {self.on_nonfinite!r}")
+        check_number("epochs", self.epochs, 1, integer=True)
+        check_number("batch_size", self.batch_size, 1, integer=True)
+        check_number("lr", self.lr, 0, 10)
+        check_number("weight_decay", self.weight_decay, 0)
+        check_number("warmup_epochs", self.warmup_epochs, 0, integer=True)
+        check_number("final_lr_ratio", self.final_lr_ratio, 0, 1)
+        check_number("grad_clip", self.grad_clip, 0)
+        check_number("patience", self.patience, 0, integer=True)
+        check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
+        check_number("num_workers", self.num_workers, 0, integer=True)
+        if not isinstance(self.device, str):
+            raise ConfigError(f"device must be a string such as 'auto', 'cpu' or 'cuda:0', got {self.device!r}")
 
     @classmethod
     def from_recipe(cls, recipe: TrainRecipe, **overrides: Any) -> "TrainConfig":
@@ -248,6 +270,14 @@ class Trainer:
         cfg = self.config
         hooks = self.hooks
         torch.manual_seed(cfg.seed + hooks.rank)
+        names = self.meta.target_names if self.meta is not None else None
+        if self.task == "classification":
+            for part in (train_set, valid_set):
+                if part is not None:
+                    check_binary_labels(dataset_labels(part).double().numpy(), names)
+        if valid_set is not None and hooks.is_main:
+            for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
+                logger.warning("validation set: %s", note)
         self._set_normalization(train_set)
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
@@ -265,8 +295,9 @@ class Trainer:
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
-            train_loss, last_lr = self._train_epoch(module, train_loader, optimizer, scheduler)
-            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss}
+            train_loss, last_lr, skipped = self._train_epoch(module, train_loader, optimizer, scheduler, epoch)
+            self._check_weights(epoch)
+            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
             if valid_set is not None:
                 metrics = self.evaluate(valid_set)
                 row.update({f"valid_{k}": v for k, v in metrics.items()})
@@ -277,12 +308,12 @@ class Trainer:
             row["seconds"] = time.perf_counter() - start
             state.history.append(row)
             state.epoch = epoch
+            self._write_log(state.history)  # before the checkpoint: a run killed in between never has a best.pt from an unlogged epoch
             if improved:
                 state.record_best(epoch, score, metrics, self.model.state_dict())
                 self._save_best(epoch, metrics)
             if cfg.progress and hooks.is_main:
                 bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
-            self._write_log(state.history)
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
             self._save_last(state, optimizer, scheduler)
@@ -304,25 +335,52 @@ class Trainer:
             return False
         return score < best if self.direction == "min" else score > best
 
-    def _train_epoch(self, module: torch.nn.Module, loader: DataLoader, optimizer, scheduler) -> Tuple[float, float]:
-        """Mean training loss (over all processes) and the learning rate of the epoch's last step."""
+    def _train_epoch(self, module: torch.nn.Module, loader: DataLoader, optimizer, scheduler, epoch: int) -> Tuple[float, float, int]:
+        """Mean training loss (over all processes), the learning rate of the epoch's last step, and
+        the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``)."""
         self.model.train()
-        total, count, lr = 0.0, 0, optimizer.param_groups[0]["lr"]
-        for batch in loader:
+        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
+        for index, batch in enumerate(loader, start=1):
             batch = batch.to(self.device)
             output = module(batch.graph, batch.relation_graph)
             loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+            problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
+            if problem is None:
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
+                problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
+            if problem is not None:
+                where = f"epoch {epoch}, batch {index} of {len(loader)}"
+                if self.config.on_nonfinite == "stop":
+                    raise NonFiniteError(
+                        f"training diverged at {where}: {problem}. Lower --lr, check the labels for extreme "
+                        "values, or skip such steps with on_nonfinite='skip'"
+                    )
+                logger.warning("skipping the optimisation step at %s: %s", where, problem)
+                optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                continue
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size
             count += batch.batch_size
         total, count = self.hooks.all_sum(torch.tensor([total, count], dtype=torch.float64)).tolist()
-        return total / max(count, 1), lr
+        return (total / count if count else math.nan), lr, skipped
+
+    def _finite_everywhere(self, loss: torch.Tensor) -> bool:
+        """Whether the loss is finite in every process: one decision for all ranks, so that no rank
+        skips a backward pass (and its gradient all-reduce) that the others run."""
+        finite = torch.isfinite(loss.detach()).to(torch.float64).view(1)
+        return bool(self.hooks.all_sum(finite).item() == self.hooks.world_size)
+
+    def _check_weights(self, epoch: int) -> None:
+        bad = [name for name, value in self.model.state_dict().items()
+               if value.is_floating_point() and not torch.isfinite(value).all()]
+        if bad:
+            raise NonFiniteError(f"weights became non-finite after epoch {epoch} (first: {bad[0]}); "
+                                 "nothing was saved from this epoch. Lower the learning rate")
 
     def _checkpoint_meta(self, **extra) -> CheckpointMeta:
         extra = {**self.meta.extra, **extra, "train_config": asdict(self.config)}
@@ -386,8 +444,7 @@ class Trainer:
 
     def _write_log(self, history: List[Dict[str, float]]) -> None:
         if self.out_dir is not None and self.hooks.is_main:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame(history).to_csv(self.out_dir / "log.csv", index=False)
+            atomic_to_csv(pd.DataFrame(history), self.out_dir / "log.csv", index=False)
 
     # -- inference ----------------------------------------------------------------------------
     @torch.no_grad()

@@ -1,0 +1,143 @@
+"""Command-line hardening (issue 14, items 8, 9, 11): options validated at parse time with their
+allowed range, classification labels checked, metrics printed as valid JSON with reasons."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import warnings
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest_models import freesolv_rows, seeded_model, tiny_preset
+
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.cli import main
+from dgl_graphtx.datasets import random_split
+
+
+def run_cli(argv):
+    """``main(argv)`` with output captured: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code
+    leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not leaked, [str(w.message) for w in leaked]
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_error_line(result, *fragments):
+    code, out, err = result
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (code, err)
+    assert "Traceback" not in out + err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("hard_cli")
+
+
+@pytest.fixture(scope="module")
+def data_csv(workdir):
+    path = workdir / "data.csv"
+    freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(workdir):
+    preset = tiny_preset("vanilla", "tiny", num_layers=1)
+    return save_checkpoint(workdir / "m.pt", seeded_model(preset), CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
+
+
+# --------------------------------------------------------------------------------------------
+# item 8: options validated at parse time, with the allowed range
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("option, value, allowed", [
+    ("--lr", "-1", "must be a finite number in [0, 10], got '-1'"),
+    ("--lr", "nan", "must be a finite number in [0, 10], got 'nan'"),
+    ("--lr", "fast", "got 'fast'"),
+    ("--patience", "-3", "must be an integer >= 0, got '-3'"),
+    ("--batch-size", "0", "must be an integer >= 1, got '0'"),
+    ("--epochs", "2.5", "must be an integer >= 1"),
+    ("--seed", "-1", "must be an integer in [0, 4294967295]"),
+    ("--device", "tpu:7", "device"),
+])
+def test_train_options_are_checked_before_any_work(data_csv, workdir, option, value, allowed):
+    out = workdir / f"never{option}{value}"
+    result = run_cli(["train", data_csv, "--targets", "expt", "--out", out, option, value])
+    assert_one_error_line(result, option, allowed)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_predict_batch_size_is_checked(checkpoint, value):
+    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--batch-size", value, "CCO"]),
+                          "--batch-size", "must be an integer >= 1")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_unavailable_cuda_device_is_refused_at_parse_time(checkpoint, data_csv):
+    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--device", "cuda", "CCO"]), "CUDA is not available")
+    assert_one_error_line(run_cli(["evaluate", data_csv, "--checkpoint", checkpoint, "--device", "cuda:1"]), "CUDA")
+
+
+def test_unknown_choice_is_one_error_line(data_csv, workdir):
+    assert_one_error_line(run_cli(["train", data_csv, "--targets", "expt", "--out", workdir / "c", "--task", "ranking"]),
+                          "--task", "invalid choice")
+
+
+# --------------------------------------------------------------------------------------------
+# item 9: classification labels must be 0/1; undefined metrics are explained
+# --------------------------------------------------------------------------------------------
+def test_classification_on_continuous_labels_is_refused(data_csv, workdir):
+    out = workdir / "cls"
+    result = run_cli(["train", data_csv, "--targets", "expt", "--out", out, "--task", "classification",
+                      "--model", "vanilla", "--epochs", "1", "--no-progress", "--device", "cpu"])
+    assert_one_error_line(result, "classification needs labels 0 or 1", "'expt'", "regression")
+    assert not (out / "best.pt").exists()
+
+
+def test_single_class_split_is_explained_not_silently_nan(workdir):
+    parts = random_split(30, (0.8, 0.1, 0.1), 1)
+    frame = freesolv_rows(0, 30)[["smiles"]].assign(active=0)
+    frame.loc[list(parts.test) + list(parts.train[:10]), "active"] = 1  # test part: class 1 only
+    path = workdir / "cls.csv"
+    frame.to_csv(path, index=False)
+    out = workdir / "cls_run"
+    code, stdout, err = run_cli(["train", path, "--targets", "active", "--out", out, "--task", "classification",
+                                 "--model", "vanilla", "--preset", "tiny", "--epochs", "1", "--batch-size", "8",
+                                 "--no-progress", "--device", "cpu", "--seed", "1"])
+    assert code == 0, err
+    assert pd.read_csv(out / "test_predictions.csv")["active"].tolist() == [1] * len(parts.test)
+    summary = json.loads((out / "metrics.json").read_text(), parse_constant=lambda name: pytest.fail(name))
+    assert summary["test"]["rocauc"] is None and summary["test"]["ap"] is None
+    assert summary["notes"] == [f"target 'active': only class 1 among {len(parts.test)} labelled molecules, "
+                                "so ROC-AUC and AP are undefined"]
+    assert "rocauc n/a" in stdout and "note: target 'active': only class 1" in stdout
+
+
+# --------------------------------------------------------------------------------------------
+# item 11: evaluate prints valid JSON and no numpy warnings
+# --------------------------------------------------------------------------------------------
+def test_evaluate_output_is_strict_json_with_reasons(checkpoint, workdir):
+    path = workdir / "huge.csv"
+    pd.DataFrame({"smiles": ["CCO", "CCC", "C1CC"], "expt": [1e308, -1e308, 1.0]}).to_csv(path, index=False)
+    code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
+    assert code == 0, err
+    report = json.loads(stdout, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
+    assert report["rmse"] is None and report["invalid"] == 1
+    path = workdir / "unlabelled.csv"
+    pd.DataFrame({"smiles": ["CCO", "CCC"], "expt": [None, None]}).to_csv(path, index=False)
+    code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
+    report = json.loads(stdout, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
+    assert code == 0 and report["rmse"] is None and "no labelled molecules" in report["notes"][0]
