@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -216,3 +217,19 @@ def test_run_files_share_one_permission_mode(data_csv, workdir):
 
 def test_output_error_is_an_os_error_too():
     assert issubclass(OutputError, OSError)
+
+
+def test_resume_continues_the_run_in_place_with_its_run_id(tmp_path):
+    """RunFolder(resume=True): nothing deleted, the run's identity kept, a killed run's lock taken
+    over (what `train --resume` relies on); --overwrite and --resume together are refused."""
+    out = tmp_path / "run"
+    with RunFolder(out) as first:
+        (out / "last.pt").write_text("state")
+    run_id = first.run_id
+    (out / ".run.lock").write_text(json.dumps({"pid": 2**22 + 12345, "host": socket.gethostname()}))  # a dead process
+    with pytest.raises(OutputError, match="--resume"):
+        RunFolder(out).open()
+    with RunFolder(out, resume=True) as again:
+        assert again.run_id == run_id and (out / "last.pt").read_text() == "state"
+    with pytest.raises(OutputError, match="give one of them"):
+        RunFolder(out, overwrite=True, resume=True)
