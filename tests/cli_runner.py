@@ -18,3 +18,15 @@ def run_cli(argv: Sequence[object]) -> Tuple[int, str, str]:
         except SystemExit as exc:
             code = exc.code
     return code, out.getvalue(), err.getvalue()
+
+
+def assert_one_error_line(result: Tuple[int, str, str], *fragments: str) -> str:
+    """A user error: exit status 2, exactly one ``error:`` line on stderr holding every fragment,
+    no traceback; returns that line."""
+    code, out, err = result
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (code, err)
+    assert "Traceback" not in out + err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]

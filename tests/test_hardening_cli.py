@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest_models import freesolv_rows, seeded_model, tiny_preset
+from cli_runner import assert_one_error_line
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.cli import main
@@ -32,13 +33,6 @@ def run_cli(argv):
     return code, out.getvalue(), err.getvalue()
 
 
-def assert_one_error_line(result, *fragments):
-    code, out, err = result
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (code, err)
-    assert "Traceback" not in out + err
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from conftest_models import freesolv_rows, seeded_model, tiny_preset
-from test_hardening_cli import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line
+from test_hardening_cli import run_cli
 
 import dgl_graphtx.cli.train as train_command
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint

@@ -18,22 +18,11 @@ from dgl_graphtx.datasets import MoleculeDataset, example_sdf_path, load_labelle
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import regression_metrics
-from cli_runner import run_cli
+from cli_runner import assert_one_error_line, run_cli
 
 SDF_TARGET = "r_mmffld_Potential_Energy-OPLS_2005"
 ROWS = [("CCO", "-5.0", "a"), ("c1ccccc1O", "-6.6", "b"), ("C1CC", "1.0", "c"), ("CCN", "", "d")]
 
-
-
-
-def _assert_user_error(result, *fragments):
-    code, out, err = result
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (code, err)
-    assert "Traceback" not in out + err
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 def _write_table(path: Path, delimiter: str, rows=ROWS, header=("smiles", "y", "name"), compress=False) -> Path:
@@ -121,13 +110,13 @@ def _train(data, out, *extra):
 def test_train_on_empty_sdf_is_a_user_error(tmp_path):
     empty = tmp_path / "empty.sdf"
     empty.write_text("")
-    _assert_user_error(_train(empty, tmp_path / "o", "--targets", "y"), "empty.sdf", "empty")
+    assert_one_error_line(_train(empty, tmp_path / "o", "--targets", "y"), "empty.sdf", "empty")
 
 
 def test_train_on_binary_sdf_is_a_user_error(tmp_path):
     binary = tmp_path / "binary.sdf"
     binary.write_bytes(np.random.default_rng(0).bytes(3000))
-    _assert_user_error(_train(binary, tmp_path / "o", "--targets", "y"), "binary.sdf", "binary")
+    assert_one_error_line(_train(binary, tmp_path / "o", "--targets", "y"), "binary.sdf", "binary")
 
 
 def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, model_dir):
@@ -146,7 +135,7 @@ def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, mode
 
 
 def test_sdf_missing_the_target_property_names_file_and_property(tmp_path):
-    line = _assert_user_error(_train(example_sdf_path(), tmp_path / "o", "--targets", "logS"), "logS", "cdk2_sample.sdf")
+    line = assert_one_error_line(_train(example_sdf_path(), tmp_path / "o", "--targets", "logS"), "logS", "cdk2_sample.sdf")
     assert "every target needs" not in line
 
 
@@ -178,13 +167,13 @@ def test_repeated_column_names_are_an_error(tmp_path):
     path.write_text("smiles,expt,expt\nCCO,1,2\n")
     with pytest.raises(ConfigError, match=r"repeated column names \['expt'\]"):
         read_molecules(path)
-    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt"), "dup.csv", "expt")
+    assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt"), "dup.csv", "expt")
 
 
 def test_repeated_target_is_an_error_not_a_two_output_model(tmp_path):
     path = tmp_path / "d.csv"
     freesolv_rows(0, 20)[["smiles", "expt"]].to_csv(path, index=False)
-    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt,expt"), "'expt' given 2 times")
+    assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt,expt"), "'expt' given 2 times")
     assert not (tmp_path / "o" / "best.pt").exists()
     with pytest.raises(ConfigError, match="given 2 times"):
         MoleculeDataset(["C", "CC"], [[1.0, 1.0], [2.0, 2.0]], target_names=["y", "y"])
@@ -195,7 +184,7 @@ def test_other_table_mistakes_name_the_file(tmp_path):
     binary.write_bytes(np.random.default_rng(1).bytes(2000))
     with pytest.raises(ConfigError, match="bin.csv.*binary"):
         read_molecules(binary)
-    _assert_user_error(_train(tmp_path / "absent.smi", tmp_path / "o", "--targets", "y"), "absent.smi", "not found")
+    assert_one_error_line(_train(tmp_path / "absent.smi", tmp_path / "o", "--targets", "y"), "absent.smi", "not found")
     empty = tmp_path / "e.smi"
     empty.write_text("\n")
     with pytest.raises(ConfigError, match="e.smi is empty"):
@@ -251,7 +240,7 @@ def test_split_column_and_separate_files_define_the_parts(tmp_path):
     summary_files = json.loads((tmp_path / "files" / "metrics.json").read_text())
     assert summary_files["sizes"] == summary["sizes"]
     assert pd.read_csv(tmp_path / "files" / "test_predictions.csv")["smiles"].tolist() == tested["smiles"].tolist()
-    _assert_user_error(_train(files[0], tmp_path / "x", "--targets", "expt", "--valid", files[1]), "--test")
+    assert_one_error_line(_train(files[0], tmp_path / "x", "--targets", "expt", "--valid", files[1]), "--test")
 
 
 def test_a_target_without_any_training_label_is_named(tmp_path):
@@ -259,4 +248,4 @@ def test_a_target_without_any_training_label_is_named(tmp_path):
     frame["logP"] = ["", "n/a"] * 10
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False)
-    _assert_user_error(_train(path, tmp_path / "o", "--targets", "expt,logP"), "no observed training label for ['logP']")
+    assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt,logP"), "no observed training label for ['logP']")
