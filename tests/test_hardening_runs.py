@@ -13,12 +13,10 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest_models import freesolv_rows, seeded_model, tiny_preset
 from cli_runner import assert_one_error_line
-from test_hardening_cli import run_cli
+from test_hardening_cli import checkpoint, data_csv, run_cli, workdir  # noqa: F401  (shared module fixtures)
 
 import dgl_graphtx.cli.train as train_command
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.errors import OutputError
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.run_folder import LOCK_NAME, RUN_FILES, RunFolder
@@ -26,22 +24,6 @@ from dgl_graphtx.run_folder import LOCK_NAME, RUN_FILES, RunFolder
 TRAIN = ["--targets", "expt", "--model", "vanilla", "--epochs", "1", "--batch-size", "16", "--no-progress", "--device", "cpu"]
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("runs")
-
-
-@pytest.fixture(scope="module")
-def data_csv(workdir):
-    path = workdir / "data.csv"
-    freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(path, index=False)
-    return path
-
-
-@pytest.fixture(scope="module")
-def checkpoint(workdir):
-    preset = tiny_preset("vanilla", "tiny", num_layers=1)
-    return save_checkpoint(workdir / "m.pt", seeded_model(preset), CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
 
 
 def _run_ids(out):
