@@ -8,7 +8,7 @@ import torch
 import dgl
 from attention_variants import ASPIRIN, FEAT3D, SALT, SALT2, VARIANTS, build
 from dgl_graphtx.featurize import MoleculeFeaturizer
-from dgl_graphtx.nn import RelationAttention
+from dgl_graphtx.nn import RelationAttention, ScoreTerms, StructureTerm
 from dgl_graphtx.nn.dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
 
@@ -83,7 +83,8 @@ def test_auto_uses_blocks_for_molecule_batches_only(batches):
     featurize = MoleculeFeaturizer(relation=RelationConfig())
     similar = dgl.batch([featurize(s)[1] for s in ("CCO", "CCN", "c1ccccc1", "c1ccccc1O")])  # 3-7 atoms
     assert BlockLayout.of(similar, 4, BLOCK_FILL_LIMIT) is not None
-    assert BlockLayout.of(batches["complete"], 4, BLOCK_FILL_LIMIT) is None  # 1-13 atoms: mostly padding
+    padded = dgl.batch([featurize(s)[1] for s in (ASPIRIN, "C", "C", "C", "C", "C")])  # 6 x 13^2 slots, 174 edges
+    assert BlockLayout.of(padded, 4, BLOCK_FILL_LIMIT) is None
     counts = batches["hops=2"].batch_num_nodes()
     sparse = len(counts) * int(counts.max()) ** 2 > BLOCK_FILL_LIMIT * batches["hops=2"].num_edges()
     assert (BlockLayout.of(batches["hops=2"], 4, BLOCK_FILL_LIMIT) is None) == sparse
@@ -125,3 +126,108 @@ def test_layout_is_cached_per_graph_and_renewed_after_an_in_place_edit():
     rel = _batch("complete")
     x = torch.randn(rel.num_nodes(), 8)
     assert torch.allclose(layer(rel, x), layer(rel, x))  # the second call reads the cached layout
+
+
+def _without_incoming_edges(rel: dgl.DGLGraph, nodes) -> dgl.DGLGraph:
+    """``rel`` minus every edge into ``nodes`` (they attend to nothing), batch sizes kept."""
+    graphs = dgl.unbatch(rel)
+    first, offset = [], 0
+    for g in graphs:
+        local = [n - offset for n in nodes if offset <= n < offset + g.num_nodes()]
+        if local:
+            g = dgl.remove_edges(g, torch.cat([g.in_edges(n, form="eid") for n in local]))
+        first.append(g)
+        offset += g.num_nodes()
+    return dgl.batch(first)
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.distance != "dist"], ids=lambda v: v.id)
+def test_nodes_without_incoming_edges_get_zero_on_both_paths(batches, variant):
+    """A query with no relation edge sums nothing: message passing gives z = 0 (GRPE: 0 plus no
+    value term); the block path, whose row then holds no edge at all, must give the same."""
+    rel = _without_incoming_edges(batches["hops=2"], [0, 14, 20])
+    assert (rel.in_degrees()[[0, 14, 20]] == 0).all()
+    torch.manual_seed(1)
+    layer = build(variant).double()
+    x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
+    ref_out, ref_attn, ref_grads = _run(layer, rel, x, "message_passing")
+    out, attn, grads = _run(layer, rel, x, "dense_blocks")
+    assert torch.isfinite(out).all()
+    bias = layer.out_proj.bias
+    assert torch.allclose(out[[0, 14, 20]], bias.expand(3, -1).to(out.dtype), atol=1e-12)  # z = 0
+    assert torch.allclose(out, ref_out, atol=1e-12, rtol=0) and torch.allclose(attn, ref_attn, atol=1e-12, rtol=0)
+    for g, ref_g in zip(grads, ref_grads):
+        if g is not None:
+            assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS[:: max(1, len(VARIANTS) // 6)], ids=lambda v: v.id)
+def test_outputs_do_not_depend_on_asking_for_the_weights(batches, variant):
+    """Without ``get_attention`` the block path skips gathering per-edge weights (unless GRPE's
+    value term needs them); outputs and gradients are the same either way."""
+    rel = batches["complete+vn"]
+    layer = build(variant).double()
+    layer.aggregation = "dense_blocks"
+    x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64, requires_grad=True)
+    with_weights, _ = layer(rel, x, get_attention=True)
+    without = layer(rel, x)
+    assert torch.equal(with_weights, without)
+    (g1,) = torch.autograd.grad(with_weights.sum(), [x])
+    (g2,) = torch.autograd.grad(without.sum(), [x])
+    assert torch.equal(g1, g2)
+
+
+def test_block_logits_equal_a_hand_computed_gain_and_bias():
+    """``gain * scale * q.k + bias`` on edges, -inf off them, 0 on the row of a node without edges."""
+    g = dgl.batch([dgl.graph(([0, 1, 1], [0, 0, 1]), num_nodes=3), dgl.graph(([0], [0]))])  # node 2: no in-edges
+    layout = BlockLayout.of(g, num_heads=1)
+    q = torch.tensor([[[1.0, 2.0]], [[0.0, 1.0]], [[3.0, 0.0]], [[2.0, 2.0]]])
+    k = torch.tensor([[[1.0, 0.0]], [[1.0, 1.0]], [[0.0, 5.0]], [[1.0, -1.0]]])
+    gain = torch.tensor([[2.0], [1.0], [0.5], [3.0]])  # edges (0->0), (1->0), (1->1), graph 2: (0->0)
+    bias = torch.tensor([[0.1], [0.2], [0.3], [0.4]])
+    logits = layout.logits(layout.heads(q), layout.heads(k), gain, bias, scale=0.5)[:, 0]
+    inf = float("inf")
+    expected_first = torch.tensor([
+        [2.0 * 0.5 * 1.0 + 0.1, 1.0 * 0.5 * 3.0 + 0.2, -inf],  # query 0: keys 0, 1
+        [-inf, 0.5 * 0.5 * 1.0 + 0.3, -inf],  # query 1: key 1
+        [0.0, 0.0, 0.0],  # query 2: no edges -> 0 (finite softmax, zeroed sum)
+    ])
+    assert torch.equal(logits[0], expected_first)
+    assert logits[1, 0, 0] == 3.0 * 0.5 * 0.0 + 0.4 and torch.isinf(logits[1, 0, 1:]).all() and (logits[1, 1:] == 0).all()
+    z = layout.aggregate_blocks(torch.softmax(layout.logits(layout.heads(q), layout.heads(k)), -1), layout.heads(k))
+    assert torch.equal(z[2], torch.zeros(1, 2))  # node 2 sums nothing
+
+
+class _PerHopBias(StructureTerm):
+    """The custom term of docs/attention.md: a learned bias per hop count, plus a gain."""
+
+    def __init__(self, num_heads: int) -> None:
+        super().__init__()
+        self.per_hop = torch.nn.Parameter(torch.randn(8, num_heads, dtype=torch.float64))
+        self.gain = torch.nn.Parameter(torch.rand(8, num_heads, dtype=torch.float64) + 0.5)
+
+    def prepare(self, graph):
+        return graph.edata["spd"].clamp(0, 7)
+
+    def score_terms(self, graph, q, k, scale, hops):
+        return ScoreTerms(gain=self.gain[hops], bias=self.per_hop[hops])
+
+
+@pytest.mark.parametrize("aggregation", ["message_passing", "dense_blocks"])
+def test_a_custom_structure_term_equals_a_naive_per_pair_loop(batches, aggregation):
+    """softmax_j(gain * q_i.k_j / sqrt(dh) + bias) v_j, written as a loop over each query's
+    relation edges, against the layer with a user's own StructureTerm on both paths."""
+    rel = batches["hops=2"]
+    torch.manual_seed(3)
+    layer = RelationAttention(8, 2, structure=_PerHopBias(2), aggregation=aggregation).double()
+    x = torch.randn(rel.num_nodes(), 8, dtype=torch.float64)
+    out = layer(rel, x)
+    q, k, v = layer.qkv(x).view(-1, 3, 2, 4).unbind(1)
+    src, dst = rel.edges()
+    hops = rel.edata["spd"].clamp(0, 7)
+    z = torch.zeros(rel.num_nodes(), 2, 4, dtype=torch.float64)
+    for i in range(rel.num_nodes()):
+        e = (dst == i).nonzero().squeeze(1)
+        s = layer.structure.gain[hops[e]] * (q[i] * k[src[e]]).sum(-1) / 2.0 + layer.structure.per_hop[hops[e]]
+        z[i] = (torch.softmax(s, 0)[:, :, None] * v[src[e]]).sum(0)
+    assert torch.allclose(out, layer.out_proj(z.reshape(-1, 8)), atol=1e-12)

@@ -1,5 +1,5 @@
 """Attention layers over relation graphs: one skeleton, variant terms plugged in."""
-from .attention import RelationAttention, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .focus import FOCUS_FUNCTIONS
 from .gradformer import DecayParameters, DecayTerm, GradformerAttention
 from .graphormer import GraphormerAttention, GraphormerBias
@@ -21,6 +21,7 @@ __all__ = [
     "MoireTerm",
     "RelationAttention",
     "SpatialClasses",
+    "ScoreTerms",
     "StructureTerm",
     "authors_diagonal",
 ]

@@ -5,22 +5,26 @@ Attention is message passing over a relation graph ``R`` (see
 
 1. per node: ``q, k, v = x W_q, x W_k, x W_v`` split into ``H`` heads of size ``dh``;
 2. per edge: ``qk_ij = q_i . k_j`` with DGL's fused ``u_dot_v``;
-3. per edge: logit ``s_ij = term.logits(...)`` - the only place where variants differ in scoring
-   (plain ``qk / sqrt(dh)`` when there is no structure term), after ``term.prepare(graph)`` has
-   derived what the term needs from the relation graph (pair classes, distances...);
+3. per edge: logit ``s_ij = gain_ij * qk_ij / sqrt(dh) + bias_ij`` with the gain and bias of
+   ``term.score_terms(...)`` (:class:`ScoreTerms`) - the only place where variants differ in
+   scoring (plain ``qk / sqrt(dh)`` when there is no structure term), after
+   ``term.prepare(graph)`` has derived what the term needs from the relation graph (pair classes,
+   distances...);
 4. ``a = edge_softmax(R, s)`` (normalised over each query's incoming edges), then dropout;
 5. per node: ``z_i = sum_j a_ij v_j`` with DGL's fused ``u_mul_e`` + ``sum``, plus
    ``term.values(...)`` for variants that add graph-encoded values (GRPE);
 6. heads concatenated, output projection.
 
-Steps 2, 4 and 5 are the layer's sparse steps. For batches of small graphs whose per-graph blocks
-are dense enough (:mod:`dgl_graphtx.nn.dense_blocks`) they run as dense operations over padded
-blocks instead, which compute the same sums faster on CPU; ``aggregation="message_passing"``
-forces the DGL path above, the reference that the tests compare the dense blocks with.
+Steps 2-5 are the layer's sparse steps. For batches of small graphs whose per-graph blocks are
+dense enough (:mod:`dgl_graphtx.nn.dense_blocks`) they run as dense operations over padded blocks
+instead (the gain and bias are placed into the blocks, so ``q_i . k_j`` is never gathered per
+edge), which compute the same sums faster on CPU; ``aggregation="message_passing"`` forces the
+DGL path above, the reference that the tests compare the dense blocks with.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
 import torch
@@ -37,29 +41,62 @@ from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
 
 
+@dataclass
+class ScoreTerms:
+    """A structure term's part of the logits: ``s_ij = gain_ij * (q_i . k_j) / sqrt(dh) + bias_ij``.
+
+    ``gain`` and ``bias`` are per edge and head ``[E, H]`` (``None``: 1 and 0). They may depend on
+    anything, ``q`` and ``k`` included (GRPE's bias does); keeping the product ``q_i . k_j`` out of
+    them lets the skeleton compute it where it is cheapest (DGL's ``u_dot_v``, or dense blocks).
+
+    Example:
+        >>> terms = ScoreTerms(bias=torch.tensor([[0.5], [-1.0]]))
+        >>> terms.logits(torch.tensor([[1.0], [2.0]])).tolist()
+        [[1.5], [1.0]]
+    """
+
+    gain: Optional[torch.Tensor] = None
+    bias: Optional[torch.Tensor] = None
+
+    def logits(self, scaled_qk: torch.Tensor) -> torch.Tensor:
+        """``gain * scaled_qk + bias`` per edge from ``scaled_qk = q_i . k_j / sqrt(dh)`` ``[E, H]``."""
+        s = scaled_qk if self.gain is None else scaled_qk * self.gain
+        return s if self.bias is None else s + self.bias
+
+
 class StructureTerm(nn.Module):
     """Base class of the structural parts that turn the skeleton into a variant.
 
-    Subclasses override :meth:`logits` and optionally :meth:`prepare` and :meth:`values`. All
-    receive the relation graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``, and
-    whose ``edges()`` give ``(src, dst) = (key node j, query node i)`` per edge. Per forward pass,
-    ``prepare`` runs once and its result is handed to ``logits`` and ``values``.
+    Subclasses override :meth:`score_terms` and optionally :meth:`prepare` and :meth:`values`.
+    All receive the relation graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``,
+    and whose ``edges()`` give ``(src, dst) = (key node j, query node i)`` per edge. Per forward
+    pass, ``prepare`` runs once and its result is handed to ``score_terms`` and ``values``.
     """
 
     def prepare(self, graph: dgl.DGLGraph) -> Any:
         """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
         return None
 
-    def logits(
-        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
-    ) -> torch.Tensor:
-        """Per-edge, per-head logits ``[E, H]`` from ``q, k`` (``[N, H, dh]``) and ``qk`` (``[E, H]``,
-        the unscaled ``q_i . k_j``); ``scale`` is ``1 / sqrt(dh)``; ``state`` is :meth:`prepare`'s."""
+    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+        """The per-edge gain and bias ``[E, H]`` of the logits (see :class:`ScoreTerms`), from
+        ``q, k`` (``[N, H, dh]``); ``scale`` is ``1 / sqrt(dh)``; ``state`` is :meth:`prepare`'s."""
         raise NotImplementedError
 
     def values(self, graph: dgl.DGLGraph, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
         """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
         return None
+
+    def logits(
+        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
+    ) -> torch.Tensor:
+        """Per-edge logits ``[E, H]`` given ``qk`` (``[E, H]``, the unscaled ``q_i . k_j``): the
+        :meth:`score_terms` applied to ``qk * scale``."""
+        return self.score_terms(graph, q, k, scale, state).logits(qk * scale)
+
+    @property
+    def adds_values(self) -> bool:
+        """Whether this term overrides :meth:`values` (then the skeleton hands it per-edge weights)."""
+        return type(self).values is not StructureTerm.values
 
 
 class RelationAttention(nn.Module):
@@ -121,11 +158,13 @@ class RelationAttention(nn.Module):
         n = feat.shape[0]
         if graph.num_nodes() != n:
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
-        q, k, v = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim).unbind(1)
+        qkv = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim)
         blocks = self._block_layout(graph)
         state = self.structure.prepare(graph) if self.structure is not None else None
+        adds_values = self.structure is not None and self.structure.adds_values
         with graph.local_scope():
             if blocks is None:
+                q, k, v = qkv.unbind(1)
                 graph.ndata["q"], graph.ndata["k"] = q, k
                 graph.apply_edges(fn.u_dot_v("k", "q", "qk"))
                 attn = edge_softmax(graph, self._logits(graph, q, k, graph.edata["qk"].squeeze(-1), state))
@@ -135,8 +174,8 @@ class RelationAttention(nn.Module):
                 graph.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "z"))
                 z = graph.ndata["z"]
             else:
-                z, attn, dropped = self._attend_in_blocks(blocks, graph, q, k, v, state)
-            if self.structure is not None:
+                z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values)
+            if adds_values:
                 extra = self.structure.values(graph, dropped, state)
                 if extra is not None:
                     z = z + extra
@@ -150,30 +189,32 @@ class RelationAttention(nn.Module):
         return self.structure.logits(graph, q, k, qk, self.scale, state)
 
     def _attend_in_blocks(
-        self, blocks: BlockLayout, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: Any
-    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Steps 2-5 on dense per-graph blocks: ``(z [N, H, dh], attn [E, H], dropped [E, H])``.
+        self, blocks: BlockLayout, graph: dgl.DGLGraph, qkv: torch.Tensor, state: Any, need_weights: bool
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
+        """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3, H, dh]``: ``(z [N, H, dh],
+        attn [E, H], dropped [E, H])``, the per-edge weights gathered from the blocks only if
+        ``need_weights`` (else ``None``).
 
-        Scores and the softmax stay ``[B, H, n, n]`` blocks; only a structure term's logits go
-        through ``[E, H]``; the softmax blocks weight the values directly. An ``nn.Dropout`` draws
-        its mask on ``[E, H]`` (the same random numbers as on the message-passing path), which then
-        multiplies the blocks; any other attention-dropout module gets the per-edge weights."""
-        scores = blocks.dense_scores(q, k)
-        if self.structure is None:
-            dense_attn = blocks.softmax_blocks(blocks.mask(scores * self.scale))
-        else:
-            logits = self._logits(graph, q, k, blocks.gather(scores), state)
-            dense_attn = blocks.softmax_blocks(blocks.scatter(logits, -math.inf))
-        attn = blocks.gather(dense_attn)
-        weights = dense_attn.nan_to_num(0.0)  # padding rows: NaN -> 0, gradient 0
+        The structure term's gain and bias go into the blocks (:meth:`BlockLayout.logits`), the
+        softmax blocks weight the values directly. An ``nn.Dropout`` draws its mask on ``[E, H]``
+        (the same random numbers as on the message-passing path), which then multiplies the
+        blocks; any other attention-dropout module gets the per-edge weights."""
+        terms = ScoreTerms()
+        if self.structure is not None:
+            q, k, _ = qkv.unbind(1)
+            terms = self.structure.score_terms(graph, q, k, self.scale, state)
+        qh, kh, vh = blocks.heads(qkv).unbind(0)  # one padding copy for the three
+        dense_attn = torch.softmax(blocks.logits(qh, kh, terms.gain, terms.bias, self.scale), dim=-1)
         drop = self.attn_dropout
+        attn = blocks.gather(dense_attn) if need_weights or not isinstance(drop, nn.Dropout) else None
         if not isinstance(drop, nn.Dropout):
             dropped = drop(attn)
-            return blocks.aggregate(dropped, v), attn, dropped
+            return blocks.aggregate(dropped, vh), attn, dropped
         if drop.training and drop.p > 0.0:
-            keep = drop(torch.ones_like(attn))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
-            return blocks.aggregate_blocks(weights * blocks.scatter(keep, 0.0), v), attn, attn * keep
-        return blocks.aggregate_blocks(weights, v), attn, attn
+            keep = drop(qkv.new_ones(blocks.edge_slot.shape))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
+            dense_keep = blocks.scatter(keep, torch.zeros_like(dense_attn))
+            return blocks.aggregate_blocks(dense_attn * dense_keep, vh), attn, None if attn is None else attn * keep
+        return blocks.aggregate_blocks(dense_attn, vh), attn, attn
 
     def _block_layout(self, graph: dgl.DGLGraph) -> Optional[BlockLayout]:
         """Dense blocks to compute with, or ``None`` for DGL message passing."""

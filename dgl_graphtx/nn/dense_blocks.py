@@ -4,16 +4,21 @@ A batch of small relation graphs (molecules) is a block-diagonal sparse matrix. 
 dense enough, scoring ``q_i . k_j`` on every edge, the softmax over each query's edges and summing
 ``a_ij v_j`` into every query run faster as dense operations over ``[B, H, n, n]`` blocks (``n`` =
 nodes of the largest graph) than as DGL's CPU kernels (which loop over heads when the weights
-``[E, H, 1]`` are broadcast against ``[N, H, dh]`` features). Edges keep their per-edge tensors
-``[E, H]`` (structure terms, dropout and returned weights are unchanged); results are the same sums
-(proved against the message-passing path in the tests); memory is ``B n^2 H`` per tensor, kept
-within :data:`BLOCK_FILL_LIMIT` slots per edge, never ``E x H x dh``.
+``[E, H, 1]`` are broadcast against ``[N, H, dh]`` features). A structure term's gain and bias
+(:class:`~dgl_graphtx.nn.attention.ScoreTerms`) are computed per edge ``[E, H]`` and placed into
+the blocks; results are the same sums (proved against the message-passing path in the tests);
+memory is ``B n^2 H`` per tensor, kept within :data:`BLOCK_FILL_LIMIT` slots per edge, never
+``E x H x dh``.
+
+Rows of the blocks without any edge (padding, or a node that attends to nothing) get logits 0
+instead of ``-inf``, so the softmax stays finite without a NaN clean-up pass; their sums are
+dropped (padding) or zeroed (:meth:`BlockLayout.unpad`), as message passing gives 0 there.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 import torch
 
@@ -21,10 +26,10 @@ from .. import _dgl_env  # noqa: F401
 import dgl
 
 #: The dense-block path is taken when the blocks hold at most this many slots per relation edge.
-#: Measured (benchmarks/attention_speed.py, batch 128): blocks win on complete graphs of ZINC-sized
-#: molecules (1.3 slots per edge) and lose to message passing on ``hops=3`` ZINC batches (2.9-3.3)
-#: and on FreeSolv batches, padded to their largest molecule (5.3-8.6).
-BLOCK_FILL_LIMIT = 2
+#: Measured (benchmarks/attention_speed.py, batch 128): blocks win on complete (1.3 slots per edge)
+#: and ``hops=3`` (2.9-3.3) relation graphs of ZINC-sized molecules and lose to message passing on
+#: FreeSolv batches, padded to their largest molecule (5.3-8.6).
+BLOCK_FILL_LIMIT = 4
 #: Attribute of a relation graph holding its cached layouts (:meth:`BlockLayout.cached`).
 LAYOUT_CACHE = "_dgl_graphtx_block_layouts"
 
@@ -38,8 +43,9 @@ class BlockLayout:
         >>> layout = BlockLayout.of(g, num_heads=1)
         >>> layout.num_graphs, layout.size, layout.edge_slot.tolist()  # edge j -> i of graph b: (b n + i) n + j
         (2, 2, [[2], [1], [4]])
-        >>> q = k = torch.randn(3, 1, 4)
-        >>> torch.allclose(layout.scores(q, k)[:, 0], (q[[1, 0, 2]] * k[[0, 1, 2]]).sum(-1)[:, 0])
+        >>> q = k = torch.randn(3, 1, 4)  # [N, H, dh]
+        >>> logits = layout.logits(layout.heads(q), layout.heads(k))  # [B, H, n, n]: q_i . k_j on edges, -inf off
+        >>> torch.allclose(layout.gather(logits)[:, 0], (q[[1, 0, 2]] * k[[0, 1, 2]]).sum(-1)[:, 0])
         True
     """
 
@@ -49,6 +55,9 @@ class BlockLayout:
     node_slot: torch.Tensor  # [N]: b * n + local index
     edge_slot: torch.Tensor  # [E, H]: flat index of (b, h, i, j) in [B, H, n, n] for edge j -> i, head h
     on_edge: torch.Tensor  # [B, H, n, n] bool: the slot holds an edge
+    empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
+    has_empty_rows: bool
+    _masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
@@ -74,7 +83,9 @@ class BlockLayout:
         edge_slot = (edge_graph[:, None] * num_heads + heads) * (n * n) + pair
         on_edge = torch.zeros(b * num_heads * n * n, dtype=torch.bool, device=device)
         on_edge[edge_slot.view(-1)] = True
-        return cls(b, n, num_heads, graph_of * n + local, edge_slot, on_edge.view(b, num_heads, n, n))
+        empty_rows = torch.bincount(dst, minlength=graph.num_nodes()) == 0
+        on_edge = on_edge.view(b, num_heads, n, n)
+        return cls(b, n, num_heads, graph_of * n + local, edge_slot, on_edge, empty_rows, bool(empty_rows.any()))
 
     @classmethod
     def cached(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
@@ -93,53 +104,68 @@ class BlockLayout:
             cache[key] = cls.of(graph, num_heads, fill_limit)
         return cache[key]
 
-    def _pad(self, x: torch.Tensor) -> torch.Tensor:
-        """``[N, H, dh]`` -> ``[B, H, n, dh]``, zeros on padding."""
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        """``[N, ...]`` node rows -> ``[B, n, ...]``, zeros on padding."""
         out = x.new_zeros(self.num_graphs * self.size, *x.shape[1:]).index_copy(0, self.node_slot, x)
-        return out.view(self.num_graphs, self.size, *x.shape[1:]).transpose(1, 2)
+        return out.view(self.num_graphs, self.size, *x.shape[1:])
 
-    def dense_scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """``q_i . k_j`` for every pair of every graph: ``[B, H, n, n]`` from ``q, k`` ``[N, H, dh]``."""
-        return self._pad(q) @ self._pad(k).transpose(-1, -2)
+    def heads(self, x: torch.Tensor) -> torch.Tensor:
+        """Node features ``[N, ..., H, dh]`` -> padded ``[..., B * H, n, dh]``, the layout of the
+        batched matrix products of :meth:`logits` and :meth:`aggregate_blocks` (one padding copy
+        for ``q``, ``k`` and ``v`` together when given ``[N, 3, H, dh]``)."""
+        lead = x.dim() - 3
+        padded = self.pad(x)  # [B, n, *lead, H, dh]
+        order = (*range(2, 2 + lead), 0, 2 + lead, 1, 3 + lead)
+        return padded.permute(order).reshape(*x.shape[1:1 + lead], self.num_graphs * self.num_heads, self.size, -1)
+
+    def unpad(self, z: torch.Tensor) -> torch.Tensor:
+        """Per-query sums ``[B * H, n, dh]`` -> node rows ``[N, H, dh]``; rows of nodes without
+        incoming edges are 0, as message passing gives."""
+        b, n, h = self.num_graphs, self.size, self.num_heads
+        rows = z.view(b, h, n, -1).transpose(1, 2).reshape(b * n, h, -1).index_select(0, self.node_slot)
+        return rows.masked_fill(self.empty_rows[:, None, None], 0.0) if self.has_empty_rows else rows
+
+    def mask(self, dtype: torch.dtype) -> torch.Tensor:
+        """``[B, H, n, n]`` additive mask: 0 on edges and on rows without edges, ``-inf`` elsewhere
+        (made once per dtype and reused by every layer)."""
+        if dtype not in self._masks:
+            empty_row = torch.ones(self.num_graphs * self.size, dtype=torch.bool, device=self.node_slot.device)
+            empty_row[self.node_slot] = self.empty_rows
+            keep = self.on_edge | empty_row.view(self.num_graphs, 1, self.size, 1)
+            mask = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill_(~keep, -math.inf)
+            self._masks[dtype] = mask
+        return self._masks[dtype]
 
     def gather(self, dense: torch.Tensor) -> torch.Tensor:
         """The entries of ``dense`` ``[B, H, n, n]`` at the edges: ``[E, H]``."""
         return dense.reshape(-1).index_select(0, self.edge_slot.view(-1)).view(self.edge_slot.shape)
 
-    def scatter(self, per_edge: torch.Tensor, fill: float) -> torch.Tensor:
-        """``per_edge`` ``[E, H]`` placed into ``[B, H, n, n]`` blocks, ``fill`` off the edges."""
+    def scatter(self, per_edge: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+        """``per_edge`` ``[E, H]`` (or ``[E, 1]``, the same for every head) written into a copy of
+        ``base`` ``[B, H, n, n]`` at the edges."""
+        values = per_edge.expand(self.edge_slot.shape).reshape(-1)
+        return base.reshape(-1).index_copy(0, self.edge_slot.view(-1), values).view(base.shape)
+
+    def logits(self, qh: torch.Tensor, kh: torch.Tensor, gain: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
+        """Attention logits ``gain_ij * scale * q_i . k_j + bias_ij`` on the edges, ``-inf`` off
+        them (0 on rows without edges): ``[B, H, n, n]`` from padded ``qh, kh`` ``[B * H, n, dh]``
+        (:meth:`heads`) and optional per-edge ``gain``, ``bias`` ``[E, H]`` (1 and 0 if ``None``)."""
         b, n, h = self.num_graphs, self.size, self.num_heads
-        flat = per_edge.new_full((b * h * n * n,), fill).index_copy(0, self.edge_slot.view(-1), per_edge.reshape(-1))
-        return flat.view(b, h, n, n)
+        mask = self.mask(qh.dtype)
+        base = mask if bias is None else self.scatter(bias, mask)
+        if gain is None:
+            return torch.baddbmm(base.view(b * h, n, n), qh, kh.transpose(1, 2), alpha=scale).view(b, h, n, n)
+        gain_blocks = self.scatter(gain * scale, torch.zeros_like(mask))
+        return (torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n) * gain_blocks).add_(base)
 
-    def mask(self, dense: torch.Tensor) -> torch.Tensor:
-        """``dense`` ``[B, H, n, n]`` with ``-inf`` off the edges (same values as
-        ``scatter(gather(dense), -inf)``, without the round trip through ``[E, H]``)."""
-        return dense.masked_fill(~self.on_edge, -math.inf)
-
-    @staticmethod
-    def softmax_blocks(dense_logits: torch.Tensor) -> torch.Tensor:
-        """Softmax over keys of ``[B, H, n, n]`` logits that are ``-inf`` off the edges; rows
-        without edges (padding) are NaN and never read."""
-        return torch.softmax(dense_logits, dim=-1)
-
-    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """``q_i . k_j`` per edge ``j -> i`` and head: ``[E, H]`` from ``q, k`` ``[N, H, dh]``."""
-        return self.gather(self.dense_scores(q, k))
-
-    def softmax(self, logits: torch.Tensor) -> torch.Tensor:
-        """Softmax of ``logits`` ``[E, H]`` over each query's edges, like :func:`dgl.nn.functional.edge_softmax`."""
-        return self.gather(self.softmax_blocks(self.scatter(logits, -math.inf)))
-
-    def aggregate_blocks(self, attn: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def aggregate_blocks(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
         """``z_i = sum_j a_ij v_j`` from dense attention blocks ``[B, H, n, n]`` (zero off the
-        edges of real rows): ``[N, H, dh]``."""
+        edges of rows with edges) and padded values ``vh`` ``[B * H, n, dh]``: ``[N, H, dh]``."""
         b, n, h = self.num_graphs, self.size, self.num_heads
-        z = attn @ self._pad(v)  # [B, H, n, dh]
-        return z.transpose(1, 2).reshape(b * n, h, -1).index_select(0, self.node_slot)
+        return self.unpad(torch.bmm(attn.view(b * h, n, n), vh))
 
-    def aggregate(self, attn: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """``z_i = sum_j a_ij v_j`` over edges ``j -> i``: ``[N, H, dh]`` from ``attn`` ``[E, H]``."""
-        b, n, h = self.num_graphs, self.size, self.num_heads
-        a = attn.new_zeros(b * h * n * n).index_add(0, self.edge_slot.view(-1), attn.reshape(-1))  # repeats add up
-        return self.aggregate_blocks(a.view(b, h, n, n), v)
+    def aggregate(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
+        """``z_i = sum_j a_ij v_j`` over edges ``j -> i``: ``[N, H, dh]`` from per-edge ``attn``
+        ``[E, H]`` and padded values ``vh`` ``[B * H, n, dh]``."""
+        return self.aggregate_blocks(self.scatter(attn, attn.new_zeros(self.on_edge.shape)), vh)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
 REFERENCE_UNREACHABLE_DISTANCE = 510.0
@@ -126,11 +126,11 @@ class DecayTerm(StructureTerm):
             log_m = torch.where(unreachable, torch.full_like(log_m, -math.inf), log_m)
         return torch.where(spd == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
 
-    def logits(self, graph, q, k, qk, scale, state):
+    def score_terms(self, graph, q, k, scale, state):
         log_m = self.log_mask(graph)
         if self.mode == "decay":
-            return qk * scale + log_m
-        return qk * scale * torch.exp(log_m)
+            return ScoreTerms(bias=log_m)
+        return ScoreTerms(gain=torch.exp(log_m))
 
 
 class GradformerAttention(RelationAttention):

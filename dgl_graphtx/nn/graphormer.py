@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..bond_classes import BondVocabulary
-from .attention import RelationAttention, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .pair_classes import SpatialClasses
 
 
@@ -33,9 +33,9 @@ class GraphormerBias(StructureTerm):
         self.spatial_bias = nn.Parameter(torch.zeros(self.spatial.num_classes, num_heads))
         self.edge_bias = nn.Parameter(torch.zeros(vocab.num_classes, num_heads))
 
-    def logits(self, graph, q, k, qk, scale, state):
+    def score_terms(self, graph, q, k, scale, state):
         psi = self.spatial(graph.edata["spd"])
-        return qk * scale + self.spatial_bias[psi] + self.edge_bias[graph.edata["bond"]]
+        return ScoreTerms(bias=self.spatial_bias[psi] + self.edge_bias[graph.edata["bond"]])
 
 
 class GraphormerAttention(RelationAttention):

@@ -20,7 +20,7 @@ from torch import nn
 
 
 from ..bond_classes import BondVocabulary
-from .attention import RelationAttention, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .pair_classes import SpatialClasses, authors_diagonal
 
 GRPE_MODES = ("paper", "reference")
@@ -117,7 +117,7 @@ class GRPETerm(StructureTerm):
         compact = torch.cumsum(present, 0) - 1  # joint class -> its row among the present ones
         return compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge
 
-    def logits(self, graph, q, k, qk, scale, state):
+    def score_terms(self, graph, q, k, scale, state):
         enc = self.encodings
         cls, spatial_rows, edge_rows = state
         src, dst = graph.edges()
@@ -128,7 +128,7 @@ class GRPETerm(StructureTerm):
         bias = gather_by_class(torch.einsum("nhd,chd->nch", q, query_table), dst, cls) + gather_by_class(
             torch.einsum("nhd,chd->nch", k, key_table), key_node, cls
         )
-        return (qk + bias) * scale
+        return ScoreTerms(bias=bias * scale)
 
     def values(self, graph, attn, state):
         enc = self.encodings

@@ -19,7 +19,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .focus import FOCUS_FUNCTIONS
 
 MOIRE_MODES = ("paper", "reference")
@@ -115,13 +115,13 @@ class MoireTerm(StructureTerm):
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
         return torch.where(virtual, torch.zeros_like(log_f), log_f)
 
-    def logits(self, graph, q, k, qk, scale, state):
+    def score_terms(self, graph, q, k, scale, state):
         src, dst = graph.edges()
-        is_self = (src == dst).to(qk.dtype)[:, None]
+        is_self = (src == dst).to(self.shift.dtype)[:, None]
         log_f = self.log_focus(graph)
         if self.mode == "reference":
-            return qk * scale * log_f + REFERENCE_SELF_WEIGHT * is_self
-        return qk * scale + log_f + self.self_weight * is_self
+            return ScoreTerms(gain=log_f, bias=REFERENCE_SELF_WEIGHT * is_self)
+        return ScoreTerms(bias=log_f + self.self_weight * is_self)
 
 
 class MoireAttention(RelationAttention):
