@@ -1,11 +1,17 @@
-"""Molecules for the benchmarks: FreeSolv SMILES and ZINC-sized molecules built from them.
+"""Molecules for the benchmarks: FreeSolv SMILES, ZINC-sized molecules built from them, and the
+MOSES training SMILES read from the ``molsets`` wheel.
 
 Not part of the package; imported by the scripts in this folder when they are run as
 ``python benchmarks/<name>.py`` (their folder is then first on ``sys.path``).
 """
 from __future__ import annotations
 
+import gzip
 import random
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from rdkit import Chem, rdBase
@@ -100,3 +106,38 @@ def zinc_like_smiles(
         if min_atoms <= mol.GetNumHeavyAtoms() <= max_atoms:
             out.append(Chem.MolToSmiles(mol))
     return out
+
+
+#: The MOSES training set inside the ``molsets`` wheel (1,584,663 ZINC-derived SMILES, MIT).
+MOSES_MEMBER = "moses/dataset/data/train.csv.gz"
+MOSES_SIZE = 1_584_663
+
+
+def moses_wheel(folder: Path) -> Path:
+    """The ``molsets`` wheel in ``folder``, fetched with ``pip download --no-deps molsets`` if absent.
+
+    The package is downloaded, never installed: its install requirements are heavy and pinned
+    (e.g. pomegranate 0.12); only the data file inside the archive is read.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    found = sorted(folder.glob("molsets-*.whl"))
+    if not found:
+        print(f"fetching the molsets wheel into {folder} (pip download --no-deps molsets) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "molsets", "-d", str(folder)], check=True)
+        found = sorted(folder.glob("molsets-*.whl"))
+    if not found:
+        raise FileNotFoundError(f"pip download left no molsets wheel in {folder}")
+    return found[-1]
+
+
+def moses_smiles(folder: Path, count: Optional[int] = None, seed: int = 0) -> List[str]:
+    """MOSES training SMILES read from the molsets wheel in ``folder`` (see :func:`moses_wheel`):
+    all of them (file order) when ``count`` is None, else a random sample of ``count`` (``seed``)."""
+    with zipfile.ZipFile(moses_wheel(folder)) as archive, archive.open(MOSES_MEMBER) as raw:
+        lines = gzip.decompress(raw.read()).decode().splitlines()
+    if lines[0].strip().upper() != "SMILES":
+        raise ValueError(f"unexpected header {lines[0]!r} in {MOSES_MEMBER}")
+    smiles = [line.strip() for line in lines[1:] if line.strip()]
+    if count is None or count >= len(smiles):
+        return smiles
+    return random.Random(seed).sample(smiles, count)

@@ -1,7 +1,12 @@
 """Parallel sharded featurization: cold molecules/s with 1 and N worker processes, cached load of
 the memory-mapped store vs the in-memory cache, and their memory.
 
-Input: the embedded FreeSolv SMILES repeated to ``--molecules`` (default 50,000), GRPE-Tiny's
+Input (``--source``): ``freesolv``, the embedded FreeSolv SMILES repeated to ``--molecules``
+(default 50,000); or ``moses``, a random sample of ``--molecules`` (or ``--molecules 0``: all
+1,584,663) of the MOSES training SMILES (ZINC-derived drug-like molecules, MIT licence; Polykovskiy
+et al., Front. Pharmacol. 11, 565644 (2020)), read from ``moses/dataset/data/train.csv.gz`` inside
+the ``molsets`` wheel, which the script fetches once with ``pip download --no-deps molsets`` into
+``--moses-dir`` (never installed: its requirements are pinned and heavy). GRPE-Tiny's
 featurization (OGB features, complete relation graph with a virtual node). Each measurement runs
 in a fresh Python process, so its peak memory is its own:
 
@@ -21,6 +26,7 @@ in a fresh Python process, so its peak memory is its own:
 Target: >= 1.8x cold molecules/s with 2 workers on 2 cores (reported, not asserted).
 
 Run:  .venv/bin/python benchmarks/featurize_parallel.py [--quick] [--workers 2] [--molecules 50000]
+      .venv/bin/python benchmarks/featurize_parallel.py --source moses --molecules 100000
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _molecules as M  # noqa: E402
@@ -103,6 +109,24 @@ class ProcessTreeSampler:
         self._thread.join()
 
 
+def input_molecules(args: argparse.Namespace) -> Tuple[List[str], Optional[List[List[float]]]]:
+    """The SMILES of ``args.source`` (and FreeSolv's targets; MOSES is unlabelled)."""
+    if args.source == "moses":
+        return M.moses_smiles(Path(args.moses_dir), args.molecules or None, seed=0), None
+    smiles, targets = M.freesolv_smiles()
+    n = args.molecules
+    return M.repeat_to(smiles, n)[:n], [[t] for t in M.repeat_to(targets, n)[:n]]
+
+
+def describe_input(args: argparse.Namespace) -> str:
+    if args.source == "freesolv":
+        return f"FreeSolv SMILES repeated to {args.molecules:,} molecules"
+    if args.molecules and args.molecules < M.MOSES_SIZE:
+        return (f"{args.molecules:,} MOSES training SMILES (random sample, seed 0, of {M.MOSES_SIZE:,}; from the "
+                "molsets wheel, fetched with `pip download --no-deps molsets`)")
+    return f"all {M.MOSES_SIZE:,} MOSES training SMILES (from the molsets wheel, fetched with `pip download --no-deps molsets`)"
+
+
 def job(args: argparse.Namespace) -> Dict[str, object]:
     """One measurement in this (fresh) process."""
     import torch
@@ -115,11 +139,10 @@ def job(args: argparse.Namespace) -> Dict[str, object]:
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
     preset = get_preset("grpe", "tiny")
     if args.job == "cold":
-        smiles, targets = M.freesolv_smiles()
-        smiles, targets = M.repeat_to(smiles, args.molecules)[: args.molecules], M.repeat_to(targets, args.molecules)[: args.molecules]
+        smiles, targets = input_molecules(args)
         sampler = ProcessTreeSampler()
         start, cpu0 = time.perf_counter(), _cpu_s(resource.RUSAGE_SELF)
-        featurize_to_store(smiles, args.path, [[t] for t in targets], featurizer=preset.featurizer, relation=preset.relation,
+        featurize_to_store(smiles, args.path, targets, featurizer=preset.featurizer, relation=preset.relation,
                            workers=args.workers, shard_size=args.shard_size, progress=False)
         seconds = time.perf_counter() - start
         sampler.stop()
@@ -134,7 +157,7 @@ def job(args: argparse.Namespace) -> Dict[str, object]:
         dataset = load_store(args.path)
     else:
         payload = torch.load(args.path, map_location="cpu", weights_only=True)
-        dataset = MoleculeDataset.from_payload(payload, preset.featurizer, preset.relation, ["expt"])
+        dataset = MoleculeDataset.from_payload(payload, preset.featurizer, preset.relation, ["expt"] if args.source == "freesolv" else [])
     opened = time.perf_counter() - start
     for _ in DataLoader(dataset, batch_size=128, collate_fn=collate_molecules):
         pass
@@ -146,7 +169,8 @@ def job(args: argparse.Namespace) -> Dict[str, object]:
 def measure(kind: str, path: Path, args: argparse.Namespace, workers: int = 1) -> Dict[str, object]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, str(Path(__file__).resolve()), "--job", kind, "--path", str(path),
-               "--workers", str(workers), "--molecules", str(args.molecules), "--shard-size", str(args.shard_size)]
+               "--workers", str(workers), "--molecules", str(args.molecules), "--shard-size", str(args.shard_size),
+               "--source", args.source, "--moses-dir", str(args.moses_dir)]
     out = subprocess.run(command, check=True, env=env, capture_output=True, text=True, timeout=args.timeout).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -157,7 +181,11 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="2,000 molecules; does not update the docs")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of the parallel run (default: 2)")
-    parser.add_argument("--molecules", type=int, default=50_000)
+    parser.add_argument("--source", choices=("freesolv", "moses"), default="freesolv",
+                        help="freesolv: embedded FreeSolv SMILES repeated; moses: a sample of the MOSES training SMILES")
+    parser.add_argument("--moses-dir", type=Path, default=Path.home() / ".cache" / "dgl_graphtx" / "moses",
+                        help="folder holding (or receiving, via pip download --no-deps molsets) the molsets wheel")
+    parser.add_argument("--molecules", type=int, default=50_000, help="molecules to featurize (moses: 0 = all 1,584,663)")
     parser.add_argument("--shard-size", type=int, default=2000, help="molecules per shard (default: 2,000; --quick: 250)")
     parser.add_argument("--work-dir", default=None, help="folder for the temporary stores (default: the system temp dir)")
     parser.add_argument("--timeout", type=float, default=1800)
@@ -165,7 +193,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
-        args.molecules, args.shard_size = min(args.molecules, 2000), min(args.shard_size, 250)
+        args.molecules, args.shard_size = min(args.molecules or M.MOSES_SIZE, 2000), min(args.shard_size, 250)
     if args.csv is None:
         args.csv = R.default_csv("featurize_parallel", args.quick)
     return args
@@ -182,7 +210,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     env = R.environment()
     R.print_environment(env, "featurize_parallel environment")
-    print(f"FreeSolv SMILES repeated to {args.molecules:,} molecules, GRPE-Tiny featurization, shards of {args.shard_size:,}\n")
+    if args.source == "moses":  # fetch the wheel once, here, so that no timed run downloads it
+        M.moses_wheel(Path(args.moses_dir))
+    print(f"{describe_input(args)}, GRPE-Tiny featurization, shards of {args.shard_size:,}\n")
     base = Path(tempfile.mkdtemp(prefix="featurize_parallel-", dir=args.work_dir))
     rows = []
     try:
@@ -195,6 +225,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if workers > 1:
                 shutil.rmtree(store)
         rows[1]["speedup"] = rows[1]["mol_s"] / rows[0]["mol_s"]
+        kept = len(load_store(base / "store-1"))
         rows[1]["cpu_ratio"] = rows[1]["cpu_s"] / rows[0]["cpu_s"]
         store = base / "store-1"
         cache = base / "in-memory-cache.pt"
@@ -216,17 +247,30 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"({'meets target' if speedup >= TARGET_SPEEDUP else 'BELOW target'})")
     print(f"CPU time of the {args.workers}-worker run / 1-worker run: {rows[1]['cpu_ratio']:.2f} (1.00 = no parallel overhead; "
           f"the wall-clock speed-up can reach {args.workers / rows[1]['cpu_ratio']:.2f}x on {args.workers} otherwise idle cores)")
-    R.publish("featurize_parallel", rows, COLUMNS, env, args.csv, [
-        "## Parallel sharded featurization and the memory-mapped store",
+    molecules = rows[0]["molecules"]
+    print(f"kept {kept:,} of {molecules:,} molecules ({molecules - kept:,} skipped as invalid, listed in the store's input_report.csv)")
+    lines = []
+    if args.source == "moses" and molecules < M.MOSES_SIZE:
+        scale = M.MOSES_SIZE / molecules
+        lines = [f"Scaled to all {M.MOSES_SIZE:,} MOSES molecules at the measured rates: "
+                 f"{rows[0]['seconds'] * scale / 3600:.1f} h with 1 worker, {rows[1]['seconds'] * scale / 3600:.1f} h with "
+                 f"{args.workers}, about {rows[0]['disk_mb'] * scale / 1024:.1f} GB on disk."]
+        print(lines[0])
+    name = "featurize_parallel" if args.source == "freesolv" else "featurize_moses"
+    title = "Parallel sharded featurization and the memory-mapped store" if args.source == "freesolv" else \
+        "Featurizing MOSES (ZINC drug-like SMILES) into the sharded store"
+    R.publish(name, rows, COLUMNS, env, args.csv, [
+        f"## {title}",
         "",
-        f"Written by `benchmarks/featurize_parallel.py`: {R.environment_line(env)} FreeSolv SMILES repeated to "
-        f"{args.molecules:,} molecules, GRPE-Tiny featurization (complete relation graph + virtual node), shards of "
+        f"Written by `benchmarks/featurize_parallel.py --source {args.source}`: {R.environment_line(env)} {describe_input(args)} "
+        f"({kept:,} kept, {molecules - kept:,} invalid), GRPE-Tiny featurization (complete relation graph + virtual node), shards of "
         f"{args.shard_size:,}. Each row runs in a fresh process. Cold = `featurize_to_store(workers=W)` into an empty folder "
         f"(1 worker = in the calling process); CPU s = user + system time of the main process and its workers "
         f"(independent of other jobs on the machine, unlike the wall-clock speed-up); load = open the dataset (mol/s counts the opening only) then one "
         f"`DataLoader(batch_size=128)` pass; anon / file RSS = growth of the process's heap / of its resident "
         f"file-backed pages (the memory-mapped arrays, droppable by the kernel) from before opening to after the pass. Target: >= {TARGET_SPEEDUP}x with {args.workers} workers on "
         f"2 cores. {R.load_note()}; the machine is shared with other jobs, so the speed-up is noisy.",
+        *([""] + lines if lines else []),
     ], update_docs=not (args.quick or args.no_docs))
     return 0
 

@@ -41,6 +41,20 @@ from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
 
 
+def masked_fill_if_any(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
+    """``x.masked_fill(mask, value)``, or ``x`` itself (no copy, nothing to differentiate) when
+    ``mask`` selects nothing: special pairs (unreachable, virtual node) are absent from most batches.
+
+    Example:
+        >>> x = torch.zeros(2, 3)
+        >>> masked_fill_if_any(x, torch.tensor([[True], [False]]), -1.0).tolist()
+        [[-1.0, -1.0, -1.0], [0.0, 0.0, 0.0]]
+        >>> masked_fill_if_any(x, torch.tensor([[False], [False]]), -1.0) is x
+        True
+    """
+    return x.masked_fill(mask, value) if bool(mask.any()) else x
+
+
 @dataclass
 class ScoreTerms:
     """A structure term's part of the logits: ``s_ij = gain_ij * (q_i . k_j) / sqrt(dh) + bias_ij``.
@@ -212,7 +226,7 @@ class RelationAttention(nn.Module):
             return blocks.aggregate(dropped, vh), attn, dropped
         if drop.training and drop.p > 0.0:
             keep = drop(qkv.new_ones(blocks.edge_slot.shape))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
-            dense_keep = blocks.scatter(keep, torch.zeros_like(dense_attn))
+            dense_keep = blocks.scatter(keep)
             return blocks.aggregate_blocks(dense_attn * dense_keep, vh), attn, None if attn is None else attn * keep
         return blocks.aggregate_blocks(dense_attn, vh), attn, attn
 

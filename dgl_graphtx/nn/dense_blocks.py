@@ -53,6 +53,7 @@ class BlockLayout:
     size: int
     num_heads: int
     node_slot: torch.Tensor  # [N]: b * n + local index
+    head_rows: torch.Tensor  # [N, H]: row (b H + h) n + i of node i of graph b, head h, in [B H n, dh]
     edge_slot: torch.Tensor  # [E, H]: flat index of (b, h, i, j) in [B, H, n, n] for edge j -> i, head h
     on_edge: torch.Tensor  # [B, H, n, n] bool: the slot holds an edge
     empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
@@ -85,7 +86,8 @@ class BlockLayout:
         on_edge[edge_slot.view(-1)] = True
         empty_rows = torch.bincount(dst, minlength=graph.num_nodes()) == 0
         on_edge = on_edge.view(b, num_heads, n, n)
-        return cls(b, n, num_heads, graph_of * n + local, edge_slot, on_edge, empty_rows, bool(empty_rows.any()))
+        head_rows = (graph_of[:, None] * num_heads + heads) * n + local[:, None]
+        return cls(b, n, num_heads, graph_of * n + local, head_rows, edge_slot, on_edge, empty_rows, bool(empty_rows.any()))
 
     @classmethod
     def cached(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
@@ -104,25 +106,26 @@ class BlockLayout:
             cache[key] = cls.of(graph, num_heads, fill_limit)
         return cache[key]
 
-    def pad(self, x: torch.Tensor) -> torch.Tensor:
-        """``[N, ...]`` node rows -> ``[B, n, ...]``, zeros on padding."""
-        out = x.new_zeros(self.num_graphs * self.size, *x.shape[1:]).index_copy(0, self.node_slot, x)
-        return out.view(self.num_graphs, self.size, *x.shape[1:])
-
     def heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Node features ``[N, ..., H, dh]`` -> padded ``[..., B * H, n, dh]``, the layout of the
-        batched matrix products of :meth:`logits` and :meth:`aggregate_blocks` (one padding copy
-        for ``q``, ``k`` and ``v`` together when given ``[N, 3, H, dh]``)."""
-        lead = x.dim() - 3
-        padded = self.pad(x)  # [B, n, *lead, H, dh]
-        order = (*range(2, 2 + lead), 0, 2 + lead, 1, 3 + lead)
-        return padded.permute(order).reshape(*x.shape[1:1 + lead], self.num_graphs * self.num_heads, self.size, -1)
+        """Node features ``[N, H, dh]`` -> padded ``[B * H, n, dh]``, the layout of the batched
+        matrix products of :meth:`logits` and :meth:`aggregate_blocks`; ``[N, P, H, dh]`` (e.g.
+        ``q, k, v`` together) -> ``[P, B * H, n, dh]`` in one copy."""
+        parts = x.shape[1] if x.dim() == 4 else 1
+        rows = self.head_rows.view(-1) if parts == 1 else (
+            self.head_rows[:, None, :] + self.block_rows * torch.arange(parts, device=x.device)[:, None]).view(-1)
+        out = x.new_zeros(parts * self.block_rows, x.shape[-1]).index_copy_(0, rows, x.reshape(-1, x.shape[-1]))
+        shape = (self.num_graphs * self.num_heads, self.size, x.shape[-1])
+        return out.view(parts, *shape) if x.dim() == 4 else out.view(shape)
+
+    @property
+    def block_rows(self) -> int:
+        """Rows ``B * H * n`` of one padded ``[B * H, n, dh]`` tensor."""
+        return self.num_graphs * self.num_heads * self.size
 
     def unpad(self, z: torch.Tensor) -> torch.Tensor:
         """Per-query sums ``[B * H, n, dh]`` -> node rows ``[N, H, dh]``; rows of nodes without
         incoming edges are 0, as message passing gives."""
-        b, n, h = self.num_graphs, self.size, self.num_heads
-        rows = z.view(b, h, n, -1).transpose(1, 2).reshape(b * n, h, -1).index_select(0, self.node_slot)
+        rows = z.reshape(-1, z.shape[-1]).index_select(0, self.head_rows.view(-1)).view(*self.head_rows.shape, -1)
         return rows.masked_fill(self.empty_rows[:, None, None], 0.0) if self.has_empty_rows else rows
 
     def mask(self, dtype: torch.dtype) -> torch.Tensor:
@@ -140,11 +143,12 @@ class BlockLayout:
         """The entries of ``dense`` ``[B, H, n, n]`` at the edges: ``[E, H]``."""
         return dense.reshape(-1).index_select(0, self.edge_slot.view(-1)).view(self.edge_slot.shape)
 
-    def scatter(self, per_edge: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+    def scatter(self, per_edge: torch.Tensor, base: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``per_edge`` ``[E, H]`` (or ``[E, 1]``, the same for every head) written into a copy of
-        ``base`` ``[B, H, n, n]`` at the edges."""
+        ``base`` ``[B, H, n, n]`` at the edges (zeros off the edges when ``base`` is ``None``)."""
         values = per_edge.expand(self.edge_slot.shape).reshape(-1)
-        return base.reshape(-1).index_copy(0, self.edge_slot.view(-1), values).view(base.shape)
+        out = per_edge.new_zeros(self.on_edge.numel()) if base is None else base.reshape(-1).clone()
+        return out.index_copy_(0, self.edge_slot.view(-1), values).view(self.on_edge.shape)
 
     def logits(self, qh: torch.Tensor, kh: torch.Tensor, gain: Optional[torch.Tensor] = None,
                bias: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
@@ -156,8 +160,7 @@ class BlockLayout:
         base = mask if bias is None else self.scatter(bias, mask)
         if gain is None:
             return torch.baddbmm(base.view(b * h, n, n), qh, kh.transpose(1, 2), alpha=scale).view(b, h, n, n)
-        gain_blocks = self.scatter(gain * scale, torch.zeros_like(mask))
-        return (torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n) * gain_blocks).add_(base)
+        return torch.addcmul(base, torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n), self.scatter(gain), value=scale)
 
     def aggregate_blocks(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
         """``z_i = sum_j a_ij v_j`` from dense attention blocks ``[B, H, n, n]`` (zero off the
@@ -168,4 +171,4 @@ class BlockLayout:
     def aggregate(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
         """``z_i = sum_j a_ij v_j`` over edges ``j -> i``: ``[N, H, dh]`` from per-edge ``attn``
         ``[E, H]`` and padded values ``vh`` ``[B * H, n, dh]``."""
-        return self.aggregate_blocks(self.scatter(attn, attn.new_zeros(self.on_edge.shape)), vh)
+        return self.aggregate_blocks(self.scatter(attn), vh)

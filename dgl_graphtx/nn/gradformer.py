@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
 REFERENCE_UNREACHABLE_DISTANCE = 510.0
@@ -122,9 +122,8 @@ class DecayTerm(StructureTerm):
             hops = torch.where(unreachable, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
             log_m = F.leaky_relu(hops - start, negative_slope=self.slope) * log_decay
         else:
-            log_m = F.relu(hops - start) * log_decay
-            log_m = torch.where(unreachable, torch.full_like(log_m, -math.inf), log_m)
-        return torch.where(spd == SPD_VIRTUAL, torch.zeros_like(log_m), log_m)
+            log_m = masked_fill_if_any(F.relu(hops - start) * log_decay, unreachable, -math.inf)
+        return masked_fill_if_any(log_m, spd == SPD_VIRTUAL, 0.0)
 
     def score_terms(self, graph, q, k, scale, state):
         log_m = self.log_mask(graph)

@@ -19,7 +19,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
 from .focus import FOCUS_FUNCTIONS
 
 MOIRE_MODES = ("paper", "reference")
@@ -113,7 +113,7 @@ class MoireTerm(StructureTerm):
         if reference:
             log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
-        return torch.where(virtual, torch.zeros_like(log_f), log_f)
+        return masked_fill_if_any(log_f, virtual, 0.0)
 
     def score_terms(self, graph, q, k, scale, state):
         src, dst = graph.edges()
