@@ -34,8 +34,10 @@ class GraphormerBias(StructureTerm):
         self.edge_bias = nn.Parameter(torch.zeros(vocab.num_classes, num_heads))
 
     def score_terms(self, graph, q, k, scale, state):
-        psi = self.spatial(graph.edata["spd"])
-        return ScoreTerms(bias=self.spatial_bias[psi] + self.edge_bias[graph.edata["bond"]])
+        psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
+        # b[psi] + c[phi] as one row of the (spatial x edge class) table: one gather per edge
+        joint = (self.spatial_bias[:, None, :] + self.edge_bias[None, :, :]).flatten(0, 1)
+        return ScoreTerms(bias=joint.index_select(0, psi * self.edge_bias.shape[0] + phi))
 
 
 class GraphormerAttention(RelationAttention):
