@@ -183,7 +183,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="worker processes of the parallel run (default: 2)")
     parser.add_argument("--source", choices=("freesolv", "moses"), default="freesolv",
                         help="freesolv: embedded FreeSolv SMILES repeated; moses: a sample of the MOSES training SMILES")
-    parser.add_argument("--moses-dir", type=Path, default=Path.home() / ".cache" / "dgl_graphtx" / "moses",
+    parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses",
                         help="folder holding (or receiving, via pip download --no-deps molsets) the molsets wheel")
     parser.add_argument("--molecules", type=int, default=50_000, help="molecules to featurize (moses: 0 = all 1,584,663)")
     parser.add_argument("--shard-size", type=int, default=2000, help="molecules per shard (default: 2,000; --quick: 250)")
