@@ -195,7 +195,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     if args.quick:
         args.molecules, args.shard_size = min(args.molecules or M.MOSES_SIZE, 2000), min(args.shard_size, 250)
     if args.csv is None:
-        args.csv = R.default_csv("featurize_parallel", args.quick)
+        args.csv = R.default_csv("featurize_parallel" if args.source == "freesolv" else "featurize_moses", args.quick)
     return args
 
 

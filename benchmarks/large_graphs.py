@@ -250,7 +250,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "",
             R.markdown_table(build_rows, BUILD_COLUMNS),
             "",
-            f"One attention layer per variant, d={DIM}, {HEADS} heads, DGL message passing; forward + backward "
+            f"One attention layer per variant, d={DIM}, {HEADS} heads, DGL message passing, {args.threads} torch "
+            f"thread(s) in each measuring process; forward + backward "
             "(`autograd.grad` for the input and all parameters); time of the second call, peak memory of the first:",
             "",
             R.markdown_table(layer_rows, LAYER_COLUMNS),

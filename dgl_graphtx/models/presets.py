@@ -9,15 +9,16 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..relation_graph import RelationConfig
+from ..validation import check_number
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
 
 
 @dataclass(frozen=True)
 class TrainRecipe:
-    """The optimisation part of a recipe. Field names and defaults are those of
-    :class:`~dgl_graphtx.training.TrainConfig`, which builds from it with
-    ``TrainConfig.from_recipe(preset.train, **overrides)``.
+    """The optimisation part of a recipe (the fields are documented on
+    :class:`~dgl_graphtx.training.TrainConfig`, which extends this class with the settings of a
+    run and builds from a preset with ``TrainConfig.from_recipe(preset.train, **overrides)``).
 
     Example:
         >>> TrainRecipe(lr=1e-4, batch_size=32).to_dict()["lr"]
@@ -32,6 +33,15 @@ class TrainRecipe:
     warmup_epochs: int = 5
     final_lr_ratio: float = 0.0
     grad_clip: float = 5.0
+
+    def __post_init__(self) -> None:
+        check_number("epochs", self.epochs, 1, integer=True)
+        check_number("batch_size", self.batch_size, 1, integer=True)
+        check_number("lr", self.lr, 0, 10)
+        check_number("weight_decay", self.weight_decay, 0)
+        check_number("warmup_epochs", self.warmup_epochs, 0, integer=True)
+        check_number("final_lr_ratio", self.final_lr_ratio, 0, 1)
+        check_number("grad_clip", self.grad_clip, 0)
 
     def to_dict(self) -> Dict[str, Any]:
         """The settings as keyword arguments of ``TrainConfig``."""

@@ -40,9 +40,10 @@ PathLike = Union[str, Path]
 RESUMABLE_CHANGES = ("device", "num_workers", "progress")
 
 
-@dataclass
-class TrainConfig:
-    """Optimisation settings.
+@dataclass(frozen=True)
+class TrainConfig(TrainRecipe):
+    """Optimisation settings: a preset's :class:`~dgl_graphtx.models.TrainRecipe` (``epochs`` to
+    ``grad_clip``) plus the settings of one run (``patience`` onwards).
 
     Args:
         epochs: maximum number of epochs.
@@ -67,14 +68,6 @@ class TrainConfig:
         5
     """
 
-    epochs: int = 100
-    batch_size: int = 64
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    schedule: str = "linear"
-    warmup_epochs: int = 5
-    final_lr_ratio: float = 0.0
-    grad_clip: float = 5.0
     patience: int = 0
     seed: int = 0
     device: str = "auto"
@@ -83,17 +76,11 @@ class TrainConfig:
     on_nonfinite: str = "stop"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
             raise ConfigError(f"on_nonfinite must be one of {ON_NONFINITE}, got {self.on_nonfinite!r}")
-        check_number("epochs", self.epochs, 1, integer=True)
-        check_number("batch_size", self.batch_size, 1, integer=True)
-        check_number("lr", self.lr, 0, 10)
-        check_number("weight_decay", self.weight_decay, 0)
-        check_number("warmup_epochs", self.warmup_epochs, 0, integer=True)
-        check_number("final_lr_ratio", self.final_lr_ratio, 0, 1)
-        check_number("grad_clip", self.grad_clip, 0)
         check_number("patience", self.patience, 0, integer=True)
         check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
         check_number("num_workers", self.num_workers, 0, integer=True)
