@@ -60,6 +60,7 @@ from dgl_graphtx.datasets import QM9_ORBITAL_TARGETS, MoleculeDataset, qm9, scaf
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
+from dgl_graphtx.nn.moire import MU_MIN, SIGMA_MIN, initial_shifts  # noqa: E402
 from dgl_graphtx.training import Trainer, TrainConfig, seed_everything  # noqa: E402
 
 TARGETS = QM9_ORBITAL_TARGETS
@@ -265,6 +266,39 @@ def plot_learning_curves(records: pd.DataFrame, protocol: Protocol, out: Path, p
     return path
 
 
+def plot_focus(focus_files: Dict[str, Path], path: Path) -> Optional[Path]:
+    """The learned Gaussian focus ``f(d) = exp(-(d - mu')^2 / sigma')`` of every head (``mu' =
+    max(mu, 0.5)``, ``sigma' = max(sigma, 0.1)``), one panel per MoiréGT run and layer: which
+    distances (Angstrom for ``moire-3d``, hops for ``moire-2d``) each head attends to; the
+    initial focus of the heads in dashed grey."""
+    layers = {name: json.loads(file.read_text()) for name, file in focus_files.items()}
+    if not layers:
+        return None
+    cols = max(len(v) for v in layers.values())
+    fig, axes = plt.subplots(len(layers), cols, figsize=(2.6 * cols, 2.3 * len(layers)), squeeze=False, sharey=True)
+    d = np.linspace(0.0, 8.0, 200)
+    for row, (name, per_layer) in enumerate(layers.items()):
+        unit = "Angstrom" if name.endswith("3d") else "hops"
+        options = get_preset(RUNS[name].model, RUNS[name].preset).model.moire
+        for col, layer in enumerate(per_layer):
+            ax = axes[row][col]
+            for mu in initial_shifts(len(layer["shift"]), options.max_shift).tolist():
+                ax.plot(d, np.exp(-((d - mu) ** 2) / options.init_width), lw=0.7, ls="--", color="0.7")
+            for mu, sigma in zip(layer["shift"], layer["width"]):
+                ax.plot(d, np.exp(-((d - max(mu, MU_MIN)) ** 2) / max(sigma, SIGMA_MIN)), lw=1)
+            ax.set_title(f"{name}, layer {col}", fontsize=8)
+            ax.set_xlabel(f"distance ({unit})", fontsize=8)
+            ax.tick_params(labelsize=7)
+        for col in range(len(per_layer), cols):
+            axes[row][col].axis("off")
+    axes[0][0].set_ylabel("focus f(d)", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def markdown(summary: pd.DataFrame, records: pd.DataFrame, protocol: Protocol, args, focus: List[str], curve: str) -> str:
     smoke = protocol.name == "smoke"
     first = records.iloc[0]
@@ -358,16 +392,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(summary.round(3).to_string())
     for name, value in ANCHORS:
         print(f"published: {name}: {value:.2f}")
-    focus_lines = []
+    focus_lines, focus_files = [], {}
     for name in summary.index:
         focus_file = args.out / protocol.name / name / f"seed{int(records['seed'].min())}" / "focus.json"
         if focus_file.exists():
+            focus_files[name] = focus_file
             for layer in json.loads(focus_file.read_text()):
                 focus_lines.append(f"- {name} `{layer['module']}`: shift {layer['shift']}, width {layer['width']}")
     print("\n".join(focus_lines))
     if not args.no_docs:
         image = DOCS.parent / "img" / "qm9_learning_curves.png"
         plot_learning_curves(records, protocol, args.out, image)
+        if plot_focus(focus_files, DOCS.parent / "img" / "qm9_focus.png"):
+            focus_lines += ["", "![Learned MoiréGT focus per head](img/qm9_focus.png)"]
         update_section("qm9", markdown(summary, records, protocol, args, focus_lines, "img/qm9_learning_curves.png"))
         print(f"updated {DOCS}")
     return 0
