@@ -37,6 +37,7 @@ import multiprocessing
 import os
 import sys
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -377,14 +378,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"featurized for {name}: {len(ds):,} molecules in {time.perf_counter() - start:.0f} s")  # the report is logged
 
     jobs = [(name, seed, protocol, parts, args.out, args.device, args.threads) for name, seed in todo]
+    failed = []
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for future in as_completed([pool.submit(run_one, job) for job in jobs]):
-            record = future.result()
+        futures = {pool.submit(run_one, job): job[:2] for job in jobs}
+        for future in as_completed(futures):
+            try:
+                record = future.result()
+            except Exception:  # one failed run must not cost the results of the others
+                failed.append(futures[future])
+                print(f"FAILED {futures[future][0]} seed {futures[future][1]}:\n{traceback.format_exc()}", flush=True)
+                continue
             append(csv_path, record)
             print(f"{record['run']:12s} seed {record['seed']}: test MAE (Ha x 1000) HOMO {record['test_homo']:.2f} "
                   f"LUMO {record['test_lumo']:.2f} gap {record['test_gap']:.2f} mean {record['test_mean']:.2f}; "
                   f"best epoch {record['best_epoch']}; {record['minutes']:.1f} min", flush=True)
 
+    if failed:
+        print(f"{len(failed)} run(s) failed and were not recorded: {failed}; the others are in {csv_path}")
     records = completed(csv_path, protocol)
     records = records[records["run"].isin(args.runs) & records["seed"].isin(args.seeds)]
     summary = summarise(records)
@@ -407,7 +417,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             focus_lines += ["", "![Learned MoiréGT focus per head](img/qm9_focus.png)"]
         update_section("qm9", markdown(summary, records, protocol, args, focus_lines, "img/qm9_learning_curves.png"))
         print(f"updated {DOCS}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
