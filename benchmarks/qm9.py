@@ -59,6 +59,7 @@ from _report import DOCS, RESULTS_DIR, update_section  # noqa: E402
 
 from dgl_graphtx.datasets import QM9_ORBITAL_TARGETS, MoleculeDataset, qm9, scaffold_split  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
+from dgl_graphtx.insight import focus_curve  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
 from dgl_graphtx.nn.moire import MU_MIN, SIGMA_MIN, initial_shifts  # noqa: E402
@@ -268,25 +269,25 @@ def plot_learning_curves(records: pd.DataFrame, protocol: Protocol, out: Path, p
 
 
 def plot_focus(focus_files: Dict[str, Path], path: Path) -> Optional[Path]:
-    """The learned Gaussian focus ``f(d) = exp(-(d - mu')^2 / sigma')`` of every head (``mu' =
-    max(mu, 0.5)``, ``sigma' = max(sigma, 0.1)``), one panel per MoiréGT run and layer: which
-    distances (Angstrom for ``moire-3d``, hops for ``moire-2d``) each head attends to; the
-    initial focus of the heads in dashed grey."""
+    """The learned focus ``f(d; mu', sigma')`` of every head (the run's focus function, with
+    ``mu' = max(mu, 0.5)`` and ``sigma' = max(sigma, 0.1)`` as in the forward pass), one panel per
+    MoiréGT run and layer: which distances (Angstrom for ``moire-3d``, hops for ``moire-2d``) each
+    head attends to; the initial focus of the heads in dashed grey."""
     layers = {name: json.loads(file.read_text()) for name, file in focus_files.items()}
     if not layers:
         return None
     cols = max(len(v) for v in layers.values())
     fig, axes = plt.subplots(len(layers), cols, figsize=(2.6 * cols, 2.3 * len(layers)), squeeze=False, sharey=True)
-    d = np.linspace(0.0, 8.0, 200)
+    d = torch.linspace(0.0, 8.0, 200, dtype=torch.float64)
     for row, (name, per_layer) in enumerate(layers.items()):
         unit = "Angstrom" if name.endswith("3d") else "hops"
         options = get_preset(RUNS[name].model, RUNS[name].preset).model.moire
         for col, layer in enumerate(per_layer):
             ax = axes[row][col]
             for mu in initial_shifts(len(layer["shift"]), options.max_shift).tolist():
-                ax.plot(d, np.exp(-((d - mu) ** 2) / options.init_width), lw=0.7, ls="--", color="0.7")
+                ax.plot(d, focus_curve(options.focus, d, mu, options.init_width), lw=0.7, ls="--", color="0.7")
             for mu, sigma in zip(layer["shift"], layer["width"]):
-                ax.plot(d, np.exp(-((d - max(mu, MU_MIN)) ** 2) / max(sigma, SIGMA_MIN)), lw=1)
+                ax.plot(d, focus_curve(options.focus, d, max(mu, MU_MIN), max(sigma, SIGMA_MIN)), lw=1)
             ax.set_title(f"{name}, layer {col}", fontsize=8)
             ax.set_xlabel(f"distance ({unit})", fontsize=8)
             ax.tick_params(labelsize=7)
