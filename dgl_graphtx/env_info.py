@@ -4,13 +4,13 @@ from __future__ import annotations
 import platform
 from typing import Dict
 
+import torch
+
+from . import _dgl_env
+import dgl
 import dgllife
 import ogb
 import rdkit
-import torch
-
-from . import _dgl_env  # noqa: F401
-import dgl
 
 from ._version import __version__
 
@@ -25,8 +25,15 @@ def _dgl_cuda() -> str:
     return "yes"
 
 
+def _graphbolt_state() -> str:
+    if _dgl_env.GRAPHBOLT_PLACEHOLDER:
+        return f"placeholder (dgl {dgl.__version__} ships no graphbolt library for torch {torch.__version__}; unused here)"
+    return "dgl's own"
+
+
 def environment_report() -> Dict[str, str]:
-    """Versions of python, torch, dgl, dgllife, ogb, rdkit, and CUDA usability.
+    """Versions of python, torch, dgl, dgllife, ogb, rdkit, CUDA usability, and whether
+    ``dgl.graphbolt`` is the placeholder (:mod:`dgl_graphtx._dgl_env`).
 
     Example:
         >>> sorted(environment_report())[:3]
@@ -43,4 +50,5 @@ def environment_report() -> Dict[str, str]:
         "rdkit": rdkit.__version__,
         "cuda (torch)": cuda_torch,
         "cuda (dgl)": _dgl_cuda(),
+        "dgl.graphbolt": _graphbolt_state(),
     }

@@ -189,7 +189,7 @@ def plot_start_points(model: MoleculeModel, path: Optional[PathLike] = None) -> 
     Example:
         >>> from dgl_graphtx.models import build_model, get_preset
         >>> fig = plot_start_points(build_model(get_preset("gradformer", num_layers=2, hidden_dim=16, num_heads=2).model))
-        >>> [round(b.get_height(), 1) for b in fig.axes[0].patches]
+        >>> [round(float(b.get_height()), 1) for b in fig.axes[0].patches]
         [2.0, 2.0, 2.0, 2.0]
     """
     table = decay_parameters(model)
