@@ -1,28 +1,43 @@
 # Two entry points for newcomers: `make demo` and `make test`.
-# Both create .venv on first use (Python 3.11) and reuse it afterwards.
+# Both create .venv on first use (python3, 3.10-3.12) with the newest tested set of packages
+# (requirements/newest.txt) and reuse it afterwards. `make test-oldest` runs the suite on the oldest
+# tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest; CI runs both.
 PYTHON ?= python3
 VENV ?= .venv
-BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+OLDEST_VENV ?= .venv-oldest
+PIP_VERSION := "pip>=23.1,<25"
 export DGLBACKEND := pytorch
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test venv clean-venv
+.PHONY: demo test test-oldest venv venv-oldest clean-venv
 
-venv: $(STAMP)
+# $(call install,VENV,CONSTRAINTS): create VENV and install the package with its test extra under
+# the exact pins of CONSTRAINTS.
+define install
+	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install --quiet --upgrade $(PIP_VERSION)
+	$(1)/bin/python -m pip install --quiet -c $(2) -e ".[test]"
+	$(1)/bin/python -m pip check
+	@touch $(1)/.installed-stamp
+endef
 
-$(STAMP): setup.cfg pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=23.1,<25"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
-	$(BIN)/python -m pip check
-	@touch $(STAMP)
+venv: $(VENV)/.installed-stamp
+venv-oldest: $(OLDEST_VENV)/.installed-stamp
 
-demo: $(STAMP)
-	$(BIN)/dgl-graphtx demo
+$(VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/newest.txt
+	$(call install,$(VENV),requirements/newest.txt)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+$(OLDEST_VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/oldest.txt
+	$(call install,$(OLDEST_VENV),requirements/oldest.txt)
+
+demo: venv
+	$(VENV)/bin/dgl-graphtx demo
+
+test: venv
+	$(VENV)/bin/python -m pytest -q
+
+test-oldest: venv-oldest
+	$(OLDEST_VENV)/bin/python -m pytest -q
 
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(OLDEST_VENV)
