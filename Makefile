@@ -1,8 +1,10 @@
 # Two entry points for newcomers: `make demo` and `make test`.
 # Both create .venv on first use (python3, 3.10-3.12) with the newest tested set of packages
 # (requirements/newest.txt) and reuse it afterwards. `make test-oldest` runs the suite on the oldest
-# tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest; CI runs both.
+# tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest, with Python 3.10
+# where there is one; CI runs both.
 PYTHON ?= python3
+OLDEST_PYTHON ?= $(shell command -v python3.10 >/dev/null 2>&1 && echo python3.10 || echo $(PYTHON))
 VENV ?= .venv
 OLDEST_VENV ?= .venv-oldest
 PIP_VERSION := "pip>=23.1,<25"
@@ -11,10 +13,10 @@ export PYTHONUNBUFFERED := 1
 
 .PHONY: demo test test-oldest venv venv-oldest clean-venv
 
-# $(call install,VENV,CONSTRAINTS): create VENV and install the package with its test extra under
-# the exact pins of CONSTRAINTS.
+# $(call install,VENV,CONSTRAINTS,PYTHON): create VENV with PYTHON and install the package with its
+# test extra under the exact pins of CONSTRAINTS.
 define install
-	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	@test -x $(1)/bin/python || $(3) -m venv $(1)
 	$(1)/bin/python -m pip install --quiet --upgrade $(PIP_VERSION)
 	$(1)/bin/python -m pip install --quiet -c $(2) -e ".[test]"
 	$(1)/bin/python -m pip check
@@ -25,10 +27,10 @@ venv: $(VENV)/.installed-stamp
 venv-oldest: $(OLDEST_VENV)/.installed-stamp
 
 $(VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/newest.txt
-	$(call install,$(VENV),requirements/newest.txt)
+	$(call install,$(VENV),requirements/newest.txt,$(PYTHON))
 
 $(OLDEST_VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/oldest.txt
-	$(call install,$(OLDEST_VENV),requirements/oldest.txt)
+	$(call install,$(OLDEST_VENV),requirements/oldest.txt,$(OLDEST_PYTHON))
 
 demo: venv
 	$(VENV)/bin/dgl-graphtx demo

@@ -150,7 +150,9 @@ def test_mismatches_and_failures_are_reported_not_dropped_silently():
     molecules = GeometryMolecules(rows)
     assert isinstance(molecules[0], Chem.Mol)
     assert isinstance(molecules[1], RejectedMolecule) and "not the given SMILES 'CNC1=C(N)N=NO1'" in molecules[1].reason
-    assert isinstance(molecules[2], RejectedMolecule) and molecules[2].reason.startswith("no bonds perceived from the DFT geometry")
+    # RDKit >= 2024 finds no bonds for this geometry; 2023.9 perceives a different molecule: rejected either way
+    assert isinstance(molecules[2], RejectedMolecule)
+    assert molecules[2].reason.startswith(("no bonds perceived from the DFT geometry", "bonds perceived from the DFT geometry give"))
     ds = MoleculeDataset(molecules, rows[["homo"]], target_names=["homo"], identifiers=list(rows["smiles"]),
                          featurizer=FeaturizerConfig(coordinates="conformer"), progress=False)
     assert len(ds) == 1 and ds.report.num_skipped == 2
