@@ -142,13 +142,14 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--benchmarks", nargs="+", choices=[b.name for b in BENCHMARKS], default=[b.name for b in BENCHMARKS],
                         help="sets to run (default: all); two processes with disjoint sets may share one --csv")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--csv", type=Path, default=REPO / "benchmarks" / "results" / "default_model.csv")
+    parser.add_argument("--csv", type=Path, default=REPO / "benchmarks" / "default_model" / "runs.csv",
+                        help="results, one row per run, kept in the repository so that a later session resumes (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="FreeSolv only, 2 epochs, seed 0, separate CSV, no docs")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
         args.epochs, args.seeds, args.no_docs = 2, [0], True
-        args.csv = args.csv.with_name("default_model_quick.csv")
+        args.csv = REPO / "benchmarks" / "results" / "default_model_quick.csv"
     return args
 
 
