@@ -21,6 +21,7 @@ from dgl.nn import GINEConv
 from dgl_graphtx import devices
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeBatch, collate_molecule_tensors
+from dgl_graphtx.env_info import environment_report
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MoleculeFeaturizer, smiles_to_graphs
 from dgl_graphtx.insight.attention_maps import attention_maps
@@ -387,4 +388,12 @@ def test_compute_choice(monkeypatch):
     assert devices.resolve_compute("auto", "auto") == "tensors"
     monkeypatch.setattr(devices, "dgl_cuda_error", lambda: None)
     assert devices.resolve_compute("auto", "auto") == "dgl"
+
+
+def test_info_names_the_compute_path():
+    line = environment_report()["compute path"]
+    device = devices.resolve_device("auto")
+    assert line.startswith(f"{devices.resolve_compute('auto', device)} with device='auto' ({device.type}:")
+    if device.type == "cpu":
+        assert line.startswith("dgl ") and "DGL's kernels" in line
 
