@@ -9,7 +9,6 @@ run over each destination's incoming edges.
 from __future__ import annotations
 
 import math
-from typing import Union
 
 import torch
 
@@ -18,9 +17,8 @@ import dgl
 import dgl.function as fn
 from dgl.nn.functional import edge_softmax as dgl_edge_softmax
 
-from .graph_tensors import GraphTensors
+from .graph_tensors import GraphLike, GraphTensors
 
-GraphLike = Union[dgl.DGLGraph, GraphTensors]
 #: Readouts of :func:`readout`, as DGL's ``readout_nodes`` names them.
 READOUTS = ("sum", "mean", "max")
 
