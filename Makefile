@@ -4,7 +4,9 @@
 # tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest, with Python 3.10
 # where there is one; CI runs both.
 PYTHON ?= python3
-OLDEST_PYTHON ?= $(shell command -v python3.10 >/dev/null 2>&1 && echo python3.10 || echo $(PYTHON))
+# The first Python 3.10 that runs (a pyenv shim may exist without an active 3.10), else $(PYTHON).
+OLDEST_PYTHON ?= $(or $(shell for p in python3.10 $$HOME/.pyenv/versions/3.10*/bin/python3.10; do \
+	"$$p" -c '' >/dev/null 2>&1 && echo "$$p" && break; done),$(PYTHON))
 VENV ?= .venv
 OLDEST_VENV ?= .venv-oldest
 PIP_VERSION := "pip>=23.1,<25"

@@ -134,8 +134,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "## CPU training throughput: oldest vs newest tested torch",
             "",
             f"`benchmarks/torch_versions.py`: FreeSolv (642 molecules), batch 64, 1 intra-op thread, median epoch after "
-            f"a warm-up epoch, {args.epochs} epochs per job, {args.repeats} interleaved rounds; torch {old_v['torch']} vs "
-            f"{new_v['torch']} (Python {new_v['python']}). {R.environment_line(env)} {R.load_note()}.",
+            f"a warm-up epoch, {args.epochs} epochs per job, {args.repeats} interleaved rounds; torch {old_v['torch']} "
+            f"(Python {old_v['python']}) vs {new_v['torch']} (Python {new_v['python']}). {R.environment_line(env)} {R.load_note()}.",
             "",
             R.markdown_table(rows, COLUMNS),
         ]))
