@@ -33,6 +33,7 @@ from .errors import ConfigError
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
+from .models.variants import VARIANT_SPECS
 from .relation_graph import RelationConfig
 from .training import TrainConfig
 
@@ -475,7 +476,7 @@ def resolve_run_config(
 
 
 def presets_help() -> str:
-    """One line per model listing its presets (the first is the default), for ``--help``.
+    """One line per model listing its presets (its default first), for ``--help``.
 
     Example:
         >>> presets_help().splitlines()[0]
@@ -483,6 +484,6 @@ def presets_help() -> str:
     """
     lines = []
     for model, choices in PRESETS.items():
-        names = list(choices)
-        lines.append(f"  {model}: " + ", ".join([f"{names[0]} (default)"] + names[1:]))
+        default = VARIANT_SPECS[model].default_preset
+        lines.append(f"  {model}: " + ", ".join([f"{default} (default)"] + [n for n in choices if n != default]))
     return "\n".join(lines)

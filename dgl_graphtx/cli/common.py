@@ -10,9 +10,11 @@ import pandas as pd
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
+from ..models.variants import VARIANT_NAMES
 from ..validation import check_number, describe_range
 
-MODELS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
+#: The ``--model`` choices: the variants of the registry.
+MODELS = VARIANT_NAMES
 
 
 def split_targets(text: str) -> List[str]:

@@ -15,6 +15,7 @@ from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
+from ..models.variants import option_sections
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
 from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
@@ -23,7 +24,7 @@ logger = logging.getLogger("dgl_graphtx")
 
 EPILOG = f"""\
 configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
-Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
+Every field of the sections preset, data, model (with model.{"/".join(option_sections())}),
 featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
 in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
 TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
