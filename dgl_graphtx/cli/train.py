@@ -172,4 +172,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
     return 0
-    return 0

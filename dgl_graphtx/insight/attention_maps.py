@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -97,8 +97,3 @@ def attention_maps(model: MoleculeModel, featurizer: MoleculeFeaturizer, molecul
     if featurizer.config.explicit_hydrogens:
         mol = Chem.AddHs(mol)
     return AttentionMaps(weights, node_atoms, mol, molecule if isinstance(molecule, str) else Chem.MolToSmiles(molecule))
-
-
-def layer_modules(model: MoleculeModel) -> List[torch.nn.Module]:
-    """The attention module of each layer, in order."""
-    return [block.attention for block in model.blocks]
