@@ -210,9 +210,9 @@ class RelationAttention(nn.Module):
         ``need_weights`` (else ``None``).
 
         The structure term's gain and bias go into the blocks (:meth:`BlockLayout.logits`), the
-        softmax blocks weight the values directly. An ``nn.Dropout`` draws its mask on ``[E, H]``
-        (the same random numbers as on the message-passing path), which then multiplies the
-        blocks; any other attention-dropout module gets the per-edge weights."""
+        softmax blocks weight the values directly. The attention dropout draws its mask on
+        ``[E, H]`` (the same random numbers as on the message-passing path), which then multiplies
+        the blocks."""
         terms = ScoreTerms()
         if self.structure is not None:
             q, k, _ = qkv.unbind(1)
@@ -220,10 +220,7 @@ class RelationAttention(nn.Module):
         qh, kh, vh = blocks.heads(qkv).unbind(0)  # one padding copy for the three
         dense_attn = torch.softmax(blocks.logits(qh, kh, terms.gain, terms.bias, self.scale), dim=-1)
         drop = self.attn_dropout
-        attn = blocks.gather(dense_attn) if need_weights or not isinstance(drop, nn.Dropout) else None
-        if not isinstance(drop, nn.Dropout):
-            dropped = drop(attn)
-            return blocks.aggregate(dropped, vh), attn, dropped
+        attn = blocks.gather(dense_attn) if need_weights else None
         if drop.training and drop.p > 0.0:
             keep = drop(qkv.new_ones(blocks.edge_slot.shape))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
             dense_keep = blocks.scatter(keep)
