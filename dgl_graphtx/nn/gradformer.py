@@ -1,6 +1,6 @@
 """Gradformer's exponential decay mask ``M_h,ij = lambda ^ ReLU(spd_ij - sp_h)``.
 
-Modes (SPEC section 4):
+Modes (docs/gradformer.md, "Modes"):
 
 * ``"paper"`` (Eq. 4, also the authors' code): ``s_ij = (q_i.k_j / sqrt(dh)) * M_h,ij``. A mask
   of 0 pulls a logit to 0, not to -inf.

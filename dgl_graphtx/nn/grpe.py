@@ -81,7 +81,7 @@ class GRPETerm(StructureTerm):
 
     Args:
         encodings: the (possibly shared) tables.
-        mode: ``"paper"`` (SPEC section 2) or ``"reference"`` (the authors' code: key terms use
+        mode: ``"paper"`` (docs/grpe.md, "Equations and code") or ``"reference"`` (the authors' code: key terms use
             the query node's key ``k_i``, distance ``L`` shares the FAR class, every self pair,
             the virtual node's included, gets spatial class 0 and the NO_EDGE class; see
             :func:`~dgl_graphtx.nn.pair_classes.authors_diagonal`).
