@@ -23,6 +23,7 @@ DGL path above, the reference that the tests compare the dense blocks with.
 """
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
@@ -78,10 +79,11 @@ class ScoreTerms:
         return s if self.bias is None else s + self.bias
 
 
-class StructureTerm(nn.Module):
+class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
     """Base class of the structural parts that turn the skeleton into a variant.
 
-    Subclasses override :meth:`score_terms` and optionally :meth:`prepare` and :meth:`values`.
+    Subclasses must implement :meth:`score_terms` (abstract) and may override :meth:`prepare`
+    and :meth:`values`; docs/attention.md "Adding a variant" walks through one.
     All receive the relation graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``,
     and whose ``edges()`` give ``(src, dst) = (key node j, query node i)`` per edge. Per forward
     pass, ``prepare`` runs once and its result is handed to ``score_terms`` and ``values``.
@@ -91,10 +93,10 @@ class StructureTerm(nn.Module):
         """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
         return None
 
+    @abc.abstractmethod
     def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         """The per-edge gain and bias ``[E, H]`` of the logits (see :class:`ScoreTerms`), from
         ``q, k`` (``[N, H, dh]``); ``scale`` is ``1 / sqrt(dh)``; ``state`` is :meth:`prepare`'s."""
-        raise NotImplementedError
 
     def values(self, graph: dgl.DGLGraph, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
         """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
@@ -164,6 +166,10 @@ class RelationAttention(nn.Module):
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.structure = structure
+
+    def extra_repr(self) -> str:
+        """What ``print(model)`` shows of the layer (the term and the dropout print themselves)."""
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, aggregation={self.aggregation!r}"
 
     def forward(
         self, graph: dgl.DGLGraph, feat: torch.Tensor, get_attention: bool = False
