@@ -19,7 +19,8 @@ def test_every_registered_variant_is_in_the_attention_test_catalogue():
 
 
 def test_cli_model_choices_are_the_registry():
-    assert MODELS == VARIANT_NAMES == ("grpe", "moire", "gradformer", "vanilla", "graphormer")
+    assert MODELS == VARIANT_NAMES
+    assert VARIANT_NAMES[:5] == ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 
 
 def test_model_config_has_one_options_section_per_variant_with_settings():
