@@ -3,7 +3,6 @@ and layers that say what runs when printed."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.models import GradformerOptions, ModelConfig, MoireOptions, build_model
