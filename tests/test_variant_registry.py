@@ -62,3 +62,15 @@ def test_model_config_and_options_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.grpe.max_distance = 2
     assert dataclasses.replace(config, num_layers=2).num_layers == 2
+
+
+def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
+    from dgl_graphtx.checkpoint import CheckpointMeta, validate_meta
+    from dgl_graphtx.errors import ConfigError
+
+    three_d, hops = get_preset("moire", "3d"), get_preset("moire", "2d")
+    assert VARIANT_SPECS["moire"].uses_coordinates(three_d.model) and not VARIANT_SPECS["moire"].uses_coordinates(hops.model)
+    assert not any(VARIANT_SPECS[name].uses_coordinates(get_preset(name).model) for name in VARIANT_NAMES if name != "moire")
+    validate_meta(three_d.model, CheckpointMeta(three_d.featurizer, three_d.relation, ["y"]))
+    with pytest.raises(ConfigError, match="3-D distances needs a featurizer with coordinates"):
+        validate_meta(three_d.model, CheckpointMeta(hops.featurizer, three_d.relation, ["y"]))

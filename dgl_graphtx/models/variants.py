@@ -166,6 +166,8 @@ class VariantSpec:
             them; a variant without paper presets gets the library-size ``tiny``).
         ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
         check: extra checks of a whole config using this variant (raise ``ConfigError``).
+        uses_coordinates: whether a config of this variant reads 3-D distances (then its
+            checkpoints need a featurizer with coordinates).
 
     Example:
         >>> spec = VARIANT_SPECS["moire"]
@@ -181,6 +183,7 @@ class VariantSpec:
     default_preset: str = "tiny"
     ffn_multiplier: int = 1
     check: Optional[Callable[["ModelConfig"], None]] = None
+    uses_coordinates: Callable[["ModelConfig"], bool] = lambda config: False
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -195,7 +198,7 @@ def _table(*specs: VariantSpec) -> Dict[str, VariantSpec]:
 VARIANT_SPECS: Dict[str, VariantSpec] = _table(
     VariantSpec("grpe", "GRPE: query/key-aware hop and bond encodings (Park et al.)", GRPEOptions, _grpe_layers),
     VariantSpec("moire", "MoiréGT: learned focus functions of hop or 3-D distance", MoireOptions, _moire_layers,
-                default_preset="2d"),
+                default_preset="2d", uses_coordinates=lambda config: config.moire.distance == "dist"),
     VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,
                 _gradformer_layers, architecture="gps", default_preset="default", ffn_multiplier=2,
                 check=_check_gradformer),
