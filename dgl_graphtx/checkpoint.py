@@ -153,14 +153,7 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
         raise ConfigError(f"target names must be distinct, got {list(names)}")
     if not isinstance(meta.featurizer, FeaturizerConfig) or not isinstance(meta.relation, RelationConfig):
         raise ConfigError("meta.featurizer / meta.relation must be a FeaturizerConfig / RelationConfig")
-    featurizer = MoleculeFeaturizer(meta.featurizer, meta.relation)
-    expected = {
-        "atom_features": meta.featurizer.atom_features,
-        "atom_feature_dims": featurizer.atom_feature_dims,
-        "bond_feature_dims": featurizer.bond_feature_dims,
-        "bond_radices": featurizer.bond_vocab.radices,
-        "virtual_node": meta.relation.virtual_node,
-    }
+    expected = {**MoleculeFeaturizer(meta.featurizer, meta.relation).model_inputs, "virtual_node": meta.relation.virtual_node}
     for key, value in expected.items():
         if getattr(config, key) != value:
             raise ConfigError(f"featurization does not match the model: model {key}={getattr(config, key)!r}, "

@@ -334,15 +334,11 @@ def resolve_run_config(
     data = DataConfig(**resolved["data"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
-    sizes = MoleculeFeaturizer(featurizer, relation)
     model = ModelConfig.from_dict({
         **resolved["model"],
         "variant": choice.model,
         "num_tasks": max(len(data.targets), 1),
-        "atom_features": featurizer.atom_features,
-        "atom_feature_dims": sizes.atom_feature_dims,
-        "bond_feature_dims": sizes.bond_feature_dims,
-        "bond_radices": sizes.bond_vocab.radices,
+        **MoleculeFeaturizer(featurizer, relation).model_inputs,
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]))

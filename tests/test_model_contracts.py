@@ -53,3 +53,26 @@ def test_eval_mode_restores_the_mode_even_after_an_error(start_training):
             seen.append(model.training)
             raise RuntimeError("inside")
     assert seen == [False] and model.training is start_training
+
+
+@pytest.mark.parametrize("atom_features", ["ogb", "canonical"])
+def test_presets_runs_and_checkpoints_take_the_feature_sizes_from_the_featurizer(atom_features):
+    from dgl_graphtx.checkpoint import CheckpointMeta, validate_meta
+    from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
+    from dgl_graphtx.models import get_preset
+    from dgl_graphtx.run_config import resolve_run_config
+
+    featurizer = MoleculeFeaturizer(FeaturizerConfig(atom_features=atom_features))
+    inputs = featurizer.model_inputs
+    graph, _ = featurizer("CC(=O)O")
+    if atom_features == "canonical":  # the width of the features the featurizer really writes
+        assert inputs["atom_feature_dims"] == (graph.ndata["feat"].shape[1],)
+        assert inputs["bond_feature_dims"] == (graph.edata["feat"].shape[1],)
+    else:  # one category count per OGB column, each above every value seen
+        assert len(inputs["atom_feature_dims"]) == graph.ndata["feat"].shape[1]
+        assert (graph.ndata["feat"] < torch.tensor(inputs["atom_feature_dims"])).all()
+    preset = get_preset("grpe", atom_features=atom_features)
+    run = resolve_run_config(overrides=["preset.model=grpe", f"featurizer.atom_features={atom_features}", "data.targets=y"])
+    for config in (preset.model, run.model):
+        assert {key: getattr(config, key) for key in inputs} == inputs
+    validate_meta(preset.model, CheckpointMeta(preset.featurizer, preset.relation, ["y"]))

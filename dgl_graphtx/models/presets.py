@@ -307,10 +307,7 @@ def get_preset(
         base.model,
         num_tasks=num_tasks,
         task=task,
-        atom_features=atom_features,
-        atom_feature_dims=featurizer.atom_feature_dims,
-        bond_feature_dims=featurizer.bond_feature_dims,
-        bond_radices=featurizer.bond_vocab.radices,
+        **featurizer.model_inputs,
         **model_overrides,
     )
     return dataclasses.replace(base, model=model_cfg, featurizer=feat_cfg)
