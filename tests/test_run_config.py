@@ -91,6 +91,7 @@ ALTERNATIVES = {
     "train.patience": ("9", 9, []),
     "train.seed": ("11", 11, []),
     "train.device": ("cpu", "cpu", []),
+    "train.compute": ("tensors", "tensors", []),
     "train.num_workers": ("1", 1, []),
     "train.progress": ("false", False, []),
     "train.on_nonfinite": ("skip", "skip", []),

@@ -8,10 +8,12 @@ import numpy as np
 import torch
 from rdkit import Chem
 
+from ..devices import resolve_compute
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer
 from ..featurize.molecule import MoleculeLike
 from ..models import MoleculeModel
+from ..nn.graph_tensors import on_device
 
 #: Name accepted for the virtual node wherever a query node is chosen.
 VIRTUAL = "virtual"
@@ -72,20 +74,21 @@ class AttentionMaps:
         return out
 
 
-def attention_maps(model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike) -> AttentionMaps:
-    """Run ``model`` (in eval mode) on one molecule and collect its attention as dense matrices."""
+def attention_maps(
+    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto"
+) -> AttentionMaps:
+    """Run ``model`` (in eval mode, on its device, along the ``compute`` path of
+    :func:`~dgl_graphtx.devices.resolve_compute`) on one molecule and collect its attention as
+    dense matrices."""
     try:
         graph, relation = featurizer(molecule)
     except InvalidMoleculeError as err:
         raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            _, attentions = model(graph.to(device), relation.to(device), return_attention=True)
-    finally:
-        model.train(was_training)
+    compute = resolve_compute(compute, device)
+    with model.eval_mode(), torch.no_grad():
+        _, attentions = model(on_device(graph, device, compute), on_device(relation, device, compute, blocks=True),
+                              return_attention=True)
     n = relation.num_nodes()
     src, dst = (t.cpu().numpy() for t in relation.edges())
     weights = np.zeros((len(attentions), attentions[0].shape[1], n, n))

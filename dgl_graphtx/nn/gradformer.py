@@ -24,11 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
 from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
+from .graph_tensors import GraphLike
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
 REFERENCE_UNREACHABLE_DISTANCE = 510.0
@@ -117,7 +115,7 @@ class DecayTerm(StructureTerm):
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}, slope={self.slope:g}, learn_decay={self.params.learn_decay}, num_heads={self.params.start.numel()}"
 
-    def log_mask(self, graph: dgl.DGLGraph) -> torch.Tensor:
+    def log_mask(self, graph: GraphLike) -> torch.Tensor:
         """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
         spd = graph.edata["spd"][:, None]
         start = self.params.start
@@ -131,7 +129,7 @@ class DecayTerm(StructureTerm):
             log_m = masked_fill_if_any(F.relu(hops - start) * log_decay, unreachable, -math.inf)
         return masked_fill_if_any(log_m, spd == SPD_VIRTUAL, 0.0)
 
-    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         log_m = self.log_mask(graph)
         if self.mode == "decay":
             return ScoreTerms(bias=log_m)

@@ -10,11 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses
 
 
@@ -41,7 +39,7 @@ class GraphormerBias(StructureTerm):
     def extra_repr(self) -> str:
         return f"max_distance={self.spatial.max_distance}, bond_classes={self.edge_bias.shape[0]}"
 
-    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
         # b[psi] + c[phi] as one row of the (spatial x edge class) table: one gather per edge
         joint = (self.spatial_bias[:, None, :] + self.edge_bias[None, :, :]).flatten(0, 1)

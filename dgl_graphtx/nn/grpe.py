@@ -18,11 +18,9 @@ from typing import NamedTuple, Optional
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses, authors_diagonal
 
 GRPE_MODES = ("paper", "reference")
@@ -120,7 +118,7 @@ class GRPETerm(StructureTerm):
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}, max_distance={self.encodings.max_distance}, bond_classes={self.encodings.vocab.num_classes}"
 
-    def prepare(self, graph: dgl.DGLGraph) -> JointClasses:
+    def prepare(self, graph: GraphLike) -> JointClasses:
         """Joint (spatial, edge) classes: per edge, its row among the joint classes present in
         ``graph``; per present joint class, its spatial and its edge class. Tables are built for
         the present classes only (a few dozen, not all ``(L + 4) x num_bond_classes``)."""
@@ -136,7 +134,7 @@ class GRPETerm(StructureTerm):
         compact = torch.cumsum(present, 0) - 1  # joint class -> its row among the present ones
         return JointClasses(compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge)
 
-    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float,
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float,
                     state: JointClasses) -> ScoreTerms:
         enc = self.encodings
         cls, spatial_rows, edge_rows = state
@@ -150,7 +148,7 @@ class GRPETerm(StructureTerm):
         )
         return ScoreTerms(bias=bias * scale)
 
-    def values(self, graph: dgl.DGLGraph, attn: torch.Tensor, state: JointClasses) -> torch.Tensor:
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: JointClasses) -> torch.Tensor:
         enc = self.encodings
         cls, spatial_rows, edge_rows = state
         _, dst = graph.edges()

@@ -18,13 +18,11 @@ from typing import Any, Tuple
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..errors import ConfigError
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
 from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
 from .focus import FOCUS_FUNCTIONS
+from .graph_tensors import GraphLike
 
 MOIRE_MODES = ("paper", "reference")
 DISTANCES = ("dist", "spd")
@@ -93,7 +91,7 @@ class MoireTerm(StructureTerm):
     def extra_repr(self) -> str:
         return f"focus={self.focus!r}, distance={self.distance!r}, mode={self.mode!r}, num_heads={self.shift.numel()}"
 
-    def distances(self, graph: dgl.DGLGraph) -> torch.Tensor:
+    def distances(self, graph: GraphLike) -> torch.Tensor:
         """``D`` per edge: ``dist`` or ``spd``, with ``1e6`` across fragments."""
         spd = graph.edata["spd"]
         if self.distance == "dist":
@@ -123,7 +121,7 @@ class MoireTerm(StructureTerm):
         mu = self.shift if self.mode == "reference" else torch.clamp(self.shift, min=MU_MIN)
         return mu, torch.clamp(self.width, min=SIGMA_MIN)
 
-    def log_focus(self, graph: dgl.DGLGraph) -> torch.Tensor:
+    def log_focus(self, graph: GraphLike) -> torch.Tensor:
         """``log f_h(D)`` per edge and head ``[E, H]`` with :meth:`effective_focus`'s ``mu`` and
         ``sigma``; 0 on virtual-node pairs; ``reference`` mode floors it at ``log 1e-9`` as the
         authors' code."""
@@ -135,7 +133,7 @@ class MoireTerm(StructureTerm):
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
         return masked_fill_if_any(log_f, virtual, 0.0)
 
-    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         src, dst = graph.edges()
         is_self = (src == dst).to(self.shift.dtype)[:, None]
         log_f = self.log_focus(graph)
