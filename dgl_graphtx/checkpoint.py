@@ -23,7 +23,7 @@ from ._version import __version__
 from .atomic_io import atomic_torch_save
 from .errors import CheckpointError, ConfigError
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
-from .models import MoleculeModel, ModelConfig, build_model
+from .models import MoleculeModel, ModelConfig, build_model, variant_spec
 from .relation_graph import RelationConfig
 
 CHECKPOINT_KIND = "dgl_graphtx-checkpoint"
@@ -153,22 +153,15 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
         raise ConfigError(f"target names must be distinct, got {list(names)}")
     if not isinstance(meta.featurizer, FeaturizerConfig) or not isinstance(meta.relation, RelationConfig):
         raise ConfigError("meta.featurizer / meta.relation must be a FeaturizerConfig / RelationConfig")
-    featurizer = MoleculeFeaturizer(meta.featurizer, meta.relation)
-    expected = {
-        "atom_features": meta.featurizer.atom_features,
-        "atom_feature_dims": featurizer.atom_feature_dims,
-        "bond_feature_dims": featurizer.bond_feature_dims,
-        "bond_radices": featurizer.bond_vocab.radices,
-        "virtual_node": meta.relation.virtual_node,
-    }
+    expected = {**MoleculeFeaturizer(meta.featurizer, meta.relation).model_inputs, "virtual_node": meta.relation.virtual_node}
     for key, value in expected.items():
         if getattr(config, key) != value:
             raise ConfigError(f"featurization does not match the model: model {key}={getattr(config, key)!r}, "
                               f"featurizer/relation give {value!r}")
     if config.rwse_steps and meta.featurizer.rwse_steps != config.rwse_steps:
         raise ConfigError(f"model expects rwse_steps={config.rwse_steps} but the featurizer has {meta.featurizer.rwse_steps}")
-    if config.variant == "moire" and config.moire.distance == "dist" and not meta.featurizer.needs_coordinates:
-        raise ConfigError("a MoireGT model on 3-D distances needs a featurizer with coordinates")
+    if variant_spec(config.variant).uses_coordinates(config) and not meta.featurizer.needs_coordinates:
+        raise ConfigError(f"a {config.variant} model on 3-D distances needs a featurizer with coordinates")
 
 
 def _readable_load_error(err: Exception) -> str:

@@ -22,7 +22,6 @@ loading that file reproduces the run.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -33,7 +32,13 @@ from .errors import ConfigError
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
+from .models.variants import VARIANT_SPECS
 from .relation_graph import RelationConfig
+from .settings_files import get_dotted as _get
+from .settings_files import merge as _merge
+from .settings_files import parse_set_items, read_settings_file, section_dict
+from .settings_files import plain as _plain
+from .settings_files import set_dotted as _set
 from .training import TrainConfig
 
 PathLike = Union[str, Path]
@@ -204,17 +209,9 @@ class RunConfig:
         return path
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-# -- reading ---------------------------------------------------------------------------------
+# -- reading (the generic layer is dgl_graphtx.settings_files) --------------------------------
 def load_config_file(path: PathLike) -> Dict[str, Any]:
-    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file into a nested dict.
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file of run sections into a nested dict.
 
     Example:
         >>> import tempfile, pathlib
@@ -223,106 +220,33 @@ def load_config_file(path: PathLike) -> Dict[str, Any]:
         >>> load_config_file(p)
         {'model': {'num_layers': 6, 'moire': {'focus': 'laplacian'}}}
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    suffix = path.suffix.lower()
-    text = path.read_text()
-    try:
-        if suffix == ".toml":
-            try:
-                import tomllib
-            except ModuleNotFoundError:  # Python 3.10
-                try:
-                    import tomli as tomllib  # type: ignore[no-redef]
-                except ModuleNotFoundError:
-                    raise ConfigError(f"reading {path} needs Python >= 3.11 or the 'tomli' package; or use YAML") from None
-            data = tomllib.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
-        else:
-            raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
-    except (ValueError, yaml.YAMLError) as err:  # tomllib.TOMLDecodeError is a ValueError
-        if isinstance(err, ConfigError):
-            raise
-        raise ConfigError(f"cannot parse config file {path}: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of sections {SECTIONS}")
-    unknown = sorted(set(data) - set(SECTIONS))
-    if unknown:
-        raise ConfigError(f"unknown section(s) {unknown} in {path}; sections are {list(SECTIONS)}")
-    return data
+    return read_settings_file(path, SECTIONS)
 
 
 _SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
                   "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig}
 
 
-def _field_types(cls: type) -> Dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _coerce(value: Any, hint: Any, key: str) -> Any:
-    """``value`` (from a file, or text from ``--set``) converted to the field type ``hint``."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Union:  # Optional[X]
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "")):
-            return None
-        return _coerce(value, next(a for a in args if a is not type(None)), key)
-    if origin in (tuple, list):
-        items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)):
-            raise ConfigError(f"{key} must be a list, got {value!r}")
-        element = args[0] if args else str
-        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis:
-            if len(items) != len(args):
-                raise ConfigError(f"{key} must have {len(args)} values, got {value!r}")
-        return tuple(_coerce(v, element, key) for v in items)
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("true", "yes", "1", "on"):
-            return True
-        if text in ("false", "no", "0", "off"):
-            return False
-        raise ConfigError(f"{key} must be true or false, got {value!r}")
-    if hint in (int, float):
-        if isinstance(value, bool):
-            raise ConfigError(f"{key} must be a number, got {value!r}")
-        try:
-            number = float(value) if hint is float else int(str(value).strip()) if isinstance(value, str) else value
-        except ValueError:
-            raise ConfigError(f"{key} must be {'an integer' if hint is int else 'a number'}, got {value!r}") from None
-        if hint is int and (not isinstance(number, int) or isinstance(number, bool)):
-            if isinstance(number, float) and number.is_integer():
-                return int(number)
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
-        return number
-    if hint is str:
-        return str(value)
-    return value
+def _refuse_derived(cls: type, name: str, key: str) -> None:
+    """Model fields computed from other settings cannot be set."""
+    if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
+        source = "preset.model" if name == "variant" else "data.targets" if name == "num_tasks" else "the featurizer"
+        raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 
 def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
-    """``values`` checked against the fields of ``cls`` (nested dataclasses too) and coerced."""
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"{prefix} must be a table/mapping of fields, got {values!r}")
-    hints = _field_types(cls)
-    out: Dict[str, Any] = {}
-    for name, value in values.items():
-        key = f"{prefix}.{name}"
-        if name not in hints:
-            raise ConfigError(f"unknown setting {key}; {prefix} fields are {sorted(hints)} (see docs/configuration.md)")
-        if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
-            source = "preset.model" if name == "variant" else "data.targets" if name == "num_tasks" else "the featurizer"
-            raise ConfigError(f"{key} is derived from {source} and cannot be set")
-        hint = hints[name]
-        if dataclasses.is_dataclass(hint):
-            out[name] = _section_dict(hint, value, key)
-        else:
-            out[name] = _coerce(value, hint, key)
-    return out
+    """``values`` checked against the fields of ``cls`` and coerced; derived model fields refused."""
+    return section_dict(cls, values, prefix, _refuse_derived)
+
+
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """``["model.num_layers=6", "relation=hops=3"]`` -> a nested dict of (still textual) values.
+
+    Example:
+        >>> parse_overrides(["model.moire.focus=laplacian", "relation=hops=3"])
+        {'model': {'moire': {'focus': 'laplacian'}}, 'relation': 'hops=3'}
+    """
+    return parse_set_items(items, SECTIONS, whole=("relation",))
 
 
 def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
@@ -347,56 +271,6 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
         else:
             out[section] = _section_dict(_SECTION_TYPES[section], values, section)
     return out
-
-
-def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
-    """``["model.num_layers=6", "relation=hops=3"]`` -> a nested dict of (still textual) values.
-
-    Example:
-        >>> parse_overrides(["model.moire.focus=laplacian", "relation=hops=3"])
-        {'model': {'moire': {'focus': 'laplacian'}}, 'relation': 'hops=3'}
-    """
-    out: Dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"--set expects section.field=value, got {item!r}")
-        key, value = item.split("=", 1)
-        parts = [p.strip() for p in key.strip().split(".")]
-        if not all(parts) or parts[0] not in SECTIONS:
-            raise ConfigError(f"--set {item!r}: the key must start with one of {list(SECTIONS)} (e.g. model.num_layers=6)")
-        if len(parts) == 1 and parts[0] != "relation":
-            raise ConfigError(f"--set {item!r}: name a field, e.g. {parts[0]}.<field>=value")
-        node = out
-        for part in parts[:-1]:
-            if not isinstance(node.get(part, {}), dict):
-                raise ConfigError(f"--set {item!r} conflicts with an earlier --set of {part}")
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value.strip()
-    return out
-
-
-def _merge(base: Dict[str, Any], top: Mapping[str, Any]) -> Dict[str, Any]:
-    out = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _get(tree: Mapping[str, Any], dotted: str) -> Tuple[bool, Any]:
-    node: Any = tree
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
-def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
-    section, name = dotted.split(".")
-    tree[section][name] = value
 
 
 def resolve_run_config(
@@ -460,22 +334,18 @@ def resolve_run_config(
     data = DataConfig(**resolved["data"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
-    sizes = MoleculeFeaturizer(featurizer, relation)
     model = ModelConfig.from_dict({
         **resolved["model"],
         "variant": choice.model,
         "num_tasks": max(len(data.targets), 1),
-        "atom_features": featurizer.atom_features,
-        "atom_feature_dims": sizes.atom_feature_dims,
-        "bond_feature_dims": sizes.bond_feature_dims,
-        "bond_radices": sizes.bond_vocab.radices,
+        **MoleculeFeaturizer(featurizer, relation).model_inputs,
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]))
 
 
 def presets_help() -> str:
-    """One line per model listing its presets (the first is the default), for ``--help``.
+    """One line per model listing its presets (its default first), for ``--help``.
 
     Example:
         >>> presets_help().splitlines()[0]
@@ -483,6 +353,6 @@ def presets_help() -> str:
     """
     lines = []
     for model, choices in PRESETS.items():
-        names = list(choices)
-        lines.append(f"  {model}: " + ", ".join([f"{names[0]} (default)"] + names[1:]))
+        default = VARIANT_SPECS[model].default_preset
+        lines.append(f"  {model}: " + ", ".join([f"{default} (default)"] + [n for n in choices if n != default]))
     return "\n".join(lines)

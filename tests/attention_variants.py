@@ -1,11 +1,17 @@
-"""The catalogue of attention variants and modes shared by the attention test modules."""
+"""The catalogue of attention variants and modes shared by the attention test modules.
+
+Layers are built by the variant registry (``dgl_graphtx.models.variants``), the way models build
+them; ``test_variant_registry.py`` checks that every registered variant is in :data:`VARIANTS`.
+"""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from dgl_graphtx.featurize import FeaturizerConfig
-from dgl_graphtx.nn import GradformerAttention, GraphormerAttention, GRPEAttention, MoireAttention, RelationAttention
+from dgl_graphtx.models import ModelConfig, variant_spec
+from dgl_graphtx.nn import RelationAttention
 
 import dense_reference as ref
 
@@ -57,19 +63,20 @@ VARIANTS = (
 )
 
 
+def options(v: Variant) -> Dict[str, Any]:
+    """The settings of ``v`` for its registry entry's options class (the fields it has)."""
+    spec = variant_spec(v.kind)
+    if spec.options is None:
+        return {}
+    wanted = dict(mode=v.mode, focus=v.focus, distance=v.distance, learn_decay=v.learn_decay, slope=v.slope,
+                  max_distance=MAX_DIST, decay=GRADFORMER_DECAY)
+    names = {f.name for f in dataclasses.fields(spec.options)}
+    return {v.kind: spec.options(**{k: x for k, x in wanted.items() if k in names and x is not None})}
+
+
 def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads: int = HEADS) -> RelationAttention:
-    """A freshly initialised layer of variant ``v``."""
-    if v.kind == "vanilla":
-        return RelationAttention(embed_dim, heads, attn_dropout=attn_dropout)
-    if v.kind == "graphormer":
-        return GraphormerAttention(embed_dim, heads, max_distance=MAX_DIST, attn_dropout=attn_dropout)
-    if v.kind == "grpe":
-        return GRPEAttention(embed_dim, heads, max_distance=MAX_DIST, mode=v.mode, attn_dropout=attn_dropout)
-    if v.kind == "moire":
-        return MoireAttention(embed_dim, heads, focus=v.focus, distance=v.distance, mode=v.mode, attn_dropout=attn_dropout)
-    if v.kind == "gradformer":
-        return GradformerAttention(
-            embed_dim, heads, decay=GRADFORMER_DECAY, learn_decay=v.learn_decay, mode=v.mode,
-            attn_dropout=attn_dropout, slope=v.slope,
-        )
-    raise ValueError(v.kind)
+    """A freshly initialised layer of variant ``v``, built by its registry entry."""
+    config = ModelConfig(variant=v.kind, num_layers=1, hidden_dim=embed_dim, num_heads=heads, attn_dropout=attn_dropout,
+                         readout="mean", virtual_node=False, **options(v))
+    (layer,) = variant_spec(v.kind).build_layers(config)
+    return layer

@@ -10,9 +10,11 @@ import pandas as pd
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
+from ..models.variants import VARIANT_NAMES
 from ..validation import check_number, describe_range
 
-MODELS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
+#: The ``--model`` choices: the variants of the registry.
+MODELS = VARIANT_NAMES
 
 
 def split_targets(text: str) -> List[str]:
@@ -65,7 +67,7 @@ def device_option(text: str) -> str:
 #: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
-    ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's first)")),
+    ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
     ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
     ("--task", "model.task", dict(choices=("regression", "classification"), help="default: regression")),
     ("--split", "data.split", dict(choices=("random", "scaffold"), help="default: random")),

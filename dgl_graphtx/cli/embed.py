@@ -10,7 +10,7 @@ import pandas as pd
 from ..datasets import read_molecules
 from ..errors import GraphTxError
 from ..predict import Embeddings, Predictor
-from .common import add_input_options, add_logging_options, verbosity
+from .common import add_input_options, add_logging_options, bounded, device_option, verbosity
 
 FORMATS = (".csv", ".npy", ".parquet")
 
@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_options(embed)
     embed.add_argument("--output", required=True, help="output file: .csv, .npy or .parquet")
     embed.add_argument("--atoms", help="also write per-atom states to this .npz (array 'mol_<row>' per valid molecule)")
-    embed.add_argument("--device", default="auto")
-    embed.add_argument("--batch-size", type=int, default=256)
+    embed.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
+    embed.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
     add_logging_options(embed)
     embed.set_defaults(func=run)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..datasets import featurize_file
 from ..models import get_preset
-from .common import DEFAULT_MODEL, MODELS, split_targets
+from .common import DEFAULT_MODEL, MODELS, add_input_options, bounded, split_targets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,12 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     featurize.add_argument("input", help="CSV, SDF or .smi file, optionally gzipped (.csv.gz, .sdf.gz, .smi.gz)")
     featurize.add_argument("--out", required=True, help="folder of the store")
     featurize.add_argument("--targets", default="", help="comma-separated target columns / SD properties (none for .smi)")
-    featurize.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
+    add_input_options(featurize)
     featurize.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL, help=f"model whose featurization to use (default: {DEFAULT_MODEL})")
     featurize.add_argument("--preset", default=None, help="preset of the model (as for train)")
     featurize.add_argument("--atom-features", choices=("ogb", "canonical"), default="ogb")
-    featurize.add_argument("--workers", type=int, default=1, help="featurizing processes (default: 1; use the number of cores)")
-    featurize.add_argument("--shard-size", type=int, default=2000, help="molecules per shard, the unit of resumption (default: 2000)")
+    featurize.add_argument("--workers", type=bounded(int, 1), default=1, help="featurizing processes (default: 1; use the number of cores)")
+    featurize.add_argument("--shard-size", type=bounded(int, 1), default=2000, help="molecules per shard, the unit of resumption (default: 2000)")
     featurize.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     featurize.set_defaults(func=run)
 
@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``featurize`` with parsed ``args``."""
     targets = split_targets(args.targets)
     preset = get_preset(args.model, args.preset, num_tasks=max(len(targets), 1), atom_features=args.atom_features)
-    store = featurize_file(args.input, args.out, args.smiles_col, targets, featurizer=preset.featurizer,
+    store = featurize_file(args.input, args.out, args.smiles_col or "smiles", targets, featurizer=preset.featurizer,
+                           delimiter=args.delimiter,
                            relation=preset.relation, workers=args.workers, shard_size=args.shard_size,
                            progress=not args.no_progress)
     manifest = json.loads((Path(store) / "manifest.json").read_text())

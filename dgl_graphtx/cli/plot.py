@@ -19,7 +19,7 @@ from ..insight import (
     plot_start_points,
 )
 from ..predict import Predictor
-from .common import add_input_options, add_logging_options, verbosity
+from .common import add_input_options, add_logging_options, device_option, verbosity
 
 KINDS = ("attention", "focus", "decay", "parity")
 
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi)")
     plot.add_argument("--target", help="parity: which target (default: the first)")
     add_input_options(plot)
-    plot.add_argument("--device", default="cpu")
+    plot.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
     add_logging_options(plot)
     plot.set_defaults(func=run)
 

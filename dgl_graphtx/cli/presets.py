@@ -6,7 +6,8 @@ import argparse
 import dataclasses
 from typing import List, Optional
 
-from ..models import PresetSummary, get_preset, summarize_presets
+from ..models import VARIANT_NAMES, PresetSummary, get_preset, summarize_presets
+from ..models.variants import option_sections
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(ours, and the paper's where it reports one). With MODEL: that model's presets. With MODEL "
         "PRESET: the whole recipe (model, featurizer, relation graphs, training settings, provenance).",
     )
-    presets.add_argument("model", nargs="?", default=None, help="grpe, moire, gradformer, vanilla or graphormer")
+    presets.add_argument("model", nargs="?", default=None, help=", ".join(VARIANT_NAMES))
     presets.add_argument("preset", nargs="?", default=None, help="a preset of MODEL: print its whole recipe")
     presets.set_defaults(func=run)
 
@@ -54,7 +55,7 @@ def recipe_lines(model: str, preset: str) -> List[str]:
     if p.info.notes:
         lines.append(f"notes: {p.info.notes}")
     skip = {"atom_feature_dims", "bond_feature_dims", "bond_radices", "num_tasks", "task"}
-    options = {"grpe", "moire", "gradformer", "graphormer"} - {p.model.variant}
+    options = set(option_sections()) - {p.model.variant}
     for key, value in p.model.to_dict().items():
         if key not in skip and key not in options:
             lines.append(f"model.{key}: {value}")

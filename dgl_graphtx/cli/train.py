@@ -15,15 +15,16 @@ from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
+from ..models.variants import option_sections
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
-from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics
 
 logger = logging.getLogger("dgl_graphtx")
 
 EPILOG = f"""\
 configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
-Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
+Every field of the sections preset, data, model (with model.{"/".join(option_sections())}),
 featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
 in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
 TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_logging_options(train)
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
     scale = train.add_argument_group("distributed training (see docs/scaling.md)")
-    scale.add_argument("--nproc", type=int, default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
+    scale.add_argument("--nproc", type=bounded(int, 1), default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
     scale.add_argument("--backend", choices=BACKENDS, default="auto", help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
     scale.add_argument("--dist-timeout", type=float, default=600.0, help="seconds a process waits for the others before the job fails (default: 600)")
     train.set_defaults(func=run)
@@ -170,5 +171,4 @@ def run(args: argparse.Namespace) -> int:
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
-    return 0
     return 0

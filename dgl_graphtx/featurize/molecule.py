@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -198,6 +198,22 @@ class MoleculeFeaturizer:
     def bond_feature_dims(self) -> Tuple[int, ...]:
         """Category counts per bond column (``ogb``), or ``(width,)`` of the float features."""
         return OGB_BOND_FEATURE_DIMS if self.config.atom_features == "ogb" else (self._bonds.feat_size(),)
+
+    @property
+    def model_inputs(self) -> Dict[str, Any]:
+        """The :class:`~dgl_graphtx.models.ModelConfig` fields this featurizer fixes: the atom
+        featurizer and the feature and bond-class sizes (the one place they are derived).
+
+        Example:
+            >>> MoleculeFeaturizer(FeaturizerConfig(atom_features="canonical")).model_inputs["atom_feature_dims"]
+            (74,)
+        """
+        return {
+            "atom_features": self.config.atom_features,
+            "atom_feature_dims": self.atom_feature_dims,
+            "bond_feature_dims": self.bond_feature_dims,
+            "bond_radices": self.bond_vocab.radices,
+        }
 
     def prepare(self, molecule: MoleculeLike) -> Tuple[Chem.Mol, List[int]]:
         """Parse, put the atoms in canonical order and apply the hydrogen setting; returns the

@@ -36,11 +36,6 @@ class _OGBFeaturizer:
     def __init__(self, field: str = "feat") -> None:
         self.field = field
 
-    @property
-    def feature_dims(self) -> Tuple[int, ...]:
-        """Category count of each column, for building embedding tables."""
-        return self.dims
-
     def feat_size(self, feat_name: Optional[str] = None) -> int:
         """Number of feature columns (dgllife protocol)."""
         return len(self.dims)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -85,15 +85,10 @@ def attention_maps(
     except InvalidMoleculeError as err:
         raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            compute = resolve_compute(compute, device)
-            _, attentions = model(on_device(graph, device, compute), on_device(relation, device, compute, blocks=True),
-                                  return_attention=True)
-    finally:
-        model.train(was_training)
+    compute = resolve_compute(compute, device)
+    with model.eval_mode(), torch.no_grad():
+        _, attentions = model(on_device(graph, device, compute), on_device(relation, device, compute, blocks=True),
+                              return_attention=True)
     n = relation.num_nodes()
     src, dst = (t.cpu().numpy() for t in relation.edges())
     weights = np.zeros((len(attentions), attentions[0].shape[1], n, n))
@@ -105,8 +100,3 @@ def attention_maps(
     if featurizer.config.explicit_hydrogens:
         mol = Chem.AddHs(mol)
     return AttentionMaps(weights, node_atoms, mol, molecule if isinstance(molecule, str) else Chem.MolToSmiles(molecule))
-
-
-def layer_modules(model: MoleculeModel) -> List[torch.nn.Module]:
-    """The attention module of each layer, in order."""
-    return [block.attention for block in model.blocks]

@@ -9,11 +9,11 @@ from ..errors import ConfigError
 from ..models import MoleculeModel
 from ..nn.focus import FOCUS_FUNCTIONS
 from ..nn.gradformer import DecayTerm
-from ..nn.moire import MU_MIN, SIGMA_MIN, MoireTerm
+from ..nn.moire import MoireTerm
 
 
 def _terms(model: MoleculeModel, kind: type, variant: str) -> list:
-    terms = [block.attention.structure for block in model.blocks]
+    terms = [layer.structure for layer in model.attention_layers()]
     if not terms or not all(isinstance(t, kind) for t in terms):
         raise ConfigError(f"this is a {model.config.variant} model; the plot needs a {variant} model")
     return terms
@@ -21,7 +21,8 @@ def _terms(model: MoleculeModel, kind: type, variant: str) -> list:
 
 def focus_parameters(model: MoleculeModel) -> pd.DataFrame:
     """One row per layer and head of a MoireGT model: ``focus``, ``distance``, the effective
-    shift ``mu`` and width ``sigma`` (clamped as in the forward pass) and the self weight.
+    shift ``mu`` and width ``sigma`` the forward pass uses (:meth:`MoireTerm.effective_focus`:
+    ``mu`` is clamped to 0.5 in ``paper`` mode only) and the self weight.
 
     Example:
         >>> from dgl_graphtx.models import build_model, get_preset
@@ -31,8 +32,7 @@ def focus_parameters(model: MoleculeModel) -> pd.DataFrame:
     """
     rows = []
     for layer, term in enumerate(_terms(model, MoireTerm, "MoireGT")):
-        mu = torch.clamp(term.shift, min=MU_MIN).detach().cpu()
-        sigma = torch.clamp(term.width, min=SIGMA_MIN).detach().cpu()
+        mu, sigma = (t.detach().cpu() for t in term.effective_focus())
         weight = term.self_weight.detach().cpu() if term.self_weight is not None else torch.full_like(mu, float("nan"))
         for head in range(len(mu)):
             rows.append({"layer": layer, "head": head, "focus": term.focus, "distance": term.distance,

@@ -5,6 +5,7 @@ from .config import GradformerOptions, GraphormerOptions, GRPEOptions, ModelConf
 from .factory import build_model, count_parameters
 from .gps import Gradformer
 from .graph_transformer import GraphTransformer
+from .variants import VARIANT_NAMES, VARIANT_SPECS, VariantSpec, variant_spec
 from .presets import PRESETS, Preset, PresetInfo, PresetSummary, TrainRecipe, get_preset, summarize_presets
 
 __all__ = [
@@ -21,8 +22,12 @@ __all__ = [
     "PresetInfo",
     "PresetSummary",
     "TrainRecipe",
+    "VARIANT_NAMES",
+    "VARIANT_SPECS",
+    "VariantSpec",
     "build_model",
     "count_parameters",
     "get_preset",
     "summarize_presets",
+    "variant_spec",
 ]

@@ -1,12 +1,14 @@
 """What every molecule model shares: input encoding, readout, output head, target scaling."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple, Union
+import contextlib
+from typing import Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..nn import RelationAttention
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
 from .config import ModelConfig
@@ -103,12 +105,8 @@ class MoleculeModel(nn.Module):
     @torch.no_grad()
     def predict_nodes(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Per-node predictions ``[N, T]`` in target units (or probabilities), in eval mode."""
-        was_training = self.training
-        self.eval()
-        try:
+        with self.eval_mode():
             return self.to_target_space(self.node_outputs(graph, relation_graph))
-        finally:
-            self.train(was_training)
 
     def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
         """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
@@ -129,13 +127,9 @@ class MoleculeModel(nn.Module):
             >>> [tuple(t.shape) for t in model.embed(g, rel)]
             [(1, 16), (3, 16)]
         """
-        was_training = self.training
-        self.eval()
-        try:
+        with self.eval_mode():
             atoms, virtual, _ = self.encode(graph, relation_graph)
             return self.pool(graph, atoms, virtual), atoms
-        finally:
-            self.train(was_training)
 
     def set_target_normalization(self, mean: torch.Tensor, std: torch.Tensor) -> None:
         """Store per-task mean and standard deviation of the (regression) training targets."""
@@ -157,9 +151,37 @@ class MoleculeModel(nn.Module):
     @torch.no_grad()
     def predict(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Predictions ``[B, T]`` in target units (or probabilities), in eval mode."""
+        with self.eval_mode():
+            return self.to_target_space(self(graph, relation_graph))
+
+    @contextlib.contextmanager
+    def eval_mode(self) -> Iterator["MoleculeModel"]:
+        """Switch to eval mode for the ``with`` block and back to the mode it was in after.
+
+        Example:
+            >>> from dgl_graphtx.models import ModelConfig, build_model
+            >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)).train()
+            >>> with model.eval_mode():
+            ...     model.training
+            False
+            >>> model.training
+            True
+        """
         was_training = self.training
         self.eval()
         try:
-            return self.to_target_space(self(graph, relation_graph))
+            yield self
         finally:
             self.train(was_training)
+
+    def attention_layers(self) -> List[RelationAttention]:
+        """The model's attention layers, first to last: what attention maps and the learned
+        structure (``dgl_graphtx.insight``) read.
+
+        Example:
+            >>> from dgl_graphtx.models import ModelConfig, build_model
+            >>> model = build_model(ModelConfig(variant="moire", num_layers=2, hidden_dim=16, num_heads=2))
+            >>> [type(layer.structure).__name__ for layer in model.attention_layers()]
+            ['MoireTerm', 'MoireTerm']
+        """
+        return [block.attention for block in self.blocks]

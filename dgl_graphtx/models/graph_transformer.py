@@ -10,6 +10,7 @@ from .attention_layers import build_attention_layers
 from .base import Encoded, MoleculeModel
 from .blocks import PreNormBlock
 from .config import ModelConfig
+from .variants import variant_spec
 
 
 class GraphTransformer(MoleculeModel):
@@ -31,8 +32,9 @@ class GraphTransformer(MoleculeModel):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        if config.variant == "gradformer":
-            raise ConfigError("variant 'gradformer' is built by the Gradformer (GPS) model")
+        architecture = variant_spec(config.variant).architecture
+        if architecture != "transformer":
+            raise ConfigError(f"variant {config.variant!r} is built by the {architecture!r} architecture's model (build_model picks it)")
         self.blocks = nn.ModuleList(
             PreNormBlock(attention, config.feedforward_dim, config.dropout)
             for attention in build_attention_layers(config)

@@ -12,6 +12,7 @@ from ..relation_graph import RelationConfig
 from ..validation import check_number
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
+from .variants import VARIANT_NAMES, VARIANT_SPECS
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,13 @@ _GRADFORMER_COMMON = (
     "(here d-d-T)."
 )
 
-#: ``(model, preset) -> factory``; the first preset listed for a model is its default.
 #: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
-#: its first preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
+#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
 #: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model").
 DEFAULT_MODEL = "gradformer"
 
-PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
+#: The paper recipes of each variant that has them, ``{variant: {preset: factory}}``.
+_PAPER_PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
     "grpe": {
         "tiny": _grpe_paper(
             4, 64, 8,
@@ -255,14 +256,18 @@ PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
             "network and optimisation are kept, with a mean-pooled graph readout for molecules.",
         ),
     },
-    "vanilla": {"tiny": _baseline("vanilla")},
-    "graphormer": {"tiny": _baseline("graphormer")},
+}
+
+#: ``{variant: {preset: factory}}`` for every registered variant: its paper recipes, or else the
+#: library-size ``tiny`` of the baselines. A variant's default preset is its registry entry's.
+PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
+    name: _PAPER_PRESETS.get(name) or {"tiny": _baseline(name)} for name in VARIANT_NAMES
 }
 
 
 def get_preset(
     model: str,
-    preset: str = None,
+    preset: Optional[str] = None,
     *,
     num_tasks: int = 1,
     task: str = "regression",
@@ -272,12 +277,14 @@ def get_preset(
     """A named configuration with its training recipe, adapted to the task and the atom featurizer.
 
     Args:
-        model: ``grpe``, ``moire``, ``gradformer``, ``vanilla`` or ``graphormer``.
-        preset: name within the model (default: the first listed): ``grpe`` ``tiny``, ``small``,
+        model: a variant of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (``grpe``,
+            ``moire``, ``gradformer``, ``vanilla``, ``graphormer``).
+        preset: name within the model (default: the variant's ``default_preset``): ``grpe`` ``tiny``, ``small``,
             ``standard``, ``large`` (paper Table 1); ``moire`` ``2d`` / ``3d`` (library size, hop /
             3-D distances), ``qm9``, ``pcqm4mv2``, ``mnist`` (paper Table 1); ``gradformer``
             ``default`` (library size), ``molhiv``, ``zinc``, ``nci1``, ``cluster`` (the authors'
-            scripts); baselines ``tiny``. ``dgl-graphtx presets`` lists them.
+            scripts); baselines and variants without paper recipes ``tiny``. ``dgl-graphtx
+            presets`` lists them.
         num_tasks, task: output size and ``regression`` / ``classification``.
         atom_features: ``ogb`` or ``canonical``; feature sizes follow the featurizer.
         **model_overrides: fields of :class:`ModelConfig` to replace (e.g. ``dropout=0.2``).
@@ -290,7 +297,7 @@ def get_preset(
     if model not in PRESETS:
         raise ConfigError(f"unknown model {model!r}; choose from {sorted(PRESETS)}")
     choices = PRESETS[model]
-    name = preset or next(iter(choices))
+    name = preset or VARIANT_SPECS[model].default_preset
     if name not in choices:
         raise ConfigError(f"unknown preset {name!r} for {model}; choose from {sorted(choices)}")
     base = choices[name]()
@@ -300,10 +307,7 @@ def get_preset(
         base.model,
         num_tasks=num_tasks,
         task=task,
-        atom_features=atom_features,
-        atom_feature_dims=featurizer.atom_feature_dims,
-        bond_feature_dims=featurizer.bond_feature_dims,
-        bond_radices=featurizer.bond_vocab.radices,
+        **featurizer.model_inputs,
         **model_overrides,
     )
     return dataclasses.replace(base, model=model_cfg, featurizer=feat_cfg)

@@ -29,15 +29,13 @@ terms read ``edges()``, ``edata`` and ``num_nodes()``, which both carriers answe
 """
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
 import torch
 from torch import nn
-
-from .. import _dgl_env  # noqa: F401
-import dgl
 
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
@@ -84,30 +82,31 @@ class ScoreTerms:
         return s if self.bias is None else s + self.bias
 
 
-class StructureTerm(nn.Module):
+class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
     """Base class of the structural parts that turn the skeleton into a variant.
 
-    Subclasses override :meth:`score_terms` and optionally :meth:`prepare` and :meth:`values`.
+    Subclasses must implement :meth:`score_terms` (abstract) and may override :meth:`prepare`
+    and :meth:`values`; docs/attention.md "Adding a variant" walks through one.
     All receive the relation graph, whose ``edata`` holds ``spd``, ``bond`` and possibly ``dist``,
     and whose ``edges()`` give ``(src, dst) = (key node j, query node i)`` per edge. Per forward
     pass, ``prepare`` runs once and its result is handed to ``score_terms`` and ``values``.
     """
 
-    def prepare(self, graph: dgl.DGLGraph) -> Any:
+    def prepare(self, graph: GraphLike) -> Any:
         """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
         return None
 
-    def score_terms(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+    @abc.abstractmethod
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         """The per-edge gain and bias ``[E, H]`` of the logits (see :class:`ScoreTerms`), from
         ``q, k`` (``[N, H, dh]``); ``scale`` is ``1 / sqrt(dh)``; ``state`` is :meth:`prepare`'s."""
-        raise NotImplementedError
 
-    def values(self, graph: dgl.DGLGraph, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
         """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
         return None
 
     def logits(
-        self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
+        self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
     ) -> torch.Tensor:
         """Per-edge logits ``[E, H]`` given ``qk`` (``[E, H]``, the unscaled ``q_i . k_j``): the
         :meth:`score_terms` applied to ``qk * scale``."""
@@ -171,6 +170,10 @@ class RelationAttention(nn.Module):
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.structure = structure
 
+    def extra_repr(self) -> str:
+        """What ``print(model)`` shows of the layer (the term and the dropout print themselves)."""
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, aggregation={self.aggregation!r}"
+
     def forward(
         self, graph: GraphLike, feat: torch.Tensor, get_attention: bool = False
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
@@ -210,9 +213,9 @@ class RelationAttention(nn.Module):
         ``need_weights`` (else ``None``).
 
         The structure term's gain and bias go into the blocks (:meth:`BlockLayout.logits`), the
-        softmax blocks weight the values directly. An ``nn.Dropout`` draws its mask on ``[E, H]``
-        (the same random numbers as on the message-passing path), which then multiplies the
-        blocks; any other attention-dropout module gets the per-edge weights."""
+        softmax blocks weight the values directly. The attention dropout draws its mask on
+        ``[E, H]`` (the same random numbers as on the message-passing path), which then multiplies
+        the blocks."""
         terms = ScoreTerms()
         if self.structure is not None:
             q, k, _ = qkv.unbind(1)
@@ -220,10 +223,7 @@ class RelationAttention(nn.Module):
         qh, kh, vh = blocks.heads(qkv).unbind(0)  # one padding copy for the three
         dense_attn = torch.softmax(blocks.logits(qh, kh, terms.gain, terms.bias, self.scale), dim=-1)
         drop = self.attn_dropout
-        attn = blocks.gather(dense_attn) if need_weights or not isinstance(drop, nn.Dropout) else None
-        if not isinstance(drop, nn.Dropout):
-            dropped = drop(attn)
-            return blocks.aggregate(dropped, vh), attn, dropped
+        attn = blocks.gather(dense_attn) if need_weights else None
         if drop.training and drop.p > 0.0:
             keep = drop(qkv.new_ones(blocks.edge_slot.shape))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
             dense_keep = blocks.scatter(keep)

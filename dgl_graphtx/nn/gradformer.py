@@ -1,6 +1,6 @@
 """Gradformer's exponential decay mask ``M_h,ij = lambda ^ ReLU(spd_ij - sp_h)``.
 
-Modes (SPEC section 4):
+Modes (docs/gradformer.md, "Modes"):
 
 * ``"paper"`` (Eq. 4, also the authors' code): ``s_ij = (q_i.k_j / sqrt(dh)) * M_h,ij``. A mask
   of 0 pulls a logit to 0, not to -inf.
@@ -18,7 +18,7 @@ shared by all layers unless asked otherwise.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +26,7 @@ from torch import nn
 
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
 from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
+from .graph_tensors import GraphLike
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
 REFERENCE_UNREACHABLE_DISTANCE = 510.0
@@ -111,7 +112,10 @@ class DecayTerm(StructureTerm):
         self.mode = mode
         self.slope = slope
 
-    def log_mask(self, graph) -> torch.Tensor:
+    def extra_repr(self) -> str:
+        return f"mode={self.mode!r}, slope={self.slope:g}, learn_decay={self.params.learn_decay}, num_heads={self.params.start.numel()}"
+
+    def log_mask(self, graph: GraphLike) -> torch.Tensor:
         """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
         spd = graph.edata["spd"][:, None]
         start = self.params.start
@@ -125,7 +129,7 @@ class DecayTerm(StructureTerm):
             log_m = masked_fill_if_any(F.relu(hops - start) * log_decay, unreachable, -math.inf)
         return masked_fill_if_any(log_m, spd == SPD_VIRTUAL, 0.0)
 
-    def score_terms(self, graph, q, k, scale, state):
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         log_m = self.log_mask(graph)
         if self.mode == "decay":
             return ScoreTerms(bias=log_m)

@@ -5,11 +5,14 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
 from ..bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses
 
 
@@ -33,7 +36,10 @@ class GraphormerBias(StructureTerm):
         self.spatial_bias = nn.Parameter(torch.zeros(self.spatial.num_classes, num_heads))
         self.edge_bias = nn.Parameter(torch.zeros(vocab.num_classes, num_heads))
 
-    def score_terms(self, graph, q, k, scale, state):
+    def extra_repr(self) -> str:
+        return f"max_distance={self.spatial.max_distance}, bond_classes={self.edge_bias.shape[0]}"
+
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
         # b[psi] + c[phi] as one row of the (spatial x edge class) table: one gather per edge
         joint = (self.spatial_bias[:, None, :] + self.edge_bias[None, :, :]).flatten(0, 1)

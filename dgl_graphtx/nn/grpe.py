@@ -13,17 +13,31 @@ built; the extra memory grows with ``E x H``.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional
 
 import torch
 from torch import nn
 
-
 from ..bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses, authors_diagonal
 
 GRPE_MODES = ("paper", "reference")
+
+
+class JointClasses(NamedTuple):
+    """:meth:`GRPETerm.prepare`'s state: the joint (spatial, edge) classes present in a graph.
+
+    Attributes:
+        edge_class: per edge ``[E]``, its row among the present joint classes.
+        spatial_rows, edge_rows: per present joint class ``[C]``, its spatial and its edge class
+            (the rows of the spatial and edge tables).
+    """
+
+    edge_class: torch.Tensor
+    spatial_rows: torch.Tensor
+    edge_rows: torch.Tensor
 
 
 def gather_by_class(per_node: torch.Tensor, node: torch.Tensor, cls: torch.Tensor) -> torch.Tensor:
@@ -81,7 +95,7 @@ class GRPETerm(StructureTerm):
 
     Args:
         encodings: the (possibly shared) tables.
-        mode: ``"paper"`` (SPEC section 2) or ``"reference"`` (the authors' code: key terms use
+        mode: ``"paper"`` (docs/grpe.md, "Equations and code") or ``"reference"`` (the authors' code: key terms use
             the query node's key ``k_i``, distance ``L`` shares the FAR class, every self pair,
             the virtual node's included, gets spatial class 0 and the NO_EDGE class; see
             :func:`~dgl_graphtx.nn.pair_classes.authors_diagonal`).
@@ -101,7 +115,10 @@ class GRPETerm(StructureTerm):
         self.mode = mode
         self.spatial = SpatialClasses(encodings.max_distance, far_includes_max=mode == "reference")
 
-    def prepare(self, graph) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def extra_repr(self) -> str:
+        return f"mode={self.mode!r}, max_distance={self.encodings.max_distance}, bond_classes={self.encodings.vocab.num_classes}"
+
+    def prepare(self, graph: GraphLike) -> JointClasses:
         """Joint (spatial, edge) classes: per edge, its row among the joint classes present in
         ``graph``; per present joint class, its spatial and its edge class. Tables are built for
         the present classes only (a few dozen, not all ``(L + 4) x num_bond_classes``)."""
@@ -115,9 +132,10 @@ class GRPETerm(StructureTerm):
         present = torch.bincount(joint, minlength=self.spatial.num_classes * n_edge) > 0
         classes = present.nonzero().squeeze(1)
         compact = torch.cumsum(present, 0) - 1  # joint class -> its row among the present ones
-        return compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge
+        return JointClasses(compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge)
 
-    def score_terms(self, graph, q, k, scale, state):
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float,
+                    state: JointClasses) -> ScoreTerms:
         enc = self.encodings
         cls, spatial_rows, edge_rows = state
         src, dst = graph.edges()
@@ -130,7 +148,7 @@ class GRPETerm(StructureTerm):
         )
         return ScoreTerms(bias=bias * scale)
 
-    def values(self, graph, attn, state):
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: JointClasses) -> torch.Tensor:
         enc = self.encodings
         cls, spatial_rows, edge_rows = state
         _, dst = graph.edges()

@@ -13,6 +13,7 @@ number without forming ``f``.
 from __future__ import annotations
 
 import math
+from typing import Any, Tuple
 
 import torch
 from torch import nn
@@ -21,6 +22,7 @@ from ..errors import ConfigError
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
 from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
 from .focus import FOCUS_FUNCTIONS
+from .graph_tensors import GraphLike
 
 MOIRE_MODES = ("paper", "reference")
 DISTANCES = ("dist", "spd")
@@ -86,7 +88,10 @@ class MoireTerm(StructureTerm):
         self.width = nn.Parameter(torch.full((num_heads,), float(init_width)))
         self.self_weight = nn.Parameter(torch.ones(num_heads)) if mode == "paper" else None
 
-    def distances(self, graph) -> torch.Tensor:
+    def extra_repr(self) -> str:
+        return f"focus={self.focus!r}, distance={self.distance!r}, mode={self.mode!r}, num_heads={self.shift.numel()}"
+
+    def distances(self, graph: GraphLike) -> torch.Tensor:
         """``D`` per edge: ``dist`` or ``spd``, with ``1e6`` across fragments."""
         spd = graph.edata["spd"]
         if self.distance == "dist":
@@ -101,21 +106,34 @@ class MoireTerm(StructureTerm):
         d = d.to(self.shift.dtype)
         return torch.where(spd == SPD_UNREACHABLE, torch.full_like(d, UNREACHABLE_DISTANCE), d)
 
-    def log_focus(self, graph) -> torch.Tensor:
-        """``log f_h(D)`` per edge and head ``[E, H]``; 0 on virtual-node pairs.
+    def effective_focus(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The shift ``mu`` and width ``sigma`` per head ``[H]`` that the forward pass uses:
+        ``sigma' = max(sigma, 0.1)``; ``mu' = max(mu, 0.5)`` in ``paper`` mode, ``mu`` unclamped in
+        ``reference`` mode (as the authors' code).
 
-        ``paper`` mode: ``mu' = max(mu, 0.5)``, no floor. ``reference`` mode: ``mu`` unclamped and
-        ``log max(f, 1e-9)``, as the authors' code."""
+        Example:
+            >>> term = MoireTerm(num_heads=1, distance="spd", mode="reference")
+            >>> with torch.no_grad():
+            ...     _ = term.shift.fill_(0.2)
+            >>> [round(float(t), 3) for t in term.effective_focus()]
+            [0.2, 2.0]
+        """
+        mu = self.shift if self.mode == "reference" else torch.clamp(self.shift, min=MU_MIN)
+        return mu, torch.clamp(self.width, min=SIGMA_MIN)
+
+    def log_focus(self, graph: GraphLike) -> torch.Tensor:
+        """``log f_h(D)`` per edge and head ``[E, H]`` with :meth:`effective_focus`'s ``mu`` and
+        ``sigma``; 0 on virtual-node pairs; ``reference`` mode floors it at ``log 1e-9`` as the
+        authors' code."""
         reference = self.mode == "reference"
-        mu = self.shift if reference else torch.clamp(self.shift, min=MU_MIN)
-        sigma = torch.clamp(self.width, min=SIGMA_MIN)
+        mu, sigma = self.effective_focus()
         log_f = FOCUS_FUNCTIONS[self.focus](self.distances(graph)[:, None], mu, sigma)
         if reference:
             log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
         virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
         return masked_fill_if_any(log_f, virtual, 0.0)
 
-    def score_terms(self, graph, q, k, scale, state):
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         src, dst = graph.edges()
         is_self = (src == dst).to(self.shift.dtype)[:, None]
         log_f = self.log_focus(graph)

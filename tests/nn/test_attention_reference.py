@@ -244,30 +244,23 @@ def test_moire_clamps(focus):
         assert (layer(rel, x) - base).abs().max() > 1e-6
 
 
-class FixedMask(torch.nn.Module):
-    """Stands in for the attention dropout: multiplies the per-edge weights by a fixed mask."""
-
-    def __init__(self, mask: torch.Tensor) -> None:
-        super().__init__()
-        self.mask = mask
-
-    def forward(self, attn: torch.Tensor) -> torch.Tensor:
-        return attn * self.mask
-
-
+@pytest.mark.parametrize("aggregation", ["message_passing", "dense_blocks"])
 @pytest.mark.parametrize("v", [Variant("vanilla"), Variant("grpe", "paper"), Variant("grpe", "reference")], ids=lambda v: v.id)
-def test_dropped_weights_feed_every_value_term(v):
+def test_dropped_weights_feed_every_value_term(v, aggregation):
     """SPEC 2: z_i = sum_j a_ij (v_j + P^V + E^V) with a taken after attention dropout, so the
-    graph-encoded value terms see the same dropped weights as v_j. The dropout module is replaced
-    by a known per-edge mask (dropout with p=0.5: weights zeroed or doubled)."""
+    graph-encoded value terms see the same dropped weights as v_j. The layer's own dropout
+    (p=0.5: weights zeroed or doubled) runs from a known seed; its per-edge mask is drawn again from
+    that seed (the forward pass draws no other random numbers)."""
     rel = graphs("salt_vn")[1]
     x = torch.randn(rel.num_nodes(), D_MODEL, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    layer = perturb(build(v, attn_dropout=0.5), v, seed=1).double()
-    gen = torch.Generator().manual_seed(6)
-    mask = (torch.rand(rel.num_edges(), HEADS, generator=gen, dtype=torch.float64) < 0.5).double() * 2.0
-    layer.attn_dropout = FixedMask(mask)
-    with torch.no_grad():
+    layer = perturb(build(v, attn_dropout=0.5), v, seed=1).double().train()
+    layer.aggregation = aggregation
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(6)
         out = layer(rel, x)
+        torch.manual_seed(6)
+        mask = torch.nn.functional.dropout(torch.ones(rel.num_edges(), HEADS, dtype=torch.float64), 0.5, True)
+    assert set(mask.unique().tolist()) == {0.0, 2.0}
     src, dst = (t.long() for t in rel.edges())
     n = rel.num_nodes()
     dense_mask = torch.zeros(HEADS, n, n, dtype=torch.float64)

@@ -1,0 +1,233 @@
+"""The attention variants a model can use: one table, the single source of the variant names,
+their settings (``model.<variant>`` config sections), how their attention layers are built, the
+model architecture they run in and their default preset.
+
+The CLI's ``--model`` choices, :class:`~dgl_graphtx.models.ModelConfig`'s option sections,
+:func:`~dgl_graphtx.models.build_model`, the presets and the test catalogue are all derived from
+:data:`VARIANT_SPECS`; docs/attention.md "Adding a variant" shows a new entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+
+from ..errors import ConfigError
+from ..nn.attention import RelationAttention
+from ..nn.focus import FOCUS_FUNCTIONS
+from ..nn.gradformer import GRADFORMER_MODES, REFERENCE_SLOPE, DecayParameters, GradformerAttention, check_slope
+from ..nn.graphormer import GraphormerAttention
+from ..nn.grpe import GRPE_MODES, GRPEAttention, GRPEEncodings
+from ..nn.moire import DISTANCES, MOIRE_MODES, MoireAttention
+from ..validation import check_number
+from .local_models import LOCAL_MODELS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import ModelConfig
+
+#: Model architectures a variant's attention layers run in (see :func:`~dgl_graphtx.models.build_model`):
+#: ``transformer`` (pre-LN blocks, :class:`~dgl_graphtx.models.GraphTransformer`) or ``gps``
+#: (GPS blocks with a local model over bonds, :class:`~dgl_graphtx.models.Gradformer`).
+ARCHITECTURES = ("transformer", "gps")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+# -- settings of each variant (the ``model.<variant>`` config sections) -------------------------
+@dataclass(frozen=True)
+class GRPEOptions:
+    """GRPE settings: ``L`` (max hop class), ``paper``/``reference`` mode, table sharing."""
+
+    max_distance: int = 5
+    mode: str = "paper"
+    share_encodings: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.mode in GRPE_MODES, f"grpe.mode must be one of {GRPE_MODES}, got {self.mode!r}")
+        check_number("grpe.max_distance", self.max_distance, 1, 1024, integer=True)
+
+
+@dataclass(frozen=True)
+class MoireOptions:
+    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`)."""
+
+    focus: str = "gaussian"
+    distance: str = "spd"
+    mode: str = "paper"
+    max_shift: float = 4.0
+    init_width: float = 2.0
+
+    def __post_init__(self) -> None:
+        _check(self.focus in FOCUS_FUNCTIONS, f"moire.focus must be one of {sorted(FOCUS_FUNCTIONS)}, got {self.focus!r}")
+        _check(self.distance in DISTANCES, f"moire.distance must be one of {DISTANCES}, got {self.distance!r}")
+        _check(self.mode in MOIRE_MODES, f"moire.mode must be one of {MOIRE_MODES}, got {self.mode!r}")
+        check_number("moire.init_width", self.init_width, 0, low_open=True)
+        check_number("moire.max_shift", self.max_shift, 0)
+
+
+@dataclass(frozen=True)
+class GradformerOptions:
+    """Gradformer settings: decay mode, lambda, start points, normalisation and local model of
+    the GPS block.
+
+    ``slope`` is the LeakyReLU slope of ``mode="reference"`` (the authors' ``process_hop``:
+    0 in their ``config.py`` and NCI1 script, 0.1 in the ZINC/CLUSTER scripts, 0.2 for
+    ogbg-molhiv); the other modes use ReLU and need ``slope=0``. ``local_model`` is the GPS
+    block's message passing over bonds, ``"gine"`` or ``"gatedgcn"``; ``pe_gate`` (GatedGCN only)
+    gates its edges by the random-walk encodings, as the authors' MolHIV model.
+
+    Example:
+        >>> GradformerOptions(mode="reference", slope=0.2, local_model="gatedgcn").local_model
+        'gatedgcn'
+    """
+
+    mode: str = "paper"
+    decay: float = 0.5
+    learn_decay: bool = False
+    init_start: float = 2.0
+    share_start: bool = True
+    norm: str = "batch"
+    slope: float = REFERENCE_SLOPE
+    local_model: str = "gine"
+    pe_gate: bool = False
+
+    def __post_init__(self) -> None:
+        _check(self.local_model in LOCAL_MODELS, f"gradformer.local_model must be one of {LOCAL_MODELS}, got {self.local_model!r}")
+        _check(not self.pe_gate or self.local_model == "gatedgcn", "gradformer.pe_gate needs gradformer.local_model='gatedgcn'")
+        _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
+        try:
+            check_slope(self.mode, self.slope)
+        except ValueError as err:
+            raise ConfigError(f"gradformer.slope: {err}") from None
+        check_number("gradformer.decay (lambda)", self.decay, 0, 1, low_open=True, high_open=True)
+        check_number("gradformer.init_start", self.init_start, 0)
+        _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
+
+
+@dataclass(frozen=True)
+class GraphormerOptions:
+    """Graphormer-bias baseline settings."""
+
+    max_distance: int = 5
+
+    def __post_init__(self) -> None:
+        check_number("graphormer.max_distance", self.max_distance, 1, 1024, integer=True)
+
+
+# -- how each variant's layers are built ---------------------------------------------------------
+def _vanilla_layers(config: "ModelConfig") -> List[RelationAttention]:
+    return [RelationAttention(config.hidden_dim, config.num_heads, None, config.attn_dropout) for _ in range(config.num_layers)]
+
+
+def _graphormer_layers(config: "ModelConfig") -> List[RelationAttention]:
+    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.graphormer
+    return [GraphormerAttention(d, h, o.max_distance, config.bond_vocab, drop) for _ in range(config.num_layers)]
+
+
+def _grpe_layers(config: "ModelConfig") -> List[RelationAttention]:
+    d, h, drop, o, vocab = config.hidden_dim, config.num_heads, config.attn_dropout, config.grpe, config.bond_vocab
+    shared = GRPEEncodings(d, h, o.max_distance, vocab) if o.share_encodings else None
+    return [GRPEAttention(d, h, shared, o.max_distance, vocab, o.mode, drop) for _ in range(config.num_layers)]
+
+
+def _moire_layers(config: "ModelConfig") -> List[RelationAttention]:
+    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.moire
+    return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop) for _ in range(config.num_layers)]
+
+
+def _gradformer_layers(config: "ModelConfig") -> List[RelationAttention]:
+    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.gradformer
+    shared = DecayParameters(h, o.init_start, o.decay, o.learn_decay) if o.share_start else None
+    return [GradformerAttention(d, h, shared, o.init_start, o.decay, o.learn_decay, o.mode, drop, o.slope)
+            for _ in range(config.num_layers)]
+
+
+def _check_gradformer(config: "ModelConfig") -> None:
+    _check(not config.virtual_node,
+           "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'")
+    _check(not (config.gradformer.pe_gate and not config.rwse_steps),
+           "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0")
+
+
+# -- the registry ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VariantSpec:
+    """One attention variant.
+
+    Args:
+        name: the variant's name (``--model``, ``preset.model``, ``model.variant``).
+        summary: one line on what it is, shown by ``--help`` and the docs.
+        options: dataclass of its settings, the config section ``model.<name>`` (``None``: none).
+        build_layers: one attention layer per transformer layer, from a whole ``ModelConfig``.
+        architecture: the model its layers run in, one of :data:`ARCHITECTURES`.
+        default_preset: the preset used when none is named (``dgl-graphtx presets NAME`` lists
+            them; a variant without paper presets gets the library-size ``tiny``).
+        ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
+        check: extra checks of a whole config using this variant (raise ``ConfigError``).
+        uses_coordinates: whether a config of this variant reads 3-D distances (then its
+            checkpoints need a featurizer with coordinates).
+
+    Example:
+        >>> spec = VARIANT_SPECS["moire"]
+        >>> spec.options.__name__, spec.architecture, spec.default_preset
+        ('MoireOptions', 'transformer', '2d')
+    """
+
+    name: str
+    summary: str
+    options: Optional[type]
+    build_layers: Callable[["ModelConfig"], List[RelationAttention]]
+    architecture: str = "transformer"
+    default_preset: str = "tiny"
+    ffn_multiplier: int = 1
+    check: Optional[Callable[["ModelConfig"], None]] = None
+    uses_coordinates: Callable[["ModelConfig"], bool] = lambda config: False
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"variant {self.name!r}: architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+
+
+def _table(*specs: VariantSpec) -> Dict[str, VariantSpec]:
+    return {spec.name: spec for spec in specs}
+
+
+#: Every attention variant, in the order the CLI and the docs list them.
+VARIANT_SPECS: Dict[str, VariantSpec] = _table(
+    VariantSpec("grpe", "GRPE: query/key-aware hop and bond encodings (Park et al.)", GRPEOptions, _grpe_layers),
+    VariantSpec("moire", "MoiréGT: learned focus functions of hop or 3-D distance", MoireOptions, _moire_layers,
+                default_preset="2d", uses_coordinates=lambda config: config.moire.distance == "dist"),
+    VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,
+                _gradformer_layers, architecture="gps", default_preset="default", ffn_multiplier=2,
+                check=_check_gradformer),
+    VariantSpec("vanilla", "baseline: plain attention over the relation graph", None, _vanilla_layers),
+    VariantSpec("graphormer", "baseline: Graphormer's hop and bond biases", GraphormerOptions, _graphormer_layers),
+)
+
+#: The variant names, in table order.
+VARIANT_NAMES: Tuple[str, ...] = tuple(VARIANT_SPECS)
+
+
+def variant_spec(name: str) -> VariantSpec:
+    """The entry of variant ``name``, or a one-line :class:`ConfigError` listing the choices.
+
+    Example:
+        >>> variant_spec("grpe").options.__name__
+        'GRPEOptions'
+    """
+    if name not in VARIANT_SPECS:
+        raise ConfigError(f"unknown variant {name!r}; choose from {VARIANT_NAMES}")
+    return VARIANT_SPECS[name]
+
+
+def option_sections() -> Dict[str, type]:
+    """``{variant: options class}`` for the variants that have settings: the ``model.<variant>``
+    sections of a config.
+
+    Example:
+        >>> sorted(option_sections())
+        ['gradformer', 'graphormer', 'grpe', 'moire']
+    """
+    return {name: spec.options for name, spec in VARIANT_SPECS.items() if spec.options is not None}
