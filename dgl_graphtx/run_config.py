@@ -80,6 +80,8 @@ class DataConfig:
         cache_dir: folder caching featurized molecules.
         subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
             train on this many molecules drawn with ``train.seed``.
+        positive_label: classification with text classes: the value that becomes 1 (two text
+            values are otherwise mapped automatically, and the choice is logged).
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -97,6 +99,7 @@ class DataConfig:
     test: Optional[str] = None
     cache_dir: Optional[str] = None
     subset: Optional[int] = None
+    positive_label: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.subset is not None and not self.is_qm9:

@@ -17,6 +17,7 @@ from ..experiment import train_and_evaluate
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
+from ..training.target_metrics import per_target_lines
 from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
 
 logger = logging.getLogger("dgl_graphtx")
@@ -105,7 +106,8 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
     return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                         split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
+                         split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
+                         positive_label=data.positive_label, **kwargs)
 
 
 def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
@@ -159,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
     if config.ensemble.single:
         print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
-        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}"
+              + (" (mean over targets)" if len(result.test_per_target) > 1 else ""))
+        for line in per_target_lines(result.test_per_target):
+            print(line)
         for note in result.test_notes:
             print(f"note: {note}")
         print(f"checkpoint: {out / 'best.pt'}")
