@@ -402,6 +402,27 @@ def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
     tree[section][name] = value
 
 
+def check_active_sections(model: Mapping[str, Any], variant: str, base: Mapping[str, Any]) -> None:
+    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer):
+    they would be ignored. Values equal to the preset's (a saved ``config.yaml`` holds every
+    section) are accepted.
+
+    Example:
+        >>> check_active_sections({"moire": {"focus": "laplacian"}}, "gradformer", {"moire": {"focus": "cauchy"}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: model.moire.focus=laplacian is a setting of the moire model, but the active model is gradformer (preset.model / --model); drop it or train with --model moire
+    """
+    hints = _field_types(ModelConfig)
+    for section, values in model.items():
+        if section == variant or not (section in hints and dataclasses.is_dataclass(hints[section])) or not isinstance(values, Mapping):
+            continue
+        for name, value in values.items():
+            if value != base.get(section, {}).get(name):
+                raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
+                                  f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+
+
 def resolve_run_config(
     config_file: Optional[PathLike] = None,
     overrides: Sequence[str] = (),
@@ -439,6 +460,7 @@ def resolve_run_config(
 
     choice = PresetChoice(**user.get("preset", {}))
     base = get_preset(choice.model, choice.name)
+    check_active_sections(user.get("model", {}), choice.model, base.model.to_dict())
     resolved = _merge(
         {
             "model": {k: v for k, v in base.model.to_dict().items() if k not in DERIVED_MODEL_FIELDS},
