@@ -499,6 +499,16 @@ def resolve_run_config(
                      EnsembleConfig(**resolved["ensemble"]))
 
 
+def default_preset_name(model: str) -> str:
+    """The preset a model gets when none is named (its first).
+
+    Example:
+        >>> default_preset_name("grpe")
+        'tiny'
+    """
+    return next(iter(PRESETS[model]))
+
+
 def presets_help() -> str:
     """One line per model listing its presets (the first is the default), for ``--help``.
 

@@ -15,7 +15,7 @@ from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
-from ..run_config import RunConfig, presets_help, resolve_run_config
+from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
 from ..run_folder import RunFolder
 from ..training.target_metrics import per_target_lines
 from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                 log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
                 logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
-                            config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
+                            config.model.variant, config.preset.name or default_preset_name(config.model.variant), config.data.path, out / "config.yaml")
                 config.save(out / "config.yaml")
             data = config.data
             with hooks.main_first():

@@ -335,7 +335,8 @@ class Trainer:
         state = self._resume(resume, optimizer, scheduler) if resume else TrainingState()
         module = hooks.wrap_model(self.model)
         first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
-        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0)
+        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0,
+                       total=cfg.epochs, initial=min(first_epoch - 1, cfg.epochs))
         for epoch in bar:
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
