@@ -72,6 +72,8 @@ def test_two_text_classes_train_and_the_mapping_is_recorded(b3db, tmp_path, flag
     assert code == 0, stderr
     report = json.loads(stdout)
     assert report["labelled"] == len(frame) and report["rocauc"] is not None
+    code, _, stderr = run_cli(["predict", "CCO", "--checkpoint", out, "--device", "cpu"])
+    assert code == 0 and f"probability of class {positive!r}" in stderr
 
 
 def test_positive_label_must_be_one_of_the_values(b3db, tmp_path):

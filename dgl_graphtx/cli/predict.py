@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from ..atomic_io import ProgressiveCSV
@@ -12,6 +13,8 @@ from ..predict import with_carried_columns
 from ..table_output import table_format, table_separator, write_table
 from .common import add_input_options, add_logging_options, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
+
+logger = logging.getLogger("dgl_graphtx")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
     predictors = load_predictors(args, batch_size=args.batch_size, limits=limits,
                                  batch_edges=args.batch_edges, chunk_size=args.chunk_size)
+    for classes in predictors[0].class_labels:
+        logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
     table = read_input(args, args.input, predictors[0]) if args.input else None
     carried = carried_columns(args, table)
     molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (list(args.smiles), None)
