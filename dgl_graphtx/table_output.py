@@ -24,14 +24,14 @@ def table_format(path: PathLike, formats: Sequence[str] = TABLE_FORMATS, option:
     Example:
         >>> table_format("preds.TSV")
         '.tsv'
-        >>> table_format("preds.xlsx")
+        >>> table_format("out/preds.xlsx")
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: --output must end in one of .csv, .tsv, .tab, .parquet, got preds.xlsx
+        dgl_graphtx.errors.ConfigError: --output must end in one of .csv, .tsv, .tab, .parquet, got out/preds.xlsx
     """
     suffix = Path(path).suffix.lower()
     if suffix not in formats:
-        raise ConfigError(f"{option} must end in one of {', '.join(formats)}, got {Path(path).name}")
+        raise ConfigError(f"{option} must end in one of {', '.join(formats)}, got {path}")
     if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
         raise ConfigError(PARQUET_HINT)
     return suffix
