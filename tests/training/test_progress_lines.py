@@ -50,6 +50,7 @@ def test_a_resumed_run_counts_its_epochs_from_the_checkpoint(tmp_path, caplog, m
     with pytest.raises(Stop):
         Trainer(build_model(preset.model), config, out_dir=tmp_path, meta=meta).fit(data, data)
     monkeypatch.setattr(Trainer, "_check_weights", original)
+    caplog.clear()  # only the resumed run's lines
     with caplog.at_level(logging.INFO, logger="dgl_graphtx"):
         Trainer(build_model(preset.model), config, out_dir=tmp_path, meta=meta).fit(data, data, resume=True)
     counts = [r.getMessage().split()[1] for r in caplog.records if r.getMessage().startswith("training:")]
