@@ -14,17 +14,14 @@ from ..errors import ConfigError
 from ..predict import Predictor
 from .common import split_targets
 
-CHECKPOINT_HELP = ("checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it")
+CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
 
 
 def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool) -> None:
-    """``--checkpoint``: repeatable, and folders accepted, where ``ensembles`` are averaged."""
-    if ensembles:
-        parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH",
-                            help=CHECKPOINT_HELP + "); repeat it to combine checkpoints: the ensemble mean, with a <target>_std column")
-    else:
-        parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH",
-                            help=CHECKPOINT_HELP + ", which must then hold one model)")
+    """``--checkpoint``: a file or a folder; where ``ensembles`` are averaged it may be repeated."""
+    more = ("; repeat it to combine checkpoints: the ensemble mean, with a <target>_std column" if ensembles
+            else "; this command reads one model, so a folder must hold one best.pt")
+    parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH", help=CHECKPOINT_HELP + more)
 
 
 def add_carry_options(parser: argparse.ArgumentParser) -> None:
