@@ -142,7 +142,8 @@ def atomic_to_csv(frame: pd.DataFrame, path: PathLike, **kwargs: Any) -> Path:
 class ProgressiveCSV:
     """A CSV written chunk by chunk: rows go to ``<path>.partial``, flushed to disk after every
     chunk, and :meth:`finish` renames it to ``path``. A run that stops early leaves the rows done
-    so far in the ``.partial`` file, and ``resume=True`` continues after them.
+    so far in the ``.partial`` file, and ``resume=True`` continues after them. ``sep`` is the
+    delimiter (a tab for TSV).
 
     Example:
         >>> import tempfile
@@ -155,14 +156,15 @@ class ProgressiveCSV:
         'a\\n1\\n2\\n3\\n'
     """
 
-    def __init__(self, path: PathLike, resume: bool = False) -> None:
+    def __init__(self, path: PathLike, resume: bool = False, sep: str = ",") -> None:
         self.path = Path(path)
+        self.sep = sep
         self.partial = self.path.with_name(self.path.name + ".partial")
         check_writable(self.path)
         self.rows_done = 0
         if resume and self.partial.exists():
             try:
-                self.rows_done = len(pd.read_csv(self.partial, dtype=str, keep_default_na=False))
+                self.rows_done = len(pd.read_csv(self.partial, dtype=str, keep_default_na=False, sep=self.sep))
             except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError) as err:
                 raise OutputError(f"cannot resume from {self.partial}: {describe_os_error(err)}; delete it to start again") from None
         elif self.partial.exists():
@@ -173,7 +175,7 @@ class ProgressiveCSV:
         header = not self.partial.exists()
         try:
             with open(self.partial, "a", encoding="utf-8", newline="") as handle:
-                frame.to_csv(handle, header=header, index=False)
+                frame.to_csv(handle, header=header, index=False, sep=self.sep)
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as err:

@@ -147,24 +147,6 @@ def train_ensemble(
     return EnsembleResult(members, frame, metrics_frame, summary, rho)
 
 
-def checkpoints_in(path: PathLike) -> List[Path]:
-    """``path`` itself if it is a file, else every ``best.pt`` below the folder (sorted).
-
-    Example:
-        >>> checkpoints_in("no/such/folder")
-        Traceback (most recent call last):
-        ...
-        dgl_graphtx.errors.ConfigError: no checkpoint at no/such/folder
-    """
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    found = sorted(path.rglob("best.pt")) if path.is_dir() else []
-    if not found:
-        raise ConfigError(f"no checkpoint at {path}")
-    return found
-
-
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None) -> pd.DataFrame:
     """Mean prediction of several predictors with a ``<target>_std`` column per target.
@@ -177,7 +159,7 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> paths = [save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model),
         ...                          CheckpointMeta(p.featurizer, p.relation, ["y"])) for _ in range(2)]
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
-        ['smiles', 'y', 'y_std', 'error', 'warning']
+        ['smiles', 'canonical_smiles', 'y', 'y_std', 'error', 'warning']
     """
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):

@@ -16,6 +16,7 @@ from .domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
 from .run_folder import RunFolder
+from .training.target_metrics import per_target_metrics
 from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, compute_metrics, json_safe, metric_notes, seed_everything
 
 PathLike = Union[str, Path]
@@ -33,6 +34,8 @@ class ExperimentResult:
     test_predictions: pd.DataFrame
     out_dir: Optional[Path]
     test_notes: List[str] = field(default_factory=list)
+    #: Test metrics of each target alone (``{target: {metric: value}}``).
+    test_per_target: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
 
 def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
@@ -111,7 +114,8 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     model = build_model(preset.model)
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
-             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {})}
+             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
+             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
@@ -120,6 +124,7 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     labels = dataset.raw_labels[parts.test].double().numpy()
     metrics = compute_metrics(preset.model.task, labels, predicted)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
+    per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
@@ -127,9 +132,11 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
-        summary = {"run_id": run.run_id, "test": json_safe(metrics), "valid": json_safe(result.best_metrics),
+        summary = {"run_id": run.run_id, "test": json_safe(metrics),
+                   "test_per_target": {name: json_safe(values) for name, values in per_target.items()},
+                   "valid": json_safe(result.best_metrics),
                    "best_epoch": result.best_epoch, "notes": notes,
                    "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
-    return ExperimentResult(model, parts, result, metrics, table, out, notes)
+    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target)

@@ -21,19 +21,30 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 class LogProgress:
     """Iterates like ``tqdm`` but reports as log lines: at most one every ``interval`` seconds
     (``0``: after every item), plus one at the end; :meth:`set_postfix` values are appended.
+    ``initial`` items were done before (a resumed run): counts start there, so epoch 4 of 100
+    reads ``4/100``. The rate reads ``items/s``, or ``s/item`` when an item takes over a second.
 
     Example:
         >>> bar = LogProgress(range(3), "demo", "step", interval=0)
         >>> sum(bar)
         3
+        >>> LogProgress([], "training", "epoch").rate(2, 30.0), LogProgress([], "x", "mol").rate(50, 2.0)
+        ('15.0 s/epoch', '25.0 mol/s')
     """
 
     def __init__(self, iterable: Iterable[Any], desc: str, unit: str, interval: float = LOG_INTERVAL,
-                 total: Optional[int] = None) -> None:
+                 total: Optional[int] = None, initial: int = 0) -> None:
         self.iterable = iterable
-        self.desc, self.unit, self.interval = desc, unit, interval
+        self.desc, self.unit, self.interval, self.initial = desc, unit, interval, initial
         self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
         self.postfix = ""
+
+    def rate(self, done: int, elapsed: float) -> str:
+        """``"12.0 mol/s"``, or ``"15.0 s/epoch"`` when one item takes more than a second."""
+        if elapsed <= 0 or not done:
+            return ""
+        per_second = done / elapsed
+        return f"{per_second:.1f} {self.unit}/s" if per_second >= 1 else f"{elapsed / done:.1f} s/{self.unit}"
 
     def set_postfix(self, **values: Any) -> None:
         """Values shown after the count in the next log line."""
@@ -41,8 +52,8 @@ class LogProgress:
 
     def _line(self, done: int, start: float) -> None:
         elapsed = time.perf_counter() - start
-        count = f"{done}/{self.total}" if self.total is not None else str(done)
-        rate = f"{done / elapsed:.1f} {self.unit}/s" if elapsed > 0 and done else ""
+        count = f"{self.initial + done}/{self.total}" if self.total is not None else str(self.initial + done)
+        rate = self.rate(done, elapsed)
         logger.info("%s: %s %s%s (%s%.1f s)", self.desc, count, self.unit,
                     f"; {self.postfix}" if self.postfix else "", f"{rate}, " if rate else "", elapsed)
 
@@ -53,16 +64,17 @@ class LogProgress:
             yield item
             done += 1
             now = time.perf_counter()
-            if now - last >= self.interval and (self.total is None or done < self.total):
+            if now - last >= self.interval and (self.total is None or self.initial + done < self.total):
                 self._line(done, start)
                 last = now
         self._line(done, start)
 
 
 def progress(iterable: Iterable[Any], desc: str, unit: str, enabled: bool = True,
-             interval: float = LOG_INTERVAL, total: Optional[int] = None) -> Iterable[Any]:
+             interval: float = LOG_INTERVAL, total: Optional[int] = None, initial: int = 0) -> Iterable[Any]:
     """``iterable`` with progress reporting: a tqdm bar when stderr is a terminal, else
-    :class:`LogProgress` log lines; unchanged when not ``enabled``.
+    :class:`LogProgress` log lines; unchanged when not ``enabled``. ``initial``: items already
+    done (counted in, with ``total`` the whole count).
 
     Example:
         >>> list(progress(range(2), "x", "item", enabled=False))
@@ -71,8 +83,8 @@ def progress(iterable: Iterable[Any], desc: str, unit: str, enabled: bool = True
     if not enabled:
         return iterable
     if sys.stderr.isatty():
-        return tqdm(iterable, desc=desc, unit=unit, total=total)
-    return LogProgress(iterable, desc, unit, interval, total)
+        return tqdm(iterable, desc=desc, unit=unit, total=total, initial=initial)
+    return LogProgress(iterable, desc, unit, interval, total, initial)
 
 
 def configure_logging(verbosity: int = 0) -> None:

@@ -19,12 +19,14 @@ from rdkit import Chem
 from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
+from .checkpoint_paths import single_checkpoint
+from .datasets.class_labels import ClassLabels, class_labels_from_meta
 from .datasets import PackedGraphs, read_molecules
 from .devices import resolve_compute, resolve_device
 from .domain import Domain
-from .errors import ConfigError
+from .errors import ConfigError, InvalidMoleculeError
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
-from .featurize.molecule import MoleculeLike
+from .featurize.molecule import MoleculeLike, to_mol
 from .nn.graph_tensors import on_device
 from .validation import check_number
 
@@ -46,11 +48,43 @@ def is_out_of_memory(err: BaseException) -> bool:
     )
 
 
+def canonical_smiles(molecule: MoleculeLike) -> Optional[str]:
+    """RDKit's canonical SMILES of a SMILES string or molecule; ``None`` when it cannot be read.
+
+    Example:
+        >>> canonical_smiles("OCC"), canonical_smiles("C1CC")
+        ('CCO', None)
+    """
+    try:
+        return Chem.MolToSmiles(to_mol(molecule))
+    except (InvalidMoleculeError, ValueError, RuntimeError):
+        return None
+
+
+def with_carried_columns(table: pd.DataFrame, carried: Optional[pd.DataFrame], start: int) -> pd.DataFrame:
+    """``table`` (rows ``start`` onwards of the input) with the matching rows of ``carried`` (ids,
+    kept columns) in front; a carried column named like an output column is an error.
+
+    Example:
+        >>> with_carried_columns(pd.DataFrame({"smiles": ["C"]}), pd.DataFrame({"id": ["a", "b"]}), 1).values.tolist()
+        [['b', 'C']]
+    """
+    if carried is None or carried.shape[1] == 0:
+        return table
+    clash = [c for c in carried.columns if c in table.columns]
+    if clash:
+        raise ConfigError(f"carried column(s) {clash} (--id-col / --keep-cols) have the names of output columns; "
+                          f"the output already has {list(table.columns)}")
+    rows = carried.iloc[start:start + len(table)].reset_index(drop=True)
+    return pd.concat([rows, table.reset_index(drop=True)], axis=1)
+
+
 class Embeddings(NamedTuple):
     """What :meth:`Predictor.embed` returns.
 
     Attributes:
-        table: one row per input: ``smiles`` (or the given identifiers) and ``error``.
+        table: one row per input: carried columns (when given), ``smiles`` (or the given
+            identifiers), ``canonical_smiles`` and ``error``.
         molecules: ``[M, d]`` float32 molecule representations, NaN rows for invalid inputs.
         atoms: per input, ``[n_atoms, d]`` final atom states (``None`` for invalid inputs), when asked for.
     """
@@ -80,7 +114,8 @@ class Predictor:
     reason in the ``warning`` column.
 
     Args:
-        checkpoint: path of a checkpoint written by training, or an already loaded one.
+        checkpoint: a checkpoint written by training, a run folder holding one (its ``best.pt``),
+            or an already loaded checkpoint.
         device: ``auto``, ``cpu``, ``cuda``...
         batch_size: most molecules per forward pass.
         limits: per-molecule budgets (atoms, relation-graph edges); molecules above them are
@@ -97,9 +132,9 @@ class Predictor:
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
         >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
         ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
-        >>> table = Predictor(path).predict(["CCO", "not a smiles"])
-        >>> list(table.columns), table["error"].isna().tolist()
-        (['smiles', 'logS', 'error', 'warning'], [True, False])
+        >>> table = Predictor(path).predict(["OCC", "not a smiles"])
+        >>> list(table.columns), table["canonical_smiles"][0], table["error"].isna().tolist()
+        (['smiles', 'canonical_smiles', 'logS', 'error', 'warning'], 'CCO', [True, False])
     """
 
     def __init__(
@@ -119,7 +154,7 @@ class Predictor:
             raise ConfigError(f"limits must be a SizeLimits, got {type(limits).__name__}")
         self.device = resolve_device(device)
         self.compute = resolve_compute(compute, self.device)
-        loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(checkpoint)
+        loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(single_checkpoint(checkpoint, "Predictor"))
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
@@ -133,18 +168,28 @@ class Predictor:
         """Names of the predicted columns."""
         return list(self.meta.target_names)
 
+    @property
+    def class_labels(self) -> Tuple[ClassLabels, ...]:
+        """Text classes the training labels were mapped from (classification; empty for 0/1 labels):
+        predictions are probabilities of each target's ``positive`` class."""
+        return class_labels_from_meta(self.meta.extra)
+
     def predict(
         self,
         molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
     ) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
-        numpy array); returns columns ``smiles`` (``identifiers`` when given, e.g. those of
-        :func:`~dgl_graphtx.datasets.read_molecules`), one per target, ``error`` and ``warning``."""
-        chunks = list(self.predict_chunks(molecules, progress, identifiers))
+        numpy array); returns the ``carried`` columns (ids and kept columns, one row per input, e.g.
+        :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
+        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``."""
+        chunks = list(self.predict_chunks(molecules, progress, identifiers, carried))
         if not chunks:
-            return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": [], "warning": []})
+            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{n: np.zeros(0) for n in self.target_names},
+                                  "error": [], "warning": []})
+            return with_carried_columns(empty, carried, 0)
         return pd.concat(chunks, ignore_index=True)
 
     def predict_chunks(
@@ -152,17 +197,19 @@ class Predictor:
         molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
     ) -> Iterator[pd.DataFrame]:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
-        for chunk, names in self._chunks(molecules, progress, identifiers):
-            yield self._predict_chunk(chunk, names)
+        for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
+            yield with_carried_columns(self._predict_chunk(chunk, names), carried, start)
 
     def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
-                     progress: bool = False) -> pd.DataFrame:
+                     progress: bool = False, id_col: Optional[str] = None, keep_cols: Sequence[str] = ()) -> pd.DataFrame:
         """Predict every molecule of a file: CSV/TSV (gzipped too), SDF / ``.sdf.gz`` or ``.smi``
         (see :func:`~dgl_graphtx.datasets.read_molecules`); unreadable SDF records are named by
-        their record number in the ``smiles`` column.
+        their record number in the ``smiles`` column. SDF titles and ``.smi`` names come first as
+        ``name``, then ``id_col`` and ``keep_cols`` (table columns or SD properties).
 
         Example:
             >>> import tempfile
@@ -172,11 +219,13 @@ class Predictor:
             >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
             >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
             ...                        CheckpointMeta(p.featurizer, p.relation, ["y"]))
-            >>> Predictor(path).predict_file(example_sdf_path()).shape
-            (8, 4)
+            >>> table = Predictor(path).predict_file(example_sdf_path())
+            >>> table.shape, list(table.columns[:3])
+            ((8, 6), ['name', 'smiles', 'canonical_smiles'])
         """
         table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
-        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers)
+        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
+                            carried=table.carried_columns(id_col, keep_cols))
 
     def embed(
         self,
@@ -184,10 +233,12 @@ class Predictor:
         atoms: bool = False,
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
     ) -> Embeddings:
         """The pooled molecule representation the model's head reads (``[M, d]``, NaN rows for
         invalid inputs) and, with ``atoms=True``, each molecule's final atom states ``[n_i, d]``
-        (in the graph's canonical atom order; ``graph.ndata["input_atom"]`` maps back).
+        (in the graph's canonical atom order; ``graph.ndata["input_atom"]`` maps back). The table
+        carries ``carried`` and the SMILES as :meth:`predict` does.
 
         Example:
             >>> import tempfile
@@ -201,7 +252,7 @@ class Predictor:
             ((2, 16), (3, 16), None, [False, True])
         """
         tables, pooled, per_atom = [], [], []
-        for chunk, names in self._chunks(molecules, progress, identifiers):
+        for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
             done = self._featurize(chunk)
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
@@ -216,18 +267,22 @@ class Predictor:
                     if atoms:
                         for row, part in zip(rows, torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist())):
                             states[row] = part.float().numpy()
-            tables.append(pd.DataFrame({"smiles": names, "error": done.errors}))
+            table = pd.DataFrame({"smiles": names, "canonical_smiles": [canonical_smiles(m) for m in chunk], "error": done.errors})
+            tables.append(with_carried_columns(table, carried, start))
             pooled.append(vectors)
             per_atom.extend(states)
         dim = self.model.config.hidden_dim
-        table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame({"smiles": [], "error": []})
+        table = (pd.concat(tables, ignore_index=True) if tables else
+                 with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
     def _chunks(
-        self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool, identifiers: Optional[Sequence[str]]
-    ) -> Iterator[Tuple[List[MoleculeLike], List[str]]]:
-        """Consecutive chunks of ``chunk_size`` inputs with the names reports give them."""
+        self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool, identifiers: Optional[Sequence[str]],
+        carried: Optional[pd.DataFrame] = None,
+    ) -> Iterator[Tuple[int, List[MoleculeLike], List[str]]]:
+        """Consecutive chunks of ``chunk_size`` inputs: the first one's position, the inputs, and
+        the names reports give them."""
         single = isinstance(molecules, (str, bytes, Chem.Mol))
         try:
             items = iter([molecules] if single else molecules)
@@ -237,7 +292,10 @@ class Predictor:
         total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
         if identifiers is not None and total is not None and len(identifiers) != total:
             raise ConfigError(f"got {len(identifiers)} identifiers for {total} molecules")
+        if carried is not None and total is not None and len(carried) != total:
+            raise ConfigError(f"got {len(carried)} rows of carried columns for {total} molecules")
         names = iter(identifiers) if identifiers is not None else None
+        start = 0
         with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
             while True:
                 chunk = [m for _, m in zip(range(self.chunk_size), items)]
@@ -246,7 +304,8 @@ class Predictor:
                 given = [n for _, n in zip(range(len(chunk)), names)] if names is not None else []
                 if names is not None and len(given) != len(chunk):
                     raise ConfigError("fewer identifiers than molecules")
-                yield chunk, given or [describe_molecule(m) for m in chunk]
+                yield start, chunk, given or [describe_molecule(m) for m in chunk]
+                start += len(chunk)
                 bar.update(len(chunk))
 
     def _featurize(self, molecules: Sequence[MoleculeLike]) -> Featurized:
@@ -280,6 +339,7 @@ class Predictor:
                             errors[row] = error
         table = pd.DataFrame(predictions, columns=self.target_names)
         table.insert(0, "smiles", list(names))
+        table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors
         table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
         return table

@@ -32,7 +32,7 @@ from .errors import ConfigError
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
-from .models.variants import VARIANT_SPECS
+from .models.variants import VARIANT_SPECS, option_sections
 from .relation_graph import RelationConfig
 from .settings_files import get_dotted as _get
 from .settings_files import merge as _merge
@@ -85,6 +85,8 @@ class DataConfig:
         cache_dir: folder caching featurized molecules.
         subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
             train on this many molecules drawn with ``train.seed``.
+        positive_label: classification with text classes: the value that becomes 1 (two text
+            values are otherwise mapped automatically, and the choice is logged).
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -102,6 +104,7 @@ class DataConfig:
     test: Optional[str] = None
     cache_dir: Optional[str] = None
     subset: Optional[int] = None
+    positive_label: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.subset is not None and not self.is_qm9:
@@ -273,6 +276,27 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
     return out
 
 
+def check_active_sections(model: Mapping[str, Any], variant: str, base: Mapping[str, Any]) -> None:
+    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer):
+    they would be ignored. Values equal to the preset's (a saved ``config.yaml`` holds every
+    section) are accepted.
+
+    Example:
+        >>> check_active_sections({"moire": {"focus": "laplacian"}}, "gradformer", {"moire": {"focus": "cauchy"}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: model.moire.focus=laplacian is a setting of the moire model, but the active model is gradformer (preset.model / --model); drop it or train with --model moire
+    """
+    sections = option_sections()
+    for section, values in model.items():
+        if section == variant or section not in sections or not isinstance(values, Mapping):
+            continue
+        for name, value in values.items():
+            if value != base.get(section, {}).get(name):
+                raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
+                                  f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+
+
 def resolve_run_config(
     config_file: Optional[PathLike] = None,
     overrides: Sequence[str] = (),
@@ -310,6 +334,7 @@ def resolve_run_config(
 
     choice = PresetChoice(**user.get("preset", {}))
     base = get_preset(choice.model, choice.name)
+    check_active_sections(user.get("model", {}), choice.model, base.model.to_dict())
     resolved = _merge(
         {
             "model": {k: v for k, v in base.model.to_dict().items() if k not in DERIVED_MODEL_FIELDS},
@@ -342,6 +367,16 @@ def resolve_run_config(
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]))
+
+
+def default_preset_name(model: str) -> str:
+    """The preset a model gets when none is named (its registry entry's ``default_preset``).
+
+    Example:
+        >>> default_preset_name("grpe")
+        'tiny'
+    """
+    return VARIANT_SPECS[model].default_preset
 
 
 def presets_help() -> str:

@@ -67,7 +67,7 @@ def test_loaded_checkpoint_predicts_like_the_trained_model(trained):
     preset, result, out = trained
     predictor = Predictor(out / "best.pt", device="cpu")
     table = predictor.predict(QUERY)
-    assert list(table.columns) == ["smiles", *TARGETS, "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
     expected = _reference_predictions(result.model, preset, QUERY)
     np.testing.assert_allclose(table[TARGETS].to_numpy(), expected, atol=1e-6, rtol=0)
     assert table["error"].isna().all()
@@ -115,12 +115,12 @@ def test_predict_with_all_inputs_invalid_never_raises(trained):
     _, _, out = trained
     inputs = [INVALID["syntax"], INVALID["empty"], INVALID["valence"]]
     table = predict_smiles(inputs, out / "best.pt", device="cpu")
-    assert list(table.columns) == ["smiles", *TARGETS, "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
     assert len(table) == 3 and list(table["smiles"]) == inputs
     assert table[TARGETS].isna().all().all()
     assert table["error"].map(lambda e: isinstance(e, str) and bool(e.strip())).all()
     empty = predict_smiles([], out / "best.pt", device="cpu")
-    assert len(empty) == 0 and list(empty.columns) == ["smiles", *TARGETS, "error", "warning"]
+    assert len(empty) == 0 and list(empty.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
 
 
 def test_single_smiles_string(trained):

@@ -103,4 +103,4 @@ def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
     assert (tmp_path / "ens" / "config.yaml").read_text().count("size: 2") == 1
     code, stdout, err = run_cli(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
     assert code == 0, err
-    assert stdout.splitlines()[0].split()[:3] == ["smiles", "expt", "expt_std"]
+    assert stdout.splitlines()[0].split()[:4] == ["smiles", "canonical_smiles", "expt", "expt_std"]

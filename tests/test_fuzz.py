@@ -58,7 +58,7 @@ def _check_table(inputs, table):
     """The table holds one row per input, in order; each is a finite prediction without error, or
     NaN with an error in words."""
     assert len(table) == len(inputs)
-    assert list(table.columns) == ["smiles", "y", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "y", "error", "warning"]
     for value, error in zip(table["y"], table["error"]):
         if error is None or (isinstance(error, float) and math.isnan(error)):
             assert math.isfinite(value)

@@ -121,7 +121,7 @@ def test_embed_command_writes_csv_npy_and_atom_states(checkpoint, tmp_path):
     assert "wrote 3 embeddings" in stdout and "(1 invalid)" in stdout
     frame = pd.read_csv(tmp_path / "e.csv")
     dim = expected.molecules.shape[1]
-    assert list(frame.columns) == ["smiles", "error"] + [f"e{k}" for k in range(dim)]
+    assert list(frame.columns) == ["smiles", "canonical_smiles", "error"] + [f"e{k}" for k in range(dim)]
     np.testing.assert_allclose(frame[[f"e{k}" for k in range(dim)]].to_numpy(), expected.molecules, rtol=1e-5, atol=1e-6)
     atoms = np.load(tmp_path / "a.npz")
     assert sorted(atoms.files) == ["mol_0", "mol_2"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import pandas as pd
 
@@ -64,12 +64,26 @@ def device_option(text: str) -> str:
     return text
 
 
+def pos_weight_option(text: str) -> Union[str, float]:
+    """An argparse ``type`` for ``--pos-weight``: ``auto`` or a positive number.
+
+    Example:
+        >>> pos_weight_option("auto"), pos_weight_option("3")
+        ('auto', 3.0)
+    """
+    if text.strip().lower() == "auto":
+        return "auto"
+    return bounded(float, 0, None, low_open=True)(text)
+
+
 #: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
     ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
     ("--task", "model.task", dict(choices=("regression", "classification"), help="default: regression")),
+    ("--positive-label", "data.positive_label", dict(metavar="VALUE", help="classification with text classes (e.g. BBB+/BBB-): the value that becomes 1 (default: two values are mapped automatically and the choice is printed)")),
+    ("--pos-weight", "train.pos_weight", dict(type=pos_weight_option, metavar="auto|X", help="classification: weight of positive labels in the loss, 'auto' = negatives/positives per target on the training split (default: none)")),
     ("--split", "data.split", dict(choices=("random", "scaffold"), help="default: random")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),

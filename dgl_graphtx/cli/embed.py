@@ -7,26 +7,29 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..datasets import read_molecules
 from ..errors import GraphTxError
-from ..predict import Embeddings, Predictor
+from ..predict import Embeddings
+from ..table_output import TABLE_FORMATS, table_format, write_table
 from .common import add_input_options, add_logging_options, bounded, device_option, verbosity
+from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
-FORMATS = (".csv", ".npy", ".parquet")
+FORMATS = TABLE_FORMATS + (".npy",)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``embed`` sub-command to ``sub``."""
     embed = sub.add_parser(
         "embed", help="molecule embeddings (the pooled representation the head reads) from a checkpoint",
-        description="Write one vector per molecule: CSV (smiles, error, e0..e{d-1}), NPY ([M, d], NaN rows for invalid "
-                    "molecules) or Parquet (needs pyarrow); optionally the final atom states as NPZ.",
+        description="Write one vector per molecule: CSV/TSV (carried ids, smiles, canonical_smiles, error, e0..e{d-1}), "
+                    "NPY ([M, d], NaN rows for invalid molecules) or Parquet (needs dgl_graphtx[parquet]); optionally "
+                    "the final atom states as NPZ.",
     )
     embed.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
-    embed.add_argument("--checkpoint", required=True, help="checkpoint written by 'train' (best.pt)")
+    add_checkpoint_option(embed, ensembles=False)
     embed.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
     add_input_options(embed)
-    embed.add_argument("--output", required=True, help="output file: .csv, .npy or .parquet")
+    add_carry_options(embed)
+    embed.add_argument("--output", required=True, help="output file: .csv, .tsv, .npy or .parquet")
     embed.add_argument("--atoms", help="also write per-atom states to this .npz (array 'mol_<row>' per valid molecule)")
     embed.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
     embed.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
@@ -35,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def embeddings_frame(embeddings: Embeddings) -> pd.DataFrame:
-    """``smiles``, ``error`` and one column ``e<k>`` per embedding dimension.
+    """The embedding table (carried columns, ``smiles``, ``canonical_smiles``, ``error``) and one
+    column ``e<k>`` per embedding dimension.
 
     Example:
         >>> emb = Embeddings(pd.DataFrame({"smiles": ["C"], "error": [None]}), np.ones((1, 2), np.float32), None)
@@ -51,28 +55,19 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.smiles) == bool(args.input):
         raise GraphTxError("give SMILES as arguments or a molecule file with --input (not both)")
     output = Path(args.output)
-    if output.suffix.lower() not in FORMATS:
-        raise GraphTxError(f"--output must end in one of {FORMATS}, got {output.name}")
+    table_format(output, FORMATS)
     if args.atoms and Path(args.atoms).suffix.lower() != ".npz":
         raise GraphTxError(f"--atoms must name a .npz file, got {args.atoms}")
-    predictor = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size)
-    if args.input:
-        table = read_molecules(args.input, args.smiles_col or "smiles", args.delimiter,
-                               explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
-        molecules, identifiers = table.molecules, table.identifiers
-    else:
-        molecules, identifiers = args.smiles, None
-    embeddings = predictor.embed(molecules, atoms=bool(args.atoms), progress=verbosity(args) >= 0, identifiers=identifiers)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    predictor = load_predictors(args, "embed", batch_size=args.batch_size)[0]
+    table = read_input(args, args.input, predictor) if args.input else None
+    molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (args.smiles, None)
+    embeddings = predictor.embed(molecules, atoms=bool(args.atoms), progress=verbosity(args) >= 0, identifiers=identifiers,
+                                 carried=carried_columns(args, table))
     if output.suffix.lower() == ".npy":
+        output.parent.mkdir(parents=True, exist_ok=True)
         np.save(output, embeddings.molecules)
-    elif output.suffix.lower() == ".csv":
-        embeddings_frame(embeddings).to_csv(output, index=False)
     else:
-        try:
-            embeddings_frame(embeddings).to_parquet(output, index=False)
-        except ImportError as err:
-            raise GraphTxError(f"writing Parquet needs pyarrow or fastparquet ({err}); or use .csv / .npy") from None
+        write_table(embeddings_frame(embeddings), output)
     if args.atoms:
         states = {f"mol_{row}": a for row, a in enumerate(embeddings.atoms or []) if a is not None}
         Path(args.atoms).parent.mkdir(parents=True, exist_ok=True)

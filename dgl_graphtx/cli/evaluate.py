@@ -1,24 +1,26 @@
-"""``dgl-graphtx evaluate``: metrics of a checkpoint on a labelled molecule file."""
+"""``dgl-graphtx evaluate``: metrics of a checkpoint (or an ensemble) on a labelled molecule file."""
 from __future__ import annotations
 
 import argparse
 import json
 
-import numpy as np
-import pandas as pd
-
-from ..datasets import read_molecules
-from ..predict import Predictor
-from ..training import compute_metrics, json_safe, metric_notes
+from ..evaluation import evaluate_table
+from ..table_output import table_format, write_table
 from .common import add_input_options, add_logging_options, device_option, verbosity
+from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` sub-command to ``sub``."""
-    evaluate = sub.add_parser("evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi)")
+    evaluate = sub.add_parser(
+        "evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi)",
+        description="Print the metrics (mean over targets and per target) as JSON; with --output, also one row per "
+                    "molecule: carried ids, smiles, canonical_smiles, measured <target>, <target>_pred, error.")
     evaluate.add_argument("data", help="CSV/TSV with the SMILES column and the checkpoint's target columns, or SDF with them as SD properties")
-    evaluate.add_argument("--checkpoint", required=True)
+    add_checkpoint_option(evaluate, ensembles=True)
     add_input_options(evaluate)
+    add_carry_options(evaluate)
+    evaluate.add_argument("--output", help="per-molecule table: .csv, .tsv or .parquet")
     evaluate.add_argument("--device", type=device_option, default="auto")
     add_logging_options(evaluate)
     evaluate.set_defaults(func=run)
@@ -26,17 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``evaluate`` with parsed ``args``."""
-    predictor = Predictor(args.checkpoint, device=args.device)
-    data = read_molecules(args.data, args.smiles_col or "smiles", args.delimiter,
-                          explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
-    labels = data.targets(predictor.target_names)
-    table = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
-    valid = table["error"].isna().to_numpy()
-    y_true = labels.loc[valid].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
-    metrics = compute_metrics(predictor.model.config.task, y_true, y_pred)
-    labelled = int(np.isfinite(y_true).any(axis=1).sum())
-    report = {"molecules": int(valid.sum()), "labelled": labelled, "invalid": int((~valid).sum()), **json_safe(metrics),
-              "notes": metric_notes(predictor.model.config.task, y_true, predictor.target_names)}
-    print(json.dumps(report, indent=2, allow_nan=False))
+    if args.output:
+        table_format(args.output)
+    predictors = load_predictors(args)
+    data = read_input(args, args.data, predictors[0])
+    result = evaluate_table(predictors, data, carried_columns(args, data), progress=verbosity(args) >= 0)
+    if args.output:
+        write_table(result.rows, args.output)
+    print(json.dumps(result.report, indent=2, allow_nan=False))
     return 0

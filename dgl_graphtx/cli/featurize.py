@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..datasets import featurize_file
 from ..models import get_preset
+from ..run_config import default_preset_name
 from .common import DEFAULT_MODEL, MODELS, add_input_options, bounded, split_targets
+from .store_recipe import write_store_recipe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
                            delimiter=args.delimiter,
                            relation=preset.relation, workers=args.workers, shard_size=args.shard_size,
                            progress=not args.no_progress)
+    write_store_recipe(store, args.model, args.preset or default_preset_name(args.model), args.atom_features)
     manifest = json.loads((Path(store) / "manifest.json").read_text())
     print(f"store {store}: {manifest['molecules']} molecules; {manifest['summary']}")
     print(f"invalid rows: {Path(store) / 'input_report.csv'}")

@@ -5,10 +5,8 @@ import argparse
 from pathlib import Path
 from typing import List, Optional
 
-import pandas as pd
-
-from ..datasets import read_molecules
 from ..errors import GraphTxError
+from ..evaluation import evaluate_table
 from ..insight import (
     attention_maps,
     error_table,
@@ -18,8 +16,8 @@ from ..insight import (
     plot_parity_residuals,
     plot_start_points,
 )
-from ..predict import Predictor
 from .common import add_input_options, add_logging_options, device_option, verbosity
+from .molecule_io import add_checkpoint_option, load_predictors, read_input
 
 KINDS = ("attention", "focus", "decay", "parity")
 
@@ -38,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "with a per-molecule error table (<out>_errors.csv). PNG or SVG by the --out suffix.",
     )
     plot.add_argument("kind", choices=KINDS)
-    plot.add_argument("--checkpoint", required=True)
+    add_checkpoint_option(plot, ensembles=True)
     plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
     plot.add_argument("--smiles", help="attention: the molecule")
     plot.add_argument("--query", default="virtual", help="attention: input atom index, or 'virtual' (default)")
@@ -57,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".png", ".svg"):
         raise GraphTxError(f"--out must end in .png or .svg, got {out.name}")
-    predictor = Predictor(args.checkpoint, device=args.device)
+    parity = args.kind == "parity"
+    predictors = load_predictors(args, None if parity else f"plot {args.kind}")
+    predictor = predictors[0]
     written = [out]
     if args.kind == "attention":
         if not args.smiles:
@@ -79,12 +79,11 @@ def run(args: argparse.Namespace) -> int:
         target = args.target or predictor.target_names[0]
         if target not in predictor.target_names:
             raise GraphTxError(f"target {target!r} is not predicted by this checkpoint; it predicts {predictor.target_names}")
-        data = read_molecules(args.data, args.smiles_col or "smiles", args.delimiter,
-                              explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
-        measured = pd.to_numeric(data.targets([target])[target], errors="coerce")
-        predicted = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
-        plot_parity_residuals(measured, predicted[target], out, title=f"{target}: {Path(args.data).name}")
-        table = error_table(predicted["smiles"], measured, predicted[target])
+        data = read_input(args, args.data, predictor)
+        rows = evaluate_table(predictors, data, progress=verbosity(args) >= 0).rows
+        measured, predicted = rows[target], rows[f"{target}_pred"]
+        plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
+        table = error_table(rows["smiles"], measured, predicted)
         errors = out.with_name(f"{out.stem}_errors.csv")
         table.to_csv(errors, index=False)
         written.append(errors)

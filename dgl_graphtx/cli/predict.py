@@ -2,27 +2,30 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from ..atomic_io import ProgressiveCSV
-from ..datasets import read_molecules
-from ..ensemble import checkpoints_in, ensemble_predict
+from ..ensemble import ensemble_predict
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
-from ..predict import Predictor
+from ..predict import with_carried_columns
+from ..table_output import table_format, table_separator, write_table
 from .common import add_input_options, add_logging_options, bounded, device_option, print_table, verbosity
+from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
+
+logger = logging.getLogger("dgl_graphtx")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` sub-command to ``sub``."""
     predict = sub.add_parser("predict", help="predict SMILES with a checkpoint", description="Predict from SMILES given as arguments or in a file (CSV/TSV, SDF, .smi, gzipped too); invalid molecules get NaN and an error message.")
     predict.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
-    predict.add_argument("--checkpoint", required=True, action="append",
-                         help="checkpoint written by 'train' (best.pt) or a run folder (all best.pt below it); repeat it or "
-                              "give an ensemble's folder to get the ensemble mean and a <target>_std column")
+    add_checkpoint_option(predict, ensembles=True)
     predict.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
     add_input_options(predict)
-    predict.add_argument("--output", help="write the table to this CSV (default: print it)")
+    add_carry_options(predict)
+    predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
     predict.add_argument("--device", type=device_option, default="auto")
     predict.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
     predict.add_argument("--batch-edges", type=bounded(int, 1), default=2_000_000,
@@ -45,39 +48,48 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("give SMILES as arguments or a molecule file with --input (not both)")
     if args.resume and not args.output:
         raise GraphTxError("--resume continues an --output file; give --output")
-    writer = ProgressiveCSV(args.output, resume=args.resume) if args.output else None  # checked before any work
+    parquet = bool(args.output) and table_format(args.output) == ".parquet"  # checked before any work
+    if parquet and args.resume:
+        raise GraphTxError("--resume continues a .csv/.tsv --output; a .parquet file is written at once")
+    writer = ProgressiveCSV(args.output, resume=args.resume, sep=table_separator(args.output)) if args.output and not parquet else None
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
-    paths = [path for given in args.checkpoint for path in checkpoints_in(given)]
-    predictors = [Predictor(path, device=args.device, batch_size=args.batch_size, limits=limits,
-                            batch_edges=args.batch_edges, chunk_size=args.chunk_size) for path in paths]
-    if args.input:
-        table = read_molecules(args.input, args.smiles_col or "smiles", args.delimiter,
-                               explicit_hydrogens=predictors[0].meta.featurizer.explicit_hydrogens)
-        molecules, identifiers = table.molecules, table.identifiers
-    else:
-        molecules, identifiers = list(args.smiles), None
+    predictors = load_predictors(args, batch_size=args.batch_size, limits=limits,
+                                 batch_edges=args.batch_edges, chunk_size=args.chunk_size)
+    for classes in predictors[0].class_labels:
+        logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
+    table = read_input(args, args.input, predictors[0]) if args.input else None
+    carried = carried_columns(args, table)
+    molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (list(args.smiles), None)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     if len(predictors) > 1:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
-        result = ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers)
-        if writer is None:
+        result = with_carried_columns(ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers), carried, 0)
+        if parquet:
+            write_table(result, args.output)
+        elif writer is None:
             print_table(result)
             return 0
-        writer.append(result)
-        writer.finish()
+        else:
+            writer.append(result)
+            writer.finish()
         print(f"wrote {len(result)} ensemble predictions ({int(result['error'].notna().sum())} invalid) to {args.output}")
         return 0
     predictor = predictors[0]
+    if parquet:
+        result = write_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried), args.output)
+        print(f"wrote {len(molecules)} predictions to {result}")
+        return 0
     if writer is None:
-        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers))
+        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried))
         return 0
     if writer.rows_done > len(molecules):
         raise GraphTxError(f"{writer.partial} holds {writer.rows_done} rows but the input has {len(molecules)}; "
                            "it is from another input: delete it or drop --resume")
     start, invalid, unusual = writer.rows_done, 0, 0
     rest = identifiers[start:] if identifiers is not None else None
-    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest):
+    remaining = carried.iloc[start:].reset_index(drop=True) if carried is not None else None
+    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest, carried=remaining):
         writer.append(table)
         invalid += int(table["error"].notna().sum())
         unusual += int(table["warning"].notna().sum())

@@ -16,9 +16,11 @@ from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
 from ..models.variants import option_sections
-from ..run_config import RunConfig, presets_help, resolve_run_config
+from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
 from ..run_folder import RunFolder
+from ..training.target_metrics import per_target_lines
 from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics
+from .store_recipe import check_store_settings, read_store_recipe, recipe_flags
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -97,6 +99,7 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     data = config.data
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
+        check_store_settings(data.path, dataset, config.featurizer, config.relation)
         if dataset.target_names != list(data.targets):
             raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
                                f"use --targets {','.join(dataset.target_names)}")
@@ -106,7 +109,19 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
     return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                         split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
+                         split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
+                         positive_label=data.positive_label, **kwargs)
+
+
+def store_flags(args: argparse.Namespace) -> dict:
+    """For ``train STORE`` naming no model anywhere (flags, ``--config``, ``--set``): the model,
+    preset and atom features the store was featurized for."""
+    recipe = read_store_recipe(args.data) if args.data is not None and is_store(args.data) else None
+    named = args.model or args.preset or args.atom_features or args.config or any(s.startswith("preset.") for s in args.set)
+    if recipe is None or named:
+        return {}
+    logger.info("store %s was featurized for --model %s --preset %s: training that model", args.data, recipe["model"], recipe["preset"])
+    return recipe_flags(recipe)
 
 
 def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
@@ -125,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
     if args.nproc != 1:
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
-    config = resolve_run_config(args.config, args.set, explicit_train_flags(args))
+    config = resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)})
     if config.data.path is None:
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not config.data.targets:
@@ -141,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
                 logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
-                            config.model.variant, config.preset.name or "default", config.data.path, out / "config.yaml")
+                            config.model.variant, config.preset.name or default_preset_name(config.model.variant), config.data.path, out / "config.yaml")
                 config.save(out / "config.yaml")
             data = config.data
             with hooks.main_first():
@@ -160,7 +175,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
     if config.ensemble.single:
         print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
-        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
+        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}"
+              + (" (mean over targets)" if len(result.test_per_target) > 1 else ""))
+        for line in per_target_lines(result.test_per_target):
+            print(line)
         for note in result.test_notes:
             print(f"note: {note}")
         print(f"checkpoint: {out / 'best.pt'}")

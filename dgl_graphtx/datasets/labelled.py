@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
+from .class_labels import check_usable_targets, encode_class_labels
 from .molecule_dataset import MoleculeDataset, _file_fingerprint
 from .readers import MoleculeTable, read_molecules, split_labels
 from .splits import Split
@@ -30,6 +31,8 @@ def load_labelled(
     split_col: Optional[str] = None,
     valid: Optional[PathLike] = None,
     test: Optional[PathLike] = None,
+    task: str = "regression",
+    positive_label: Optional[str] = None,
     **dataset_kwargs: Any,
 ) -> Tuple[MoleculeDataset, Optional[Split]]:
     """Read and featurize labelled molecules; return the dataset and, when the data defines it,
@@ -42,6 +45,10 @@ def load_labelled(
         split_col: column of ``path`` saying ``train``, ``valid`` or ``test`` for each row.
         valid, test: separate validation and test files (both or neither); ``path`` is then the
             training part. Rows are numbered across the files in the order train, valid, test.
+        task: ``regression`` or ``classification``; for classification, targets of two text
+            classes are mapped to 0/1 (see :func:`~dgl_graphtx.datasets.class_labels.encode_class_labels`)
+            and the mapping is kept as ``dataset.class_labels``.
+        positive_label: the class that becomes 1 (classification only).
         **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
 
     Example:
@@ -72,8 +79,16 @@ def load_labelled(
         logger.info("training rows 0-%d from %s, validation rows %d-%d from %s, test rows %d-%d from %s",
                     len(tables[0]) - 1, tables[0].source, len(tables[0]), len(tables[0]) + len(tables[1]) - 1,
                     tables[1].source, len(tables[0]) + len(tables[1]), len(labels) - 1, tables[2].source)
+    if positive_label is not None and task != "classification":
+        raise ConfigError(f"--positive-label {positive_label!r} applies to --task classification only")
     target_frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
+    classes: tuple = ()
+    if target_frame is not None:
+        if task == "classification":
+            target_frame, classes = encode_class_labels(target_frame, positive_label)
+        check_usable_targets(target_frame, tables[0].source, task)  # before any featurization
     fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
+    fingerprint += "".join(f"|{c.to_dict()}" for c in classes)
     dataset = MoleculeDataset(
         [m for t in tables for m in t.molecules],
         target_frame,
@@ -81,6 +96,7 @@ def load_labelled(
         identifiers=[i for t in tables for i in t.identifiers],
         **{"fingerprint": fingerprint, **dataset_kwargs},
     )
+    dataset.class_labels = classes
     if labels is None:
         return dataset, None
     kept = labels[dataset.rows.numpy()]

@@ -25,6 +25,7 @@ from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
+from .class_labels import ClassLabels
 from .cache import cache_path, load_cached, save_cached
 from .collate import MoleculeBatch, Sample, labels_and_mask
 from .packed import Indices, PackedGraphs
@@ -163,6 +164,9 @@ class MoleculeDataset(Dataset):
         >>> labels.tolist(), mask.tolist()
         ([0.0], [False])
     """
+
+    #: Text classes mapped to 0/1 when the labels were read (set by :func:`~dgl_graphtx.datasets.load_labelled`).
+    class_labels: Tuple[ClassLabels, ...] = ()
 
     def __init__(
         self,

@@ -96,6 +96,8 @@ class MoleculeTable:
             record ``SDF record <n> (line <l>: <title>)``.
         columns: the other columns (tables), SD properties (SDF) or names (``.smi``), one row
             per entry, as read.
+        names: the molecules' own names where the format has them: SDF titles (``_Name``) and
+            ``.smi`` names (``""`` where absent); ``None`` for tables (see :meth:`carried_columns`).
     """
 
     source: Path
@@ -103,6 +105,7 @@ class MoleculeTable:
     molecules: List[Optional[MoleculeLike]]
     identifiers: List[str]
     columns: pd.DataFrame
+    names: Optional[List[str]] = None
 
     def __len__(self) -> int:
         return len(self.molecules)
@@ -121,6 +124,9 @@ class MoleculeTable:
         """
         names = list(names)
         check_unique(names, "target")
+        if names and self.kind == "smi":
+            raise ConfigError(f"{self.source} is a .smi file, which holds SMILES and names only, so it cannot hold the labels "
+                              f"{names} (--targets); use a CSV/TSV with a column per target, or an SDF with SD properties")
         missing = [n for n in names if n not in self.columns.columns]
         if missing:
             what = "SD propert" + ("ies" if len(missing) > 1 else "y") if self.kind == "sdf" else "column(s)"
@@ -131,6 +137,33 @@ class MoleculeTable:
                 "Check the spelling in --targets (names are case-sensitive)"
             )
         return self.columns[names].reset_index(drop=True)
+
+    def carried_columns(self, id_col: Optional[str] = None, keep_cols: Sequence[str] = ()) -> pd.DataFrame:
+        """The columns that travel with each molecule into prediction, embedding and evaluation
+        tables: ``name`` (SDF title or ``.smi`` name, when any molecule has one), ``id_col`` and
+        ``keep_cols`` (table columns or SD properties, as read), one row per entry.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.csv"
+            >>> _ = p.write_text("smiles,cid,mw\\nCCO,A1,46\\n")
+            >>> read_molecules(p).carried_columns("cid", ["mw"]).to_dict("records")
+            [{'cid': 'A1', 'mw': 46}]
+        """
+        wanted = ([id_col] if id_col else []) + [c for c in keep_cols if c != id_col]
+        if wanted and self.kind == "smi":
+            raise ConfigError(f"{self.source} is a .smi file: it holds only SMILES and names (carried as 'name'), "
+                              "no columns for --id-col / --keep-cols")
+        check_unique(wanted, "carried column")
+        missing = [c for c in wanted if c not in self.columns.columns]
+        if missing:
+            what = "SD propert" + ("ies" if len(missing) > 1 else "y") if self.kind == "sdf" else "column(s)"
+            raise ConfigError(f"{what} {missing} (--id-col / --keep-cols) not in {self.source}; "
+                              f"available: {list(self.columns.columns)}")
+        out = self.columns[wanted].reset_index(drop=True).copy()
+        if self.names is not None and any(self.names) and "name" not in out.columns:
+            out.insert(0, "name", self.names)
+        return out
 
     def column(self, name: str) -> List[str]:
         """Values of column ``name`` as text (blank cells as ``""``), with an error naming the file."""
@@ -256,6 +289,7 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
     starts = _record_start_lines(text)
     molecules: List[Optional[Chem.Mol]] = []
     identifiers: List[str] = []
+    titles: List[str] = []
     properties: List[dict] = []
     with rdBase.BlockLogs():
         for index in range(len(supplier)):
@@ -266,16 +300,18 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
                 title = item.splitlines()[0].strip() if item.strip() else ""
                 line = f"line {starts[index]}" if index < len(starts) else "?"
                 identifiers.append(f"SDF record {index} ({line}" + (f": {title})" if title else ")"))
+                titles.append(title)
                 properties.append({})
             else:
                 identifiers.append(Chem.MolToSmiles(mol))
+                titles.append(mol.GetProp("_Name").strip() if mol.HasProp("_Name") else "")
                 properties.append(mol.GetPropsAsDict(includePrivate=False, includeComputed=False))
     if not molecules:
         raise ConfigError(f"SDF file {path} holds no molecule records (is it an SDF file?)")
     if all(m is None for m in molecules):
         raise ConfigError(f"RDKit could not read any of the {len(molecules)} records of {path}; is it a V2000/V3000 SDF file?")
     columns = pd.DataFrame(properties, index=range(len(molecules)))
-    return MoleculeTable(path, "sdf", molecules, identifiers, columns)
+    return MoleculeTable(path, "sdf", molecules, identifiers, columns, titles)
 
 
 def read_smi(path: PathLike) -> MoleculeTable:
@@ -299,7 +335,7 @@ def read_smi(path: PathLike) -> MoleculeTable:
         raise ConfigError(f"SMILES file {path} is empty: expected one SMILES (and optionally a name) per line")
     smiles = [row[0] for row in rows]
     names = [row[1].strip() if len(row) > 1 else "" for row in rows]
-    return MoleculeTable(path, "smi", list(smiles), list(smiles), pd.DataFrame({"name": names}))
+    return MoleculeTable(path, "smi", list(smiles), list(smiles), pd.DataFrame({"name": names}), names)
 
 
 def read_table(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> MoleculeTable:

@@ -66,6 +66,9 @@ class TrainConfig(TrainRecipe):
         on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
             :class:`~dgl_graphtx.errors.NonFiniteError` naming the epoch and batch, or ``skip``s
             that optimisation step (counted, logged, and in ``log.csv`` as ``skipped_steps``).
+        pos_weight: classification only: weight of the positive labels in the loss (``pos_weight``
+            of BCE-with-logits), a number for every target, or ``"auto"``: negatives / positives of
+            each target on the training part. ``None``: unweighted.
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -79,9 +82,11 @@ class TrainConfig(TrainRecipe):
     num_workers: int = 0
     progress: bool = True
     on_nonfinite: str = "stop"
+    pos_weight: Optional[Union[str, float]] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "pos_weight", parse_pos_weight(self.pos_weight))
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -105,6 +110,41 @@ class TrainConfig(TrainRecipe):
             (0.0001, 32, 3)
         """
         return cls(**{**recipe.to_dict(), **overrides})
+
+
+def parse_pos_weight(value: Union[None, str, float]) -> Union[None, str, float]:
+    """``None``/``"none"`` -> ``None``, ``"auto"`` -> ``"auto"``, a positive number (or its text) -> float.
+
+    Example:
+        >>> parse_pos_weight("auto"), parse_pos_weight("2.5"), parse_pos_weight("none")
+        ('auto', 2.5, None)
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "")):
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"pos_weight must be 'auto' or a positive number, got {value!r}") from None
+    return float(check_number("pos_weight", number, 0, low_open=True))
+
+
+def positive_weights(labels: torch.Tensor, names: List[str]) -> torch.Tensor:
+    """Negatives / positives per target of ``labels`` ``[M, T]`` (NaN = missing): the ``auto``
+    ``pos_weight``. A target with no positive or no negative label gets 1 (and a warning).
+
+    Example:
+        >>> positive_weights(torch.tensor([[0.0, 1.0], [0.0, float("nan")], [1.0, 0.0], [0.0, 1.0]]), ["a", "b"]).tolist()
+        [3.0, 0.5]
+    """
+    observed = ~torch.isnan(labels)
+    positives = ((labels == 1) & observed).sum(0).double()
+    negatives = ((labels == 0) & observed).sum(0).double()
+    weights = torch.where((positives > 0) & (negatives > 0), negatives / positives.clamp_min(1), torch.ones_like(positives))
+    for t in torch.nonzero((positives == 0) | (negatives == 0)).flatten().tolist():
+        logger.warning("pos_weight auto: target %r has only one class in the training part; its weight is 1", names[t])
+    return weights.float()
 
 
 class TrainResult(NamedTuple):
@@ -146,8 +186,10 @@ def dataset_labels(dataset: Dataset) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean loss over observed labels only (MSE for regression, BCE-with-logits for classification).
+def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: torch.Tensor,
+                pos_weight: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Mean loss over observed labels only (MSE for regression, BCE-with-logits for classification,
+    its positive labels weighted by ``pos_weight`` ``[T]`` when given).
 
     Example:
         >>> masked_loss("regression", torch.tensor([[1.0, 5.0]]), torch.tensor([[0.0, 0.0]]), torch.tensor([[True, False]]))
@@ -157,7 +199,7 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
     if task == "regression":
         per_label = (output - target) ** 2
     else:
-        per_label = F.binary_cross_entropy_with_logits(output, target.clamp(0.0, 1.0), reduction="none")
+        per_label = F.binary_cross_entropy_with_logits(output, target.clamp(0.0, 1.0), reduction="none", pos_weight=pos_weight)
     per_label = torch.where(mask, per_label, torch.zeros_like(per_label))
     return per_label.sum() / mask.sum().clamp_min(1).to(per_label.dtype)
 
@@ -206,6 +248,7 @@ class Trainer:
         self.metric, self.direction = PRIMARY_METRIC[self.task]
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
+        self.pos_weight: Optional[torch.Tensor] = None
 
     # -- data ---------------------------------------------------------------------------------
     def loader(self, dataset: Dataset, shuffle: bool = False, sampler: Optional[Sampler] = None, seed: int = 0,
@@ -226,18 +269,33 @@ class Trainer:
             drop_last=drop_last,
         )
 
-    def _set_normalization(self, train_set: Dataset) -> None:
-        if self.task != "regression":
-            return
+    def _target_names(self, count: int) -> List[str]:
+        return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
+
+    def _prepare_labels(self, train_set: Dataset) -> None:
+        """Refuse targets without a training label (any task); then the regression targets'
+        normalization or the classification loss's ``pos_weight``."""
         labels = dataset_labels(train_set).double()
         observed = ~torch.isnan(labels)
         if not observed.any(dim=0).all():
             empty = torch.nonzero(~observed.any(dim=0)).flatten().tolist()
-            names = [self.meta.target_names[t] for t in empty] if self.meta is not None else [f"target {t}" for t in empty]
+            names = [self._target_names(labels.shape[1])[t] for t in empty]
             raise ConfigError(
                 f"no observed training label for {names}: every value of the training part is blank or not a number; "
                 "check the column / SD property values (see input_report.csv) or choose other targets"
             )
+        if self.task == "regression" and self.config.pos_weight is not None:
+            raise ConfigError(f"pos_weight={self.config.pos_weight!r} (--pos-weight) applies to classification only")
+        if self.task == "classification":
+            weight = self.config.pos_weight
+            if weight == "auto":
+                self.pos_weight = positive_weights(labels, self._target_names(labels.shape[1])).to(self.device)
+                if self.hooks.is_main:
+                    logger.info("pos_weight auto (negatives/positives on the training part): %s",
+                                ", ".join(f"{n} {w:.3g}" for n, w in zip(self._target_names(labels.shape[1]), self.pos_weight.tolist())))
+            elif weight is not None:
+                self.pos_weight = torch.full((labels.shape[1],), float(weight), device=self.device)
+            return
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
         mean = filled.sum(0) / count
@@ -273,7 +331,7 @@ class Trainer:
         if valid_set is not None and hooks.is_main:
             for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
                 logger.warning("validation set: %s", note)
-        self._set_normalization(train_set)
+        self._prepare_labels(train_set)
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
@@ -285,7 +343,8 @@ class Trainer:
         state = self._resume(resume, optimizer, scheduler) if resume else TrainingState()
         module = hooks.wrap_model(self.model)
         first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
-        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0)
+        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0,
+                       total=cfg.epochs, initial=min(first_epoch - 1, cfg.epochs))
         for epoch in bar:
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
@@ -338,7 +397,7 @@ class Trainer:
         for index, batch in enumerate(loader, start=1):
             batch = batch.to(self.device)
             output = module(batch.graph, batch.relation_graph)
-            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
+            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask, self.pos_weight)
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:

@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import pytest
 import torch
 
 from conftest_models import freesolv_rows

@@ -1,0 +1,54 @@
+"""Options shared by the commands that read a checkpoint and molecules (``predict``, ``evaluate``,
+``embed``, ``plot``): ``--checkpoint`` (a file, a run folder or an ensemble folder) and the
+identifier columns carried into their outputs (``--id-col``, ``--keep-cols``)."""
+from __future__ import annotations
+
+import argparse
+from typing import List, Optional
+
+import pandas as pd
+
+from ..checkpoint_paths import resolve_checkpoints, single_checkpoint
+from ..datasets import MoleculeTable, read_molecules
+from ..errors import ConfigError
+from ..predict import Predictor
+from .common import split_targets
+
+CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
+
+
+def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool) -> None:
+    """``--checkpoint``: a file or a folder; where ``ensembles`` are averaged it may be repeated."""
+    more = ("; repeat it to combine checkpoints: the ensemble mean, with a <target>_std column" if ensembles
+            else "; this command reads one model, so a folder must hold one best.pt")
+    parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH", help=CHECKPOINT_HELP + more)
+
+
+def add_carry_options(parser: argparse.ArgumentParser) -> None:
+    """``--id-col`` and ``--keep-cols``: columns copied from the input to every output row."""
+    parser.add_argument("--id-col", help="column / SD property identifying each molecule, copied to the output "
+                                         "(SDF titles and .smi names are carried as 'name' without it)")
+    parser.add_argument("--keep-cols", type=split_targets, default=[], metavar="A,B",
+                        help="more input columns / SD properties copied to the output")
+
+
+def load_predictors(args: argparse.Namespace, use: Optional[str] = None, **kwargs) -> List[Predictor]:
+    """The predictors of ``args.checkpoint`` (every model of an ensemble; exactly one when ``use``
+    names a command that reads one model)."""
+    paths = [single_checkpoint(args.checkpoint, use)] if use else resolve_checkpoints(args.checkpoint)
+    return [Predictor(path, device=args.device, **kwargs) for path in paths]
+
+
+def read_input(args: argparse.Namespace, path: str, predictor: Predictor) -> MoleculeTable:
+    """The molecule file ``path``, read with the checkpoint's hydrogen setting and ``args``'s table options."""
+    return read_molecules(path, args.smiles_col or "smiles", args.delimiter,
+                          explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
+
+
+def carried_columns(args: argparse.Namespace, table: Optional[MoleculeTable]) -> Optional[pd.DataFrame]:
+    """The columns ``table`` carries into the output (ids, kept columns), or ``None`` for SMILES arguments."""
+    if table is None:
+        if getattr(args, "id_col", None) or getattr(args, "keep_cols", None):
+            raise ConfigError("--id-col / --keep-cols name columns of an --input file; SMILES arguments have none")
+        return None
+    return table.carried_columns(getattr(args, "id_col", None), getattr(args, "keep_cols", ()) or ())

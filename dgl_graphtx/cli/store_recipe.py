@@ -1,0 +1,63 @@
+"""Which model a featurized store was made for: ``featurize`` records ``--model``, ``--preset``
+and ``--atom-features`` in ``STORE/featurized_for.json``, ``train STORE`` takes them when the
+command line names no model, and a store featurized for other settings is refused in CLI terms."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+from ..datasets import MoleculeDataset
+from ..errors import GraphTxError
+from ..featurize import FeaturizerConfig
+from ..relation_graph import RelationConfig
+
+PathLike = Union[str, Path]
+RECIPE_FILE = "featurized_for.json"
+
+
+def write_store_recipe(store: PathLike, model: str, preset: str, atom_features: str) -> Path:
+    """Record the model, preset and atom features a store was featurized for.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = write_store_recipe(folder, "moire", "3d", "ogb")
+        >>> read_store_recipe(folder)
+        {'model': 'moire', 'preset': '3d', 'atom_features': 'ogb'}
+    """
+    path = Path(store) / RECIPE_FILE
+    path.write_text(json.dumps({"model": model, "preset": preset, "atom_features": atom_features}))
+    return path
+
+
+def read_store_recipe(store: PathLike) -> Optional[Dict[str, str]]:
+    """What :func:`write_store_recipe` recorded, or ``None`` (a store made from Python)."""
+    path = Path(store) / RECIPE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def recipe_flags(recipe: Dict[str, str]) -> Dict[str, Any]:
+    """The ``train`` configuration fields a recipe sets.
+
+    Example:
+        >>> recipe_flags({"model": "moire", "preset": "3d", "atom_features": "ogb"})
+        {'preset.model': 'moire', 'preset.name': '3d', 'featurizer.atom_features': 'ogb'}
+    """
+    return {"preset.model": recipe["model"], "preset.name": recipe["preset"], "featurizer.atom_features": recipe["atom_features"]}
+
+
+def check_store_settings(store: PathLike, dataset: MoleculeDataset, featurizer: FeaturizerConfig, relation: RelationConfig) -> None:
+    """Refuse a store featurized with other settings than the run's, naming the differences and
+    the flags that fix it."""
+    stored = {**dataset.featurizer.config.to_dict(), "relation": str(dataset.relation)}
+    wanted = {**featurizer.to_dict(), "relation": str(relation)}
+    differences = [f"{key} {stored.get(key)!r} (run: {wanted.get(key)!r})" for key in wanted if stored.get(key) != wanted.get(key)]
+    if not differences:
+        return
+    recipe = read_store_recipe(store)
+    made = (f"--model {recipe['model']} --preset {recipe['preset']} --atom-features {recipe['atom_features']}"
+            if recipe else "other settings")
+    raise GraphTxError(f"store {store} was featurized for {made}: {', '.join(differences)}; train with those flags "
+                       "(or without --model/--preset, to take them from the store), or featurize again with this run's "
+                       "--model/--preset")

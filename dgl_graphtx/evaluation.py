@@ -1,0 +1,74 @@
+"""A checkpoint (or an ensemble of them) scored on a labelled molecule file: overall and
+per-target metrics, and one row per molecule with its identifiers, measured and predicted values."""
+from __future__ import annotations
+
+from typing import Any, Dict, NamedTuple, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .datasets import MoleculeTable
+from .datasets.class_labels import apply_class_labels
+from .ensemble import ensemble_predict
+from .predict import Predictor, with_carried_columns
+from .training import compute_metrics, json_safe, metric_notes
+from .training.target_metrics import per_target_metrics
+
+
+class Evaluation(NamedTuple):
+    """What :func:`evaluate_table` returns.
+
+    Attributes:
+        report: ``molecules``, ``labelled``, ``invalid``, the metrics (mean over targets),
+            ``per_target`` and ``notes``, JSON-ready (undefined metrics are ``None``).
+        rows: per molecule: carried columns, ``smiles``, ``canonical_smiles``, ``<target>``
+            (measured), ``<target>_pred`` (and ``<target>_std`` for ensembles), ``error``.
+    """
+
+    report: Dict[str, Any]
+    rows: pd.DataFrame
+
+
+def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carried: Optional[pd.DataFrame] = None,
+                   progress: bool = False) -> Evaluation:
+    """Score ``predictors`` (their mean when several) on the labelled molecules of ``table``;
+    text class labels are mapped as at training time (:attr:`Predictor.class_labels`).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.datasets import read_molecules
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model), CheckpointMeta(p.featurizer, p.relation, ["y"]))
+        >>> data = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+        >>> _ = data.write_text("smiles,y,cid\\nCCO,1.0,A\\nCCN,2.0,B\\nC1CC,3.0,C\\n")
+        >>> table = read_molecules(data)
+        >>> result = evaluate_table([Predictor(path)], table, table.carried_columns("cid"))
+        >>> result.report["molecules"], result.report["invalid"], list(result.rows.columns)
+        (2, 1, ['cid', 'smiles', 'canonical_smiles', 'y', 'y_pred', 'error'])
+    """
+    first = predictors[0]
+    names, task = first.target_names, first.model.config.task
+    labels = apply_class_labels(table.targets(names), first.class_labels)
+    if len(predictors) > 1:
+        predicted = ensemble_predict(predictors, table.molecules, progress=progress, identifiers=table.identifiers)
+    else:
+        predicted = first.predict(table.molecules, progress=progress, identifiers=table.identifiers)
+    valid = predicted["error"].isna().to_numpy()
+    measured = labels.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    y_true, y_pred = measured[valid], predicted.loc[valid, names].to_numpy(dtype=float)
+    metrics = compute_metrics(task, y_true, y_pred)
+    per_target = per_target_metrics(task, y_true, y_pred, names)
+    report = {"molecules": int(valid.sum()), "labelled": int(np.isfinite(y_true).any(axis=1).sum()),
+              "invalid": int((~valid).sum()), **json_safe(metrics),
+              "per_target": {name: json_safe(values) for name, values in per_target.items()},
+              "notes": metric_notes(task, y_true, names)}
+    rows = predicted[["smiles", "canonical_smiles"]].copy()
+    for t, name in enumerate(names):
+        rows[name] = measured[:, t]
+        rows[f"{name}_pred"] = predicted[name].to_numpy(dtype=float)
+        if f"{name}_std" in predicted.columns:
+            rows[f"{name}_std"] = predicted[f"{name}_std"].to_numpy(dtype=float)
+    rows["error"] = predicted["error"]
+    return Evaluation(report, with_carried_columns(rows, carried, 0))
