@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from .errors import ConfigError
+from .experiment import SPLITS
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import PRESETS
@@ -37,7 +38,6 @@ from .relation_graph import RelationConfig
 from .training import TrainConfig
 
 PathLike = Union[str, Path]
-SPLITS = ("random", "scaffold")
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
@@ -73,13 +73,19 @@ class DataConfig:
         targets: target columns or SD properties.
         smiles_col: SMILES column of a table.
         delimiter: table delimiter (sniffed when ``None``).
-        split: ``random`` or ``scaffold`` (ignored when ``split_col`` or ``valid``/``test`` are given).
+        split: ``random``, ``scaffold``, ``kmeans`` (k-means clusters of Morgan fingerprints) or
+            ``kennard_stone`` (on the fingerprints; deterministic) (ignored when ``split_col`` or ``valid``/``test`` are given).
         fractions: train/valid/test fractions of a random or scaffold split.
         split_col: column saying ``train``/``valid``/``test`` for every row.
         valid, test: separate validation and test files (given together; ``path`` is then all training).
         cache_dir: folder caching featurized molecules.
         subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
             train on this many molecules drawn with ``train.seed``.
+        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part,
+            fold ``f + 1`` validation; folds are random, by scaffold (``split="scaffold"``) or by
+            ``group_col``.
+        group_col: column of group names that cross-validation folds keep together.
+        weight_col: column of per-molecule loss weights (blank: 1).
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -97,6 +103,9 @@ class DataConfig:
     test: Optional[str] = None
     cache_dir: Optional[str] = None
     subset: Optional[int] = None
+    cv: int = 0
+    group_col: Optional[str] = None
+    weight_col: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.subset is not None and not self.is_qm9:
@@ -111,6 +120,11 @@ class DataConfig:
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
             raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
+        if self.cv and (self.cv < 3 or self.predefined or self.split not in ("random", "scaffold")):
+            raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
+                              f"and --split random or scaffold (or --group-col); got split {self.split!r}")
+        if self.group_col is not None and not self.cv:
+            raise ConfigError("--group-col groups the folds of a cross-validation; give --cv K too")
 
     @property
     def is_qm9(self) -> bool:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..devices import resolve_device
 from ..errors import ConfigError
+from ..training.losses import LOSSES
 from ..validation import check_number, describe_range
 
 MODELS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
@@ -66,8 +67,15 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help="attention variant (default: grpe)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's first)")),
     ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
-    ("--task", "model.task", dict(choices=("regression", "classification"), help="default: regression")),
-    ("--split", "data.split", dict(choices=("random", "scaffold"), help="default: random")),
+    ("--task", "model.task", dict(choices=("regression", "classification", "multiclass"), help="multiclass: labels 0 .. K-1 per target, with --num-classes K (default: regression)")),
+    ("--num-classes", "model.num_classes", dict(type=bounded(int, 2), help="classes per target of --task multiclass (default: 2)")),
+    ("--loss", "train.loss", dict(choices=LOSSES, help="auto: mse, bce or cross_entropy by task; regression also mae, huber, bounded_mse (labels like <5.2 or >7 penalise only the wrong side) (default: auto)")),
+    ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
+    ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
+    ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
+    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: train K folds into OUT/fold_<k>/ and report mean +/- std per target")),
+    ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
+    ("--split", "data.split", dict(choices=("random", "scaffold", "kmeans", "kennard_stone"), help="kmeans: k-means clusters of Morgan fingerprints; kennard_stone: Kennard-Stone on them (default: random)")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),

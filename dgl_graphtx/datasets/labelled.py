@@ -13,6 +13,7 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from .molecule_dataset import MoleculeDataset, _file_fingerprint
 from .readers import MoleculeTable, read_molecules, split_labels
+from .row_columns import sample_weights, split_censored
 from .splits import Split
 
 logger = logging.getLogger("dgl_graphtx")
@@ -30,6 +31,9 @@ def load_labelled(
     split_col: Optional[str] = None,
     valid: Optional[PathLike] = None,
     test: Optional[PathLike] = None,
+    censored: bool = False,
+    weight_col: Optional[str] = None,
+    group_col: Optional[str] = None,
     **dataset_kwargs: Any,
 ) -> Tuple[MoleculeDataset, Optional[Split]]:
     """Read and featurize labelled molecules; return the dataset and, when the data defines it,
@@ -42,6 +46,13 @@ def load_labelled(
         split_col: column of ``path`` saying ``train``, ``valid`` or ``test`` for each row.
         valid, test: separate validation and test files (both or neither); ``path`` is then the
             training part. Rows are numbered across the files in the order train, valid, test.
+        censored: read target cells such as ``<5.2`` / ``>7`` as censored labels: their numbers
+            become the labels and ``dataset.censor`` (int8 ``[M, T]``: -1 below, 0 exact, 1 above)
+            says which side (for the ``bounded_mse`` loss); otherwise such cells are unusable.
+        weight_col: column of per-molecule loss weights, kept as ``dataset.sample_weights``
+            (float64 ``[M]``; blank means 1).
+        group_col: column of group names, kept as ``dataset.groups`` (cross-validation folds
+            keep each group together).
         **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
 
     Example:
@@ -73,7 +84,11 @@ def load_labelled(
                     len(tables[0]) - 1, tables[0].source, len(tables[0]), len(tables[0]) + len(tables[1]) - 1,
                     tables[1].source, len(tables[0]) + len(tables[1]), len(labels) - 1, tables[2].source)
     target_frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
+    censor = None
+    if censored and target_frame is not None:
+        target_frame, censor = split_censored(target_frame)
     fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
+    fingerprint += "|censored" if censored else ""
     dataset = MoleculeDataset(
         [m for t in tables for m in t.molecules],
         target_frame,
@@ -81,6 +96,15 @@ def load_labelled(
         identifiers=[i for t in tables for i in t.identifiers],
         **{"fingerprint": fingerprint, **dataset_kwargs},
     )
+    kept_rows = dataset.rows.numpy()
+    if censor is not None:
+        dataset.censor = censor[kept_rows]
+    if weight_col is not None:
+        dataset.sample_weights = np.concatenate(
+            [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])[kept_rows]
+    if group_col is not None:
+        dataset.groups = [g for t in tables for g in t.column(group_col)]
+        dataset.groups = [dataset.groups[r] for r in kept_rows]
     if labels is None:
         return dataset, None
     kept = labels[dataset.rows.numpy()]

@@ -164,6 +164,12 @@ class MoleculeDataset(Dataset):
         ([0.0], [False])
     """
 
+    #: Optional per-row data set by :func:`~dgl_graphtx.datasets.load_labelled`: censoring codes
+    #: ``[M, T]``, loss weights ``[M]`` and group names (``None`` when not read).
+    censor: Optional[np.ndarray] = None
+    sample_weights: Optional[np.ndarray] = None
+    groups: Optional[List[str]] = None
+
     def __init__(
         self,
         molecules: Iterable[Optional[MoleculeLike]],

@@ -17,7 +17,7 @@ from ..validation import check_number
 
 VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 READOUTS = ("virtual", "mean", "max", "sum")
-TASKS = ("regression", "classification")
+TASKS = ("regression", "classification", "multiclass")
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -125,7 +125,9 @@ class ModelConfig:
         readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling.
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
             input embedding); must match the dataset's ``RelationConfig``.
-        num_tasks, task: number of targets, ``regression`` or (multi-task binary) ``classification``.
+        num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
+            or ``multiclass`` (labels 0 .. ``num_classes - 1`` per target).
+        num_classes: classes per target of a ``multiclass`` task (the head gives that many logits per target).
         atom_features: ``ogb`` (categorical, embedded) or ``canonical`` (dense, projected).
         atom_feature_dims, bond_feature_dims: category counts (``ogb``) or ``(width,)`` (``canonical``).
         bond_radices: radices of the relation graphs' bond classes.
@@ -152,6 +154,7 @@ class ModelConfig:
     virtual_node: bool = True
     num_tasks: int = 1
     task: str = "regression"
+    num_classes: int = 2
     atom_features: str = "ogb"
     atom_feature_dims: Tuple[int, ...] = OGB_ATOM_FEATURE_DIMS
     bond_feature_dims: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
@@ -164,6 +167,11 @@ class ModelConfig:
     moire: MoireOptions = field(default_factory=MoireOptions)
     gradformer: GradformerOptions = field(default_factory=GradformerOptions)
     graphormer: GraphormerOptions = field(default_factory=GraphormerOptions)
+
+    @property
+    def output_width(self) -> int:
+        """Outputs of the head: ``num_tasks``, or ``num_tasks * num_classes`` logits (multiclass)."""
+        return self.num_tasks * (self.num_classes if self.task == "multiclass" else 1)
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
@@ -184,6 +192,7 @@ class ModelConfig:
         _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
         _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
         _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
+        check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
