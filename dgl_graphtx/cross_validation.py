@@ -14,7 +14,7 @@ from .atomic_io import atomic_to_csv, atomic_write_text
 from .datasets import MoleculeDataset, cv_splits
 from .experiment import ExperimentResult, train_and_evaluate
 from .models import Preset
-from .training import TrainConfig, compute_metrics, json_safe
+from .training import TrainConfig, compute_metrics, json_safe, prediction_values
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -39,19 +39,15 @@ class CVResult:
     summary: pd.DataFrame
 
 
-def _target_predictions(table: pd.DataFrame, name: str) -> np.ndarray:
-    probs = [c for c in table.columns if c.startswith(f"{name}_prob_")]
-    return table[probs if probs else [f"{name}_pred"]].to_numpy(dtype=np.float64)
-
-
-def fold_metrics(result: ExperimentResult, task: str, names: Sequence[str], metrics: Sequence[str] = ()) -> pd.DataFrame:
+def fold_metrics(result: ExperimentResult, preset: Preset, names: Sequence[str], metrics: Sequence[str] = ()) -> pd.DataFrame:
     """Test metrics of one fold's run per target, and averaged over targets (``all``) when there are several."""
     if len(names) == 1:
         return pd.DataFrame([{"target": names[0], "metric": k, "value": v} for k, v in result.test_metrics.items()])
     rows = [{"target": ALL_TARGETS, "metric": k, "value": v} for k, v in result.test_metrics.items()]
-    table = result.test_predictions
+    table, task = result.test_predictions, preset.model.task
     for name in names:
-        values = compute_metrics(task, table[[name]].to_numpy(dtype=np.float64), _target_predictions(table, name), metrics)
+        predicted = prediction_values(task, preset.model.num_classes, [name], table, "_pred")
+        values = compute_metrics(task, table[[name]].to_numpy(dtype=np.float64), predicted, metrics)
         rows += [{"target": name, "metric": k, "value": v} for k, v in values.items()]
     return pd.DataFrame(rows)
 
@@ -97,7 +93,7 @@ def cross_validate(
         run = train_and_evaluate(dataset, preset, train_config, split=split,
                                  out_dir=out / f"fold_{k}" if out is not None else None, overwrite=overwrite)
         runs.append(run)
-        frames.append(fold_metrics(run, preset.model.task, dataset.target_names, train_config.metrics).assign(fold=k))
+        frames.append(fold_metrics(run, preset, dataset.target_names, train_config.metrics).assign(fold=k))
     per_fold = pd.concat(frames, ignore_index=True)[["fold", "target", "metric", "value"]]
     grouped = per_fold.groupby(["target", "metric"], sort=False)["value"]
     summary = pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=0)}).reset_index()

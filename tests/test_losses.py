@@ -12,6 +12,7 @@ from cli_runner import run_cli
 from dgl_graphtx.datasets import freesolv, load_labelled
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.models import build_model, get_preset
+from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import TrainConfig, Trainer, compute_metrics, per_label_loss, resolve_loss, weighted_loss
 
 ALL = torch.ones(3, 1, dtype=torch.bool)
@@ -113,6 +114,13 @@ def test_multiclass_end_to_end_with_chosen_metrics(tmp_path):
     code, stdout, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--smiles", "CCO", "c1ccccc1"])
     assert code == 0, stderr
     assert "kind_prob_2" in stdout
+    code, stdout, stderr = run_cli(["evaluate", path, "--checkpoint", out / "best.pt", "-q"])
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    frame = pd.read_csv(path)
+    predicted = Predictor(out / "best.pt").predict(frame["smiles"].tolist())
+    assert report["molecules"] == 24
+    assert report["accuracy"] == pytest.approx(float((predicted["kind"].to_numpy() == frame["kind"].to_numpy()).mean()))
 
 
 def test_multiclass_labels_out_of_range_are_one_clear_error(tmp_path):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..datasets import read_molecules
 from ..predict import Predictor
-from ..training import compute_metrics, json_safe, metric_notes
+from ..training import compute_metrics, json_safe, metric_notes, prediction_values
 from .common import add_input_options, add_logging_options, device_option, verbosity
 
 
@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
     table = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
     valid = table["error"].isna().to_numpy()
     y_true = labels.loc[valid].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)
-    metrics = compute_metrics(predictor.model.config.task, y_true, y_pred)
+    config = predictor.model.config
+    y_pred = prediction_values(config.task, config.num_classes, predictor.target_names, table.loc[valid])
+    metrics = compute_metrics(config.task, y_true, y_pred)
     labelled = int(np.isfinite(y_true).any(axis=1).sum())
     report = {"molecules": int(valid.sum()), "labelled": labelled, "invalid": int((~valid).sum()), **json_safe(metrics),
               "notes": metric_notes(predictor.model.config.task, y_true, predictor.target_names)}

@@ -138,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
     if args.resume and not config.ensemble.single:
         raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
+    if config.model.task == "multiclass" and not config.ensemble.single:
+        raise GraphTxError("ensembles (--ensemble-size/--replicates) average regression or binary outputs; train multiclass models singly or with --cv")
     cv = config.data.cv
     if cv and (args.resume or not config.ensemble.single):
         raise GraphTxError("--cv trains one model per fold: drop --resume, --ensemble-size and --replicates")

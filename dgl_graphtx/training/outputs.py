@@ -29,3 +29,19 @@ def prediction_frame(task: str, num_classes: int, names: Sequence[str], values: 
         for k in range(num_classes):
             columns[f"{name}_prob_{k}"] = probs[:, k]
     return pd.DataFrame(columns)
+
+
+def prediction_values(task: str, num_classes: int, names: Sequence[str], table: pd.DataFrame, suffix: str = "") -> np.ndarray:
+    """The inverse of :func:`prediction_frame`: the model outputs ``[M, T]`` (``[M, T * K]``
+    class probabilities for ``multiclass``) read back from ``table``.
+
+    Example:
+        >>> frame = prediction_frame("multiclass", 2, ["a"], np.array([[0.4, 0.6]]))
+        >>> prediction_values("multiclass", 2, ["a"], frame).tolist()
+        [[0.4, 0.6]]
+    """
+    if task == "multiclass":
+        columns = [f"{name}_prob_{k}" for name in names for k in range(num_classes)]
+    else:
+        columns = [f"{name}{suffix}" for name in names]
+    return table[columns].to_numpy(dtype=np.float64)
