@@ -328,6 +328,7 @@ class Trainer:
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
             self._save_last(state, optimizer, scheduler)
+            hooks.end_epoch(epoch, row)
             if stop:
                 if hooks.is_main:
                     logger.info("early stopping at epoch %d (best epoch %d)", epoch, state.best_epoch)
