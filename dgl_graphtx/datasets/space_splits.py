@@ -33,43 +33,61 @@ def morgan_fingerprints(smiles: Sequence[str], radius: int = 2, size: int = 2048
     return out
 
 
-def _distances(features: np.ndarray, point: np.ndarray, metric: str) -> np.ndarray:
-    """Distance of every row of ``features`` to ``point`` (rows ``[N, D]``, or ``[N, M, D]``)."""
-    if metric == "euclidean":
-        return np.sqrt(((features - point) ** 2).sum(-1))
-    both = np.minimum(features, point).sum(-1)
-    either = np.maximum(features, point).sum(-1)
-    return np.where(either > 0, 1.0 - both / np.where(either > 0, either, 1.0), 0.0)
+#: Kennard-Stone keeps all pairwise distances (float32): up to this many rows (about 1.6 GB).
+MAX_KENNARD_STONE_ROWS = 20000
+
+
+def pairwise_distances(features: np.ndarray, metric: str = "euclidean", block: int = 2048) -> np.ndarray:
+    """All pairwise distances ``[N, N]`` (float32), computed in row blocks with matrix products:
+    Euclidean, or Jaccard (1 - Tanimoto; 0 between two empty rows) of 0/1 rows.
+
+    Example:
+        >>> pairwise_distances(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 0]]), "jaccard").round(3).tolist()
+        [[0.0, 0.5, 1.0], [0.5, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    """
+    if metric not in METRICS:
+        raise ConfigError(f"Kennard-Stone metric must be one of {METRICS}, got {metric!r}")
+    x = np.asarray(features, dtype=np.float64)
+    if metric == "jaccard" and not np.isin(x, (0.0, 1.0)).all():
+        raise ConfigError("the jaccard distance needs 0/1 features (bit fingerprints); use metric='euclidean'")
+    norms = (x * x).sum(1)
+    out = np.empty((len(x), len(x)), dtype=np.float32)
+    for start in range(0, len(x), block):
+        product = x[start:start + block] @ x.T
+        if metric == "euclidean":
+            out[start:start + block] = np.sqrt(np.maximum(norms[start:start + block, None] + norms[None, :] - 2 * product, 0.0))
+        else:
+            union = norms[start:start + block, None] + norms[None, :] - product
+            out[start:start + block] = np.where(union > 0, 1.0 - product / np.where(union > 0, union, 1.0), 0.0)
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def kennard_stone_order(features: np.ndarray, metric: str = "euclidean") -> List[int]:
     """Kennard-Stone selection order of the rows of ``features``: first the two rows farthest
     apart (the lower index first), then repeatedly the row whose distance to its nearest
     selected row is largest. Ties go to the lowest index, so the order is deterministic.
+    Memory grows with the square of the rows (see :data:`MAX_KENNARD_STONE_ROWS`).
 
     Example:
         >>> kennard_stone_order(np.array([[0.0], [1.0], [4.0], [10.0]]))
         [0, 3, 2, 1]
     """
-    if metric not in METRICS:
-        raise ConfigError(f"Kennard-Stone metric must be one of {METRICS}, got {metric!r}")
-    x = np.asarray(features, dtype=np.float64)
-    n = len(x)
+    n = len(features)
+    if n > MAX_KENNARD_STONE_ROWS:
+        raise ConfigError(f"Kennard-Stone keeps all pairwise distances and handles up to {MAX_KENNARD_STONE_ROWS} "
+                          f"molecules, got {n}; use the kmeans or scaffold split")
     if n < 3:
         return list(range(n))
-    best, first, second = -1.0, 0, 1
-    for i in range(n - 1):  # farthest pair, one row at a time (memory O(N))
-        d = _distances(x[i + 1:], x[i], metric)
-        j = int(np.argmax(d))
-        if d[j] > best:
-            best, first, second = float(d[j]), i, i + 1 + j
-    order = [first, second]
-    nearest = np.minimum(_distances(x, x[first], metric), _distances(x, x[second], metric))
+    distances = pairwise_distances(features, metric)
+    first, second = divmod(int(np.argmax(distances)), n)  # row-major: the first maximal pair
+    order = [min(first, second), max(first, second)]
+    nearest = np.minimum(distances[first], distances[second]).astype(np.float64)
     nearest[order] = -np.inf
     for _ in range(n - 2):
         pick = int(np.argmax(nearest))
         order.append(pick)
-        nearest = np.minimum(nearest, _distances(x, x[pick], metric))
+        nearest = np.minimum(nearest, distances[pick])
         nearest[pick] = -np.inf
     return order
 
@@ -104,7 +122,7 @@ def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = (
     n_train, n_valid = _sizes(len(features), fractions)
     if not 1 <= n_clusters <= len(features):
         raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
-    labels = KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float64))
+    labels = KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
     groups = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
     groups = sorted((g for g in groups if g), key=lambda g: (-len(g), g[0]))
     return assign_groups(groups, n_train, n_valid)
