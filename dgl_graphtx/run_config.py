@@ -35,7 +35,7 @@ from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import PRESETS
 from .relation_graph import RelationConfig
-from .training import TrainConfig
+from .training import TrainConfig, resolve_loss, resolve_metrics
 
 PathLike = Union[str, Path]
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
@@ -180,6 +180,15 @@ class RunConfig:
     relation: RelationConfig
     train: TrainConfig
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+
+    def __post_init__(self) -> None:
+        # the loss, metrics and task weights must fit the model: checked before any featurization
+        resolve_loss(self.model.task, self.train.loss)
+        resolve_metrics(self.model.task, self.train.metrics)
+        weights = self.train.task_weights
+        if weights and self.data.targets and len(weights) != len(self.data.targets):
+            raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
+                              f"{list(self.data.targets)}; give one weight per target (--task-weights)")
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.data import Subset
 
-from cli_runner import run_cli
+from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.datasets import freesolv, load_labelled
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.models import build_model, get_preset
@@ -129,3 +129,15 @@ def test_multiclass_labels_out_of_range_are_one_clear_error(tmp_path):
                                "--out", tmp_path / "bad", "--model", "vanilla", "--epochs", "1", "--no-progress",
                                "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"])
     assert code == 2 and "--num-classes 2" in stderr and "'kind'" in stderr
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--task", "classification", "--loss", "huber"], "loss 'huber' does not apply to classification"),
+    (["--metrics", "rmse,accuracy"], "['accuracy'] do not apply to regression"),
+    (["--task-weights", "1,2"], "2 task weight(s)"),
+    (["--weight-col", "nope"], "column 'nope'"),
+])
+def test_loss_settings_that_do_not_fit_are_one_clear_error(tmp_path, flags, fragment):
+    _, path = _tiny(tmp_path)
+    assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--out", tmp_path / "x", "--model", "vanilla",
+                                   "--epochs", "1", "--no-progress", *flags]), fragment)
