@@ -87,6 +87,10 @@ def load_labelled(
     censor = None
     if censored and target_frame is not None:
         target_frame, censor = split_censored(target_frame)
+    # per-row columns are read (and checked) before the molecules are featurized
+    weights = None if weight_col is None else np.concatenate(
+        [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
+    groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
     fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
     fingerprint += "|censored" if censored else ""
     dataset = MoleculeDataset(
@@ -99,12 +103,10 @@ def load_labelled(
     kept_rows = dataset.rows.numpy()
     if censor is not None:
         dataset.censor = censor[kept_rows]
-    if weight_col is not None:
-        dataset.sample_weights = np.concatenate(
-            [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])[kept_rows]
-    if group_col is not None:
-        dataset.groups = [g for t in tables for g in t.column(group_col)]
-        dataset.groups = [dataset.groups[r] for r in kept_rows]
+    if weights is not None:
+        dataset.sample_weights = weights[kept_rows]
+    if groups is not None:
+        dataset.groups = [groups[r] for r in kept_rows]
     if labels is None:
         return dataset, None
     kept = labels[dataset.rows.numpy()]
