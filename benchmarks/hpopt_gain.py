@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from default_model import table  # noqa: E402  (benchmarks/ is the script's folder)
+from _report import update_section  # noqa: E402  (benchmarks/ is the script's folder)
+from default_model import table  # noqa: E402
 from dgl_graphtx.hpopt import SearchSettings, hyperparameter_search
 from dgl_graphtx.hpopt.search import run_trial
 from dgl_graphtx.run_config import resolve_run_config
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", default=None, help="folder for the runs (default: a temporary folder)")
+    parser.add_argument("--docs", action="store_true", help="write the table into docs/benchmarks.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out or tempfile.mkdtemp(prefix="hpopt_gain_"))
@@ -66,15 +68,28 @@ def main() -> None:
                                                                         seed=args.seeds[0]))
     search_minutes = (time.perf_counter() - start) / 60
     tuned = test_rmse(result.best_config, "tuned")
-    states = result.trials["state"].value_counts().to_dict()
-    print(f"{args.data}, {args.split} split, {args.model}, {args.epochs} epochs per run, seeds {args.seeds}, device {args.device}")
-    print(f"| configuration | test RMSE (mean +/- std) | wall time |")
-    print(f"|---|---|---|")
-    print(f"| default | {default.mean():.3f} +/- {default.std(ddof=0):.3f} | {default_minutes:.1f} min for {len(args.seeds)} runs |")
-    print(f"| best of {args.trials} trials | {tuned.mean():.3f} +/- {tuned.std(ddof=0):.3f} | search {search_minutes:.1f} min ({states}) |")
-    print(f"best trial {result.best_trial}: valid {result.metric} {result.best_value:.4f}; params "
-          f"{result.trials.loc[result.trials['number'] == result.best_trial].filter(like='params_').iloc[0].to_dict()}")
+    states = ", ".join(f"{n} {s.lower()}" for s, n in result.trials["state"].value_counts().items())
+    params = result.trials.loc[result.trials["number"] == result.best_trial].filter(like="params_").iloc[0]
+    lines = [
+        "## Hyperparameter search: default vs best trial",
+        "",
+        f"`benchmarks/hpopt_gain.py --data {args.data} --split {args.split} --model {args.model} --epochs {args.epochs} "
+        f"--trials {args.trials} --seeds {' '.join(map(str, args.seeds))}` on {args.device}, one thread: the default "
+        f"configuration and the best of a {args.trials}-trial search (TPE, median pruning, validation of seed "
+        f"{args.seeds[0]}'s split only), each trained on every seed's split and tested once.",
+        "",
+        "| configuration | test RMSE (mean +/- std) | wall time |",
+        "|---|---|---|",
+        f"| default | {default.mean():.3f} +/- {default.std(ddof=0):.3f} | {default_minutes:.1f} min for {len(args.seeds)} runs |",
+        f"| best of {args.trials} trials | {tuned.mean():.3f} +/- {tuned.std(ddof=0):.3f} | search {search_minutes:.1f} min ({states}) |",
+        "",
+        "Best trial: " + ", ".join(f"`{k[len('params_'):]}={v:.3g}`" if isinstance(v, float) else f"`{k[len('params_'):]}={v}`"
+                                   for k, v in params.items()) + ".",
+    ]
+    print("\n".join(lines))
     print(f"runs in {out}")
+    if args.docs:
+        print(f"written to {update_section('hpopt_gain', chr(10).join(lines))}")
 
 
 if __name__ == "__main__":

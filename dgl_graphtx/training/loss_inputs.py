@@ -2,7 +2,7 @@
 that hands each training batch its row numbers, so the loss can look them up."""
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Sequence, Union
+from typing import Dict, List, NamedTuple, Optional, Union
 
 import numpy as np
 import torch
