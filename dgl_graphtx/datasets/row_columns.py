@@ -23,14 +23,16 @@ def split_censored(frame: pd.DataFrame) -> Tuple[pd.DataFrame, np.ndarray]:
         (['5.2', '3', '7'], [-1, 0, 1, 0])
     """
     codes = np.zeros(frame.shape, dtype=np.int8)
-    out = frame.copy()
-    for col in range(frame.shape[1]):
-        text = frame.iloc[:, col].astype("string").str.strip()
+    columns = {}
+    for col, name in enumerate(frame.columns):
+        raw = frame.iloc[:, col]
+        text = raw.astype("string").str.strip()
         below = text.str.startswith("<").fillna(False).to_numpy(dtype=bool)
         above = text.str.startswith(">").fillna(False).to_numpy(dtype=bool)
         codes[below, col], codes[above, col] = BELOW, ABOVE
-        stripped = text.str.lstrip("<>").str.strip()
-        out.iloc[:, col] = np.where(below | above, stripped.to_numpy(dtype=object), frame.iloc[:, col].to_numpy(dtype=object))
+        stripped = text.str.lstrip("<>").str.strip().astype(object).to_numpy()
+        columns[name] = pd.Series(np.where(below | above, stripped, raw.to_numpy(dtype=object)), index=frame.index, dtype=object)
+    out = pd.DataFrame(columns, index=frame.index)
     return out, codes
 
 
