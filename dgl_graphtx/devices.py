@@ -1,7 +1,10 @@
-"""Device selection that works the same with CPU-only and CUDA builds of torch and DGL."""
+"""Device selection that works the same with CPU-only and CUDA builds of torch and DGL, and the
+compute path a run takes there: DGL's kernels over DGLGraphs, or plain torch ops over the
+graphs' :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`."""
 from __future__ import annotations
 
-from typing import Union
+import functools
+from typing import Optional, Union
 
 import torch
 
@@ -26,3 +29,42 @@ def resolve_device(device: Union[str, torch.device] = "auto") -> torch.device:
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device {device!r} requested but CUDA is not available to torch; use 'cpu' or 'auto'")
     return resolved
+
+
+#: How a model computes on its graphs: ``auto`` (DGL on the CPU and with a CUDA build of DGL,
+#: plain tensors on a GPU that DGL cannot use), ``dgl`` or ``tensors``.
+COMPUTE_PATHS = ("auto", "dgl", "tensors")
+
+
+@functools.lru_cache(maxsize=None)
+def dgl_cuda_error() -> Optional[str]:
+    """Why DGL cannot put a graph on CUDA (the first line of its error, or that torch sees no
+    CUDA device), or ``None`` when it can. Probed once per process."""
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    from . import _dgl_env  # noqa: F401
+    import dgl
+
+    try:
+        dgl.graph(([0], [0])).to("cuda")
+    except Exception as err:  # a CPU-only DGL build raises here
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:80]}"
+    return None
+
+
+def resolve_compute(compute: str, device: Union[str, torch.device]) -> str:
+    """``"dgl"`` or ``"tensors"``: ``compute`` itself, or for ``"auto"`` DGL's kernels on the CPU
+    (the fast CPU default) and on a GPU that DGL can use, and plain tensors on a GPU that it
+    cannot (a CPU-only DGL build beside a CUDA torch).
+
+    Example:
+        >>> resolve_compute("auto", "cpu"), resolve_compute("tensors", "cpu")
+        ('dgl', 'tensors')
+    """
+    if compute not in COMPUTE_PATHS:
+        raise ConfigError(f"compute must be one of {COMPUTE_PATHS}, got {compute!r}")
+    if compute != "auto":
+        return compute
+    if resolve_device(device).type == "cpu":
+        return "dgl"
+    return "dgl" if dgl_cuda_error() is None else "tensors"

@@ -13,16 +13,19 @@ import ogb
 import rdkit
 
 from ._version import __version__
+from .devices import dgl_cuda_error, resolve_compute, resolve_device
 
 
 def _dgl_cuda() -> str:
-    if not torch.cuda.is_available():
-        return "no (torch sees no CUDA device)"
-    try:
-        dgl.graph(([0], [0])).to("cuda")
-    except Exception as err:  # a CPU-only DGL build raises here
-        return f"no ({type(err).__name__}: {str(err).splitlines()[0][:80]})"
-    return "yes"
+    error = dgl_cuda_error()
+    return "yes" if error is None else f"no ({error})"
+
+
+def _compute_path() -> str:
+    device = resolve_device("auto")
+    path = resolve_compute("auto", device)
+    how = "DGL's kernels over DGLGraphs" if path == "dgl" else "plain torch ops over GraphTensors"
+    return f"{path} with device='auto' ({device.type}: {how}; choose with compute='dgl' or 'tensors')"
 
 
 def _graphbolt_state() -> str:
@@ -32,12 +35,13 @@ def _graphbolt_state() -> str:
 
 
 def environment_report() -> Dict[str, str]:
-    """Versions of python, torch, dgl, dgllife, ogb, rdkit, CUDA usability, and whether
+    """Versions of python, torch, dgl, dgllife, ogb, rdkit, CUDA usability, the compute path of
+    a run with ``device="auto"`` (:func:`~dgl_graphtx.devices.resolve_compute`), and whether
     ``dgl.graphbolt`` is the placeholder (:mod:`dgl_graphtx._dgl_env`).
 
     Example:
         >>> sorted(environment_report())[:3]
-        ['cuda (dgl)', 'cuda (torch)', 'dgl']
+        ['compute path', 'cuda (dgl)', 'cuda (torch)']
     """
     cuda_torch = f"yes ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "no"
     return {
@@ -50,5 +54,6 @@ def environment_report() -> Dict[str, str]:
         "rdkit": rdkit.__version__,
         "cuda (torch)": cuda_torch,
         "cuda (dgl)": _dgl_cuda(),
+        "compute path": _compute_path(),
         "dgl.graphbolt": _graphbolt_state(),
     }

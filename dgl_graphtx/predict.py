@@ -20,11 +20,12 @@ from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .datasets import PackedGraphs, read_molecules
-from .devices import resolve_device
+from .devices import resolve_compute, resolve_device
 from .domain import Domain
 from .errors import ConfigError
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
+from .nn.graph_tensors import on_device
 from .training.outputs import prediction_frame
 from .validation import check_number
 
@@ -88,6 +89,7 @@ class Predictor:
         batch_edges: most relation-graph edges per forward pass (batches are cut by this budget
             as well as by ``batch_size``), which bounds the memory of one step.
         chunk_size: molecules featurized and held in memory at a time.
+        compute: ``auto``, ``dgl`` or ``tensors`` (see :func:`~dgl_graphtx.devices.resolve_compute`).
 
     Example:
         >>> import tempfile
@@ -109,6 +111,7 @@ class Predictor:
         limits: SizeLimits = SizeLimits(),
         batch_edges: int = 2_000_000,
         chunk_size: int = 4096,
+        compute: str = "auto",
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -116,6 +119,7 @@ class Predictor:
         if not isinstance(limits, SizeLimits):
             raise ConfigError(f"limits must be a SizeLimits, got {type(limits).__name__}")
         self.device = resolve_device(device)
+        self.compute = resolve_compute(compute, self.device)
         loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(checkpoint)
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
@@ -205,8 +209,9 @@ class Predictor:
             if done.rows:
                 for batch in self._batches(done.relations.num_edges):
                     index = torch.tensor(batch, dtype=torch.int64)
-                    graph = done.graphs.batch(index).to(self.device)
-                    mol_states, atom_states = self.model.embed(graph, done.relations.batch(index).to(self.device))
+                    graph = on_device(done.graphs.batch(index), self.device, self.compute)
+                    relation = on_device(done.relations.batch(index), self.device, self.compute, blocks=True)
+                    mol_states, atom_states = self.model.embed(graph, relation)
                     rows = [done.rows[p] for p in batch]
                     vectors[rows] = mol_states.cpu().float().numpy()
                     if atoms:
@@ -299,7 +304,8 @@ class Predictor:
         single molecule that still does not fit gets an error instead of stopping the run."""
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            output = self.model.predict(graphs.batch(index).to(self.device), relations.batch(index).to(self.device))
+            output = self.model.predict(on_device(graphs.batch(index), self.device, self.compute),
+                                        on_device(relations.batch(index), self.device, self.compute, blocks=True))
             yield batch, output.cpu().double().numpy(), None
             return
         except (RuntimeError, MemoryError) as err:

@@ -33,7 +33,7 @@ from .errors import ConfigError
 from .experiment import SPLITS
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
-from .models.presets import PRESETS
+from .models.presets import DEFAULT_MODEL, PRESETS
 from .relation_graph import RelationConfig
 from .training import TrainConfig, resolve_loss, resolve_metrics
 
@@ -54,7 +54,7 @@ class PresetChoice:
         '3d'
     """
 
-    model: str = "grpe"
+    model: str = DEFAULT_MODEL
     name: Optional[str] = None
 
     def __post_init__(self) -> None:
@@ -168,7 +168,7 @@ class RunConfig:
     """A fully resolved run: preset choice, data, model, featurizer, relation and training settings.
 
     Example:
-        >>> run = resolve_run_config(overrides=["model.num_layers=2", "relation=hops=3", "data.targets=y"])
+        >>> run = resolve_run_config(overrides=["preset.model=grpe", "model.num_layers=2", "relation=hops=3", "data.targets=y"])
         >>> run.model.num_layers, str(run.relation), run.model.num_tasks
         (2, 'hops=3+vn', 1)
     """

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from typing import Sequence, Tuple
 
 from dgl_graphtx.cli import main
@@ -30,3 +31,14 @@ def assert_one_error_line(result: Tuple[int, str, str], *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def run_cli_without_runtime_warnings(argv: Sequence[object]) -> Tuple[int, str, str]:
+    """:func:`run_cli`, failing the test if the command let a ``RuntimeWarning`` escape (numpy's
+    ``invalid value`` warnings and the like must be handled, not printed)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run_cli(argv)
+    leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not leaked, [str(w.message) for w in leaked]
+    return result

@@ -1,4 +1,4 @@
-"""Property-based fuzzing (issue 14, section 2): whatever the input, no uncaught exception, every
+"""Property-based fuzzing: whatever the input, no uncaught exception, every
 input row accounted for, order kept, predictions finite or NaN with a reason, batch result equal
 to the one-molecule result.
 

@@ -18,6 +18,7 @@ from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, get_preset
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.relation_graph import RelationConfig
+from dgl_graphtx.models.presets import DEFAULT_MODEL
 from dgl_graphtx.run_config import DERIVED_MODEL_FIELDS, DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.training import TrainConfig
 from cli_runner import run_cli
@@ -25,7 +26,7 @@ from cli_runner import run_cli
 #: key -> (text given to --set, expected value, companion overrides needed for a valid config)
 ALTERNATIVES = {
     "preset.model": ("moire", "moire", []),
-    "preset.name": ("small", "small", []),
+    "preset.name": ("molhiv", "molhiv", []),
     "data.path": ("x.csv", "x.csv", []),
     "data.targets": ("a,b", ("a", "b"), []),
     "data.smiles_col": ("SMI", "SMI", []),
@@ -94,6 +95,7 @@ ALTERNATIVES = {
     "train.patience": ("9", 9, []),
     "train.seed": ("11", 11, []),
     "train.device": ("cpu", "cpu", []),
+    "train.compute": ("tensors", "tensors", []),
     "train.num_workers": ("1", 1, []),
     "train.progress": ("false", False, []),
     "train.on_nonfinite": ("skip", "skip", []),
@@ -152,7 +154,7 @@ def test_every_field_is_settable_with_set_and_from_a_file(key, tmp_path):
 
 
 def test_resolution_order_defaults_preset_file_set_flags(tmp_path):
-    assert resolve_run_config().model.readout == ModelConfig().readout == "virtual"   # grpe preset keeps it
+    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == ModelConfig().readout == "virtual"  # grpe keeps it
     assert resolve_run_config(overrides=["preset.model=moire"]).model.readout == "max"  # preset beats default
     toml = tmp_path / "run.toml"
     toml.write_text('[preset]\nmodel = "moire"\n[model]\nreadout = "sum"\nnum_layers = 2\n[train]\nepochs = 5\nlr = 0.002\n')
@@ -182,7 +184,7 @@ def test_toml_and_yaml_agree_and_match_get_preset(tmp_path):
 
 def test_derived_and_linked_fields():
     run = resolve_run_config(overrides=["featurizer.atom_features=canonical", "data.targets=a,b,c"])
-    ref = get_preset("grpe", num_tasks=3, atom_features="canonical")
+    ref = get_preset(DEFAULT_MODEL, num_tasks=3, atom_features="canonical")
     assert run.model == ref.model and run.featurizer == ref.featurizer
     assert resolve_run_config(overrides=["model.rwse_steps=8"]).featurizer.rwse_steps == 8
     assert resolve_run_config(overrides=["featurizer.rwse_steps=8"]).model.rwse_steps == 8
@@ -205,7 +207,7 @@ def test_derived_and_linked_fields():
     (["train.epochs"], "section.field=value"),
     (["relation=hops"], "cannot parse relation spec"),
     (["data.fractions=0.5,0.5"], "data.fractions must have 3 values"),
-    (["preset.name=huge"], "unknown preset 'huge' for grpe"),
+    (["preset.name=huge"], f"unknown preset 'huge' for {DEFAULT_MODEL}"),
 ])
 def test_config_mistakes_are_clear_errors(overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -274,4 +276,4 @@ def test_the_preset_layer_carries_the_presets_training_recipe(tmp_path):
     toml.write_text("[train]\nlr = 0.003\n")
     assert resolve_run_config(toml, molhiv).train.lr == 0.003  # file beats the recipe
     assert resolve_run_config(toml, molhiv, {"train.batch_size": 8}).train.batch_size == 8  # flag beats it too
-    assert resolve_run_config().train.lr == get_preset("grpe").train.lr  # the default preset's recipe
+    assert resolve_run_config().train.lr == get_preset(DEFAULT_MODEL).train.lr  # the default preset's recipe

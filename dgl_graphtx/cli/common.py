@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..devices import resolve_device
 from ..errors import ConfigError
+from ..models.presets import DEFAULT_MODEL
 from ..training.losses import LOSSES
 from ..validation import check_number, describe_range
 
@@ -64,7 +65,7 @@ def device_option(text: str) -> str:
 
 #: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
-    ("--model", "preset.model", dict(choices=MODELS, help="attention variant (default: grpe)")),
+    ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's first)")),
     ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
     ("--task", "model.task", dict(choices=("regression", "classification", "multiclass"), help="multiclass: labels 0 .. K-1 per target, with --num-classes K (default: regression)")),

@@ -1,14 +1,13 @@
-"""``dgl-graphtx demo``: GRPE-Tiny on the embedded FreeSolv data, then a few predictions."""
+"""``dgl-graphtx demo``: ``dgl-graphtx train`` with its defaults on the embedded FreeSolv data, then
+a few predictions."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import List
 
-from ..datasets import freesolv
-from ..experiment import train_and_evaluate
-from ..models import get_preset
+from ..datasets import FREESOLV_TARGET, freesolv_path
 from ..predict import Predictor
-from ..training import TrainConfig
 from .common import bounded, print_table
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
@@ -16,23 +15,35 @@ DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command to ``sub``."""
-    demo = sub.add_parser("demo", help="train a small GRPE on the embedded FreeSolv data, then predict")
+    demo = sub.add_parser("demo", help="run 'train' with its defaults on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder, replaced on each run (default: demo_run)")
-    demo.add_argument("--epochs", type=bounded(int, 1), default=60)
+    demo.add_argument("--epochs", type=bounded(int, 1), default=None, help="override train's default epoch count (for a quick look)")
     demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=0)
     demo.set_defaults(func=run)
 
 
+def train_argv(args: argparse.Namespace) -> List[str]:
+    """The ``train`` command line the demo runs: data, target and output, nothing else of train's
+    defaults changed (``--epochs`` only when the user gives one).
+
+    Example:
+        >>> train_argv(argparse.Namespace(out="demo_run", epochs=None, seed=0))[-5:]
+        ['expt', '--out', 'demo_run', '--overwrite', '--seed=0']
+    """
+    argv = ["train", str(freesolv_path()), "--targets", FREESOLV_TARGET, "--out", str(args.out), "--overwrite", f"--seed={args.seed}"]
+    return argv + ([f"--epochs={args.epochs}"] if args.epochs is not None else [])
+
+
 def run(args: argparse.Namespace) -> int:
-    """Train, report the test RMSE, predict :data:`DEMO_SMILES`."""
-    print("dgl_graphtx demo: GRPE-Tiny on FreeSolv (642 molecules, hydration free energy, kcal/mol)")
-    preset = get_preset("grpe", "tiny")
-    dataset = freesolv(as_dataset=True, featurizer=preset.featurizer, relation=preset.relation,
-                       cache_dir=Path(args.out) / "cache", progress=True)
-    config = TrainConfig(epochs=args.epochs, batch_size=32, lr=1e-3, warmup_epochs=3, seed=args.seed, progress=True)
-    result = train_and_evaluate(dataset, preset, config, split="random", out_dir=args.out, overwrite=True)
-    print(f"test RMSE {result.test_metrics['rmse']:.3f} kcal/mol, MAE {result.test_metrics['mae']:.3f} "
-          f"(best epoch {result.train.best_epoch}; {len(result.split.test)} test molecules)")
+    """Train as ``dgl-graphtx train`` does by default, then predict :data:`DEMO_SMILES`."""
+    from . import main  # the package's entry point, imported here: it imports this module
+
+    print("dgl_graphtx demo: 'dgl-graphtx train' with its defaults on FreeSolv "
+          "(642 molecules, hydration free energy, kcal/mol, random 80/10/10 split)")
+    print("  " + " ".join(train_argv(args)))
+    code = main(train_argv(args))
+    if code:
+        return code
     print(f"learning curve: {Path(args.out) / 'learning_curve.png'}")
     table = Predictor(Path(args.out) / "best.pt").predict(DEMO_SMILES)
     print("predictions (kcal/mol):")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..datasets import featurize_file
 from ..models import get_preset
-from .common import MODELS, split_targets
+from .common import DEFAULT_MODEL, MODELS, split_targets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     featurize.add_argument("--out", required=True, help="folder of the store")
     featurize.add_argument("--targets", default="", help="comma-separated target columns / SD properties (none for .smi)")
     featurize.add_argument("--smiles-col", default="smiles", help="SMILES column of a CSV (default: smiles)")
-    featurize.add_argument("--model", choices=MODELS, default="grpe", help="model whose featurization to use (default: grpe)")
+    featurize.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL, help=f"model whose featurization to use (default: {DEFAULT_MODEL})")
     featurize.add_argument("--preset", default=None, help="preset of the model (as for train)")
     featurize.add_argument("--atom-features", choices=("ogb", "canonical"), default="ogb")
     featurize.add_argument("--workers", type=int, default=1, help="featurizing processes (default: 1; use the number of cores)")

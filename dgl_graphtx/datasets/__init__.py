@@ -1,6 +1,6 @@
 """Molecule datasets: building, caching, splitting, batching, the embedded FreeSolv data, and
 QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
-from .collate import MoleculeBatch, collate_molecules
+from .collate import MoleculeBatch, collate_molecule_tensors, collate_molecules
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .labelled import load_labelled
 from .molecule_dataset import MoleculeDataset, featurization_settings
@@ -33,6 +33,7 @@ __all__ = [
     "kmeans_split",
     "morgan_fingerprints",
     "random_folds",
+    "collate_molecule_tensors",
     "collate_molecules",
     "example_sdf_path",
     "featurization_settings",

@@ -8,6 +8,8 @@ import torch
 from .. import _dgl_env  # noqa: F401
 import dgl
 
+from ..nn.graph_tensors import GraphLike, GraphTensors
+
 Sample = Tuple[dgl.DGLGraph, dgl.DGLGraph, torch.Tensor, torch.Tensor]
 
 
@@ -15,21 +17,33 @@ class MoleculeBatch(NamedTuple):
     """What a molecule loader yields; unpacks as ``graph, relation_graph, labels, mask``.
 
     ``labels`` is float ``[B, T]`` with missing values set to 0; ``mask`` is bool ``[B, T]`` and
-    is ``False`` exactly where a label is missing, so losses must be masked with it.
+    is ``False`` exactly where a label is missing, so losses must be masked with it. The graphs
+    are DGLGraphs, or their :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors` for the tensor
+    compute path (:meth:`as_tensors`, :func:`collate_molecule_tensors`).
     """
 
-    graph: dgl.DGLGraph
-    relation_graph: dgl.DGLGraph
+    graph: GraphLike
+    relation_graph: GraphLike
     labels: torch.Tensor
     mask: torch.Tensor
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "MoleculeBatch":
         """Move every part to ``device``."""
+        tensors = isinstance(self.graph, GraphTensors)
         return MoleculeBatch(
-            self.graph.to(device),
-            self.relation_graph.to(device),
+            self.graph.to(device, non_blocking=non_blocking) if tensors else self.graph.to(device),
+            self.relation_graph.to(device, non_blocking=non_blocking) if tensors else self.relation_graph.to(device),
             self.labels.to(device, non_blocking=non_blocking),
             self.mask.to(device, non_blocking=non_blocking),
+        )
+
+    def as_tensors(self) -> "MoleculeBatch":
+        """The same batch with both graphs as :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`
+        (the relation graph's dense-block geometry laid out here, on the CPU side)."""
+        if isinstance(self.graph, GraphTensors):
+            return self
+        return self._replace(
+            graph=GraphTensors.from_graph(self.graph), relation_graph=GraphTensors.from_graph(self.relation_graph, blocks=True)
         )
 
     @property
@@ -64,3 +78,17 @@ def collate_molecules(samples: Union[Sequence[Sample], MoleculeBatch]) -> Molecu
         raise ValueError("cannot collate an empty list of samples")
     graphs, relations, labels, masks = zip(*samples)
     return MoleculeBatch(dgl.batch(graphs), dgl.batch(relations), torch.stack(labels), torch.stack(masks))
+
+
+def collate_molecule_tensors(samples: Union[Sequence[Sample], MoleculeBatch]) -> MoleculeBatch:
+    """:func:`collate_molecules`, then :meth:`MoleculeBatch.as_tensors`: the ``collate_fn`` of the
+    tensor compute path, so loader workers build the batch's tensors and block layout.
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> samples = [(*smiles_to_graphs(s), torch.tensor([1.0]), torch.tensor([True])) for s in ["C", "CO"]]
+        >>> batch = collate_molecule_tensors(samples)
+        >>> type(batch.graph).__name__, batch.relation_graph.block_geometry.size, batch.batch_size
+        ('GraphTensors', 2, 2)
+    """
+    return collate_molecules(samples).as_tensors()

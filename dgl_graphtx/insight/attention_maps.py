@@ -8,10 +8,12 @@ import numpy as np
 import torch
 from rdkit import Chem
 
+from ..devices import resolve_compute
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer
 from ..featurize.molecule import MoleculeLike
 from ..models import MoleculeModel
+from ..nn.graph_tensors import on_device
 
 #: Name accepted for the virtual node wherever a query node is chosen.
 VIRTUAL = "virtual"
@@ -72,8 +74,12 @@ class AttentionMaps:
         return out
 
 
-def attention_maps(model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike) -> AttentionMaps:
-    """Run ``model`` (in eval mode) on one molecule and collect its attention as dense matrices."""
+def attention_maps(
+    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto"
+) -> AttentionMaps:
+    """Run ``model`` (in eval mode, on its device, along the ``compute`` path of
+    :func:`~dgl_graphtx.devices.resolve_compute`) on one molecule and collect its attention as
+    dense matrices."""
     try:
         graph, relation = featurizer(molecule)
     except InvalidMoleculeError as err:
@@ -83,7 +89,9 @@ def attention_maps(model: MoleculeModel, featurizer: MoleculeFeaturizer, molecul
     model.eval()
     try:
         with torch.no_grad():
-            _, attentions = model(graph.to(device), relation.to(device), return_attention=True)
+            compute = resolve_compute(compute, device)
+            _, attentions = model(on_device(graph, device, compute), on_device(relation, device, compute, blocks=True),
+                                  return_attention=True)
     finally:
         model.train(was_training)
     n = relation.num_nodes()

@@ -6,10 +6,9 @@ from typing import List, Optional, Tuple, Union
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..errors import ConfigError
+from ..nn import graph_ops as ops
+from ..nn.graph_tensors import GraphLike
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 
@@ -44,7 +43,7 @@ class MoleculeModel(nn.Module):
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
-    def structural_encoding(self, graph: dgl.DGLGraph) -> Optional[torch.Tensor]:
+    def structural_encoding(self, graph: GraphLike) -> Optional[torch.Tensor]:
         """The random-walk encodings ``[N, k]`` of ``ndata["rwse"]`` (BatchNorm-ed with
         ``config.rwse_norm``), or ``None`` when the model uses none."""
         if self.rwse_encoder is None:
@@ -56,7 +55,7 @@ class MoleculeModel(nn.Module):
         rwse = graph.ndata["rwse"].to(self.rwse_encoder.weight.dtype)
         return self.rwse_norm(rwse) if self.rwse_norm is not None else rwse
 
-    def encode_atoms(self, graph: dgl.DGLGraph, rwse: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def encode_atoms(self, graph: GraphLike, rwse: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Input node states ``[N, d]`` from ``ndata["feat"]`` plus the encoded ``rwse`` (default:
         :meth:`structural_encoding`)."""
         x = self.atom_encoder(graph.ndata["feat"])
@@ -65,12 +64,12 @@ class MoleculeModel(nn.Module):
             x = x + self.rwse_encoder(rwse)
         return self.input_mlp(x) if self.input_mlp is not None else x
 
-    def encode(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
         """Node states after the model's layers; implemented by subclasses."""
         raise NotImplementedError
 
     def forward(
-        self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph, return_attention: bool = False
+        self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
         attention weights over the relation graph's edges."""
@@ -78,7 +77,7 @@ class MoleculeModel(nn.Module):
         out = self.head(self.pool(graph, atoms, virtual))
         return (out, attentions) if return_attention else out
 
-    def node_outputs(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+    def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Per-node outputs ``[N, T]`` (training space), no readout: the head applied to every
         node's final state, for node classification or regression on any DGLGraph.
 
@@ -102,7 +101,7 @@ class MoleculeModel(nn.Module):
         return self.head(nodes)
 
     @torch.no_grad()
-    def predict_nodes(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+    def predict_nodes(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Per-node predictions ``[N, T]`` in target units (or probabilities), in eval mode."""
         was_training = self.training
         self.eval()
@@ -111,16 +110,14 @@ class MoleculeModel(nn.Module):
         finally:
             self.train(was_training)
 
-    def pool(self, graph: dgl.DGLGraph, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
+    def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
         """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
         if self.config.readout == "virtual":
             return virtual
-        with graph.local_scope():
-            graph.ndata["h"] = atoms
-            return dgl.readout_nodes(graph, "h", op=self.config.readout)
+        return ops.readout(graph, atoms, self.config.readout)
 
     @torch.no_grad()
-    def embed(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Tuple[torch.Tensor, torch.Tensor]:
+    def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
         """The representation the head reads, in eval mode: ``(molecules [B, d], atoms [N, d])``.
 
         Example:
@@ -162,7 +159,7 @@ class MoleculeModel(nn.Module):
         return output * self.target_std + self.target_mean
 
     @torch.no_grad()
-    def predict(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> torch.Tensor:
+    def predict(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Predictions ``[B, T]`` in target units (or probabilities), in eval mode."""
         was_training = self.training
         self.eval()

@@ -6,10 +6,8 @@ from typing import Optional, Tuple
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..nn import RelationAttention
+from ..nn.graph_tensors import GraphLike
 from .local_models import build_local_model
 
 
@@ -38,7 +36,7 @@ class PreNormBlock(nn.Module):
         self.ffn = feed_forward(dim, ffn_dim, dropout, nn.GELU())
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, relation_graph: dgl.DGLGraph, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, relation_graph: GraphLike, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Returns the new node states and the attention weights ``[E, H]``."""
         h, attn = self.attention(relation_graph, self.attn_norm(x), get_attention=True)
         x = x + self.dropout(h)
@@ -88,8 +86,8 @@ class GPSBlock(nn.Module):
 
     def forward(
         self,
-        graph: dgl.DGLGraph,
-        relation_graph: dgl.DGLGraph,
+        graph: GraphLike,
+        relation_graph: GraphLike,
         x: torch.Tensor,
         edge_feat: torch.Tensor,
         pe: Optional[torch.Tensor] = None,

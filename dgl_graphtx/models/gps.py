@@ -3,10 +3,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..errors import ConfigError
+from ..nn.graph_tensors import GraphLike
 from .attention_layers import build_attention_layers
 from .base import Encoded, MoleculeModel
 from .blocks import GPSBlock
@@ -43,7 +41,7 @@ class Gradformer(MoleculeModel):
             for attention in build_attention_layers(config)
         )
 
-    def encode(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
         if relation_graph.num_nodes() != graph.num_nodes():
             raise ConfigError(
                 "Gradformer needs relation graphs without a virtual node: build the dataset with "

@@ -4,10 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .. import _dgl_env  # noqa: F401
-import dgl
-
 from ..errors import ConfigError
+from ..nn.graph_tensors import GraphLike
 from .attention_layers import build_attention_layers
 from .base import Encoded, MoleculeModel
 from .blocks import PreNormBlock
@@ -42,7 +40,7 @@ class GraphTransformer(MoleculeModel):
         self.final_norm = nn.LayerNorm(config.hidden_dim)
         self.virtual_embedding = nn.Parameter(torch.randn(config.hidden_dim) * 0.02) if config.virtual_node else None
 
-    def encode(self, graph: dgl.DGLGraph, relation_graph: dgl.DGLGraph) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
         atoms = self.encode_atoms(graph)
         is_virtual = relation_graph.ndata["is_virtual"]
         num_virtual = int(is_virtual.sum())

@@ -14,6 +14,9 @@ the "equivariant and stable PE" gate of Wang et al. 2022); for the query (destin
 and ``E`` on the destination, the reverse of the equation above: a relabelling of two identically
 initialised layers) and also returns updated edge features, which the authors' layer computes
 but discards; here the bond embeddings stay the same in every layer, as in the authors' model.
+
+Both layers read the molecular graph through :mod:`~dgl_graphtx.nn.graph_ops`: DGL's kernels on a
+DGLGraph, plain torch ops on its :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`.
 """
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ import torch
 from torch import nn
 
 from .. import _dgl_env  # noqa: F401
-import dgl
-import dgl.function as fn
 from dgl.nn import GINEConv
 
 from ..errors import ConfigError
+from ..nn import graph_ops as ops
+from ..nn.graph_tensors import GraphLike
 
 LOCAL_MODELS = ("gine", "gatedgcn")
 
@@ -47,10 +50,12 @@ class GINELayer(GINEConv):
         super().__init__(apply_func=nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)), learn_eps=True)
 
     def forward(
-        self, graph: dgl.DGLGraph, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
+        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
     ) -> torch.Tensor:
-        """New node states ``[N, d]``; ``pe`` is accepted for a uniform signature and ignored."""
-        return super().forward(graph, x, edge_feat)
+        """New node states ``[N, d]``; ``pe`` is accepted for a uniform signature and ignored.
+        (``GINEConv``'s parameters, computed through :mod:`~dgl_graphtx.nn.graph_ops`.)"""
+        neighbours = ops.sum_incoming(graph, torch.relu(ops.gather_sources(graph, x) + edge_feat))
+        return self.apply_func((1 + self.eps) * x + neighbours)
 
 
 class GatedGCNLayer(nn.Module):
@@ -82,25 +87,16 @@ class GatedGCNLayer(nn.Module):
         self.residual = residual
 
     def forward(
-        self, graph: dgl.DGLGraph, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
+        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
     ) -> torch.Tensor:
         """New node states ``[N, d]`` from node states ``x``, bond features ``edge_feat`` ``[E, d]``
         and (with the gate) per-node positional encodings ``pe`` ``[N, k]``."""
-        with graph.local_scope():
-            graph.ndata["Ax"], graph.ndata["Bx"] = self.A(x), self.B(x)
-            graph.ndata["Dx"], graph.ndata["Ex"] = self.D(x), self.E(x)
-            graph.apply_edges(fn.v_add_u("Dx", "Ex", "DE"))
-            gate = torch.sigmoid(graph.edata["DE"] + self.C(edge_feat))
-            if self.pe_mlp is not None:
-                if pe is None:
-                    raise ConfigError("GatedGCN with pe_gate needs positional encodings (featurize with rwse_steps > 0)")
-                graph.ndata["pe"] = pe.to(x.dtype)
-                graph.apply_edges(fn.v_sub_u("pe", "pe", "dpe"))
-                gate = gate * self.pe_mlp(graph.edata["dpe"].pow(2).sum(-1, keepdim=True))
-            graph.edata["gate"] = gate
-            graph.update_all(fn.u_mul_e("Bx", "gate", "m"), fn.sum("m", "num"))
-            graph.update_all(fn.copy_e("gate", "m"), fn.sum("m", "den"))
-            h = graph.ndata["Ax"] + graph.ndata["num"] / (graph.ndata["den"] + 1e-6)
+        gate = torch.sigmoid(ops.edge_add(graph, self.D(x), self.E(x)) + self.C(edge_feat))
+        if self.pe_mlp is not None:
+            if pe is None:
+                raise ConfigError("GatedGCN with pe_gate needs positional encodings (featurize with rwse_steps > 0)")
+            gate = gate * self.pe_mlp(ops.edge_difference(graph, pe.to(x.dtype)).pow(2).sum(-1, keepdim=True))
+        h = self.A(x) + ops.sum_weighted_sources(graph, self.B(x), gate) / (ops.sum_incoming(graph, gate) + 1e-6)
         h = self.dropout(torch.relu(self.norm(h)))
         return x + h if self.residual else h
 

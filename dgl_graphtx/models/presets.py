@@ -166,6 +166,11 @@ _GRADFORMER_COMMON = (
 )
 
 #: ``(model, preset) -> factory``; the first preset listed for a model is its default.
+#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
+#: its first preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
+#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model").
+DEFAULT_MODEL = "gradformer"
+
 PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
     "grpe": {
         "tiny": _grpe_paper(

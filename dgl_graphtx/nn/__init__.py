@@ -2,6 +2,7 @@
 from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .focus import FOCUS_FUNCTIONS
 from .gradformer import DecayParameters, DecayTerm, GradformerAttention
+from .graph_tensors import GraphTensors
 from .graphormer import GraphormerAttention, GraphormerBias
 from .grpe import GRPEAttention, GRPEEncodings, GRPETerm
 from .moire import MoireAttention, MoireTerm
@@ -15,6 +16,7 @@ __all__ = [
     "GRPEEncodings",
     "GRPETerm",
     "GradformerAttention",
+    "GraphTensors",
     "GraphormerAttention",
     "GraphormerBias",
     "MoireAttention",

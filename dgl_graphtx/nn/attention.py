@@ -20,6 +20,12 @@ dense enough (:mod:`dgl_graphtx.nn.dense_blocks`) they run as dense operations o
 instead (the gain and bias are placed into the blocks, so ``q_i . k_j`` is never gathered per
 edge), which compute the same sums faster on CPU; ``aggregation="message_passing"`` forces the
 DGL path above, the reference that the tests compare the dense blocks with.
+
+Every step reads the graph through :mod:`~dgl_graphtx.nn.graph_ops`, so the same layer runs on a
+DGLGraph (DGL's kernels, the CPU default) or on its
+:class:`~dgl_graphtx.nn.graph_tensors.GraphTensors` (plain torch ops on any device: a scatter
+softmax and ``index_add_`` for the sparse steps, the same dense blocks when they fit); structure
+terms read ``edges()``, ``edata`` and ``num_nodes()``, which both carriers answer.
 """
 from __future__ import annotations
 
@@ -32,10 +38,10 @@ from torch import nn
 
 from .. import _dgl_env  # noqa: F401
 import dgl
-import dgl.function as fn
-from dgl.nn.functional import edge_softmax
 
+from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
+from .graph_tensors import GraphLike
 
 #: How :class:`RelationAttention` computes its scores and value sums (see the module docstring).
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
@@ -166,7 +172,7 @@ class RelationAttention(nn.Module):
         self.structure = structure
 
     def forward(
-        self, graph: dgl.DGLGraph, feat: torch.Tensor, get_attention: bool = False
+        self, graph: GraphLike, feat: torch.Tensor, get_attention: bool = False
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
         """Attend over ``graph``'s edges; see the class docstring."""
         n = feat.shape[0]
@@ -176,34 +182,28 @@ class RelationAttention(nn.Module):
         blocks = self._block_layout(graph)
         state = self.structure.prepare(graph) if self.structure is not None else None
         adds_values = self.structure is not None and self.structure.adds_values
-        with graph.local_scope():
-            if blocks is None:
-                q, k, v = qkv.unbind(1)
-                graph.ndata["q"], graph.ndata["k"] = q, k
-                graph.apply_edges(fn.u_dot_v("k", "q", "qk"))
-                attn = edge_softmax(graph, self._logits(graph, q, k, graph.edata["qk"].squeeze(-1), state))
-                dropped = self.attn_dropout(attn)
-                graph.ndata["v"] = v
-                graph.edata["a"] = dropped.unsqueeze(-1)
-                graph.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "z"))
-                z = graph.ndata["z"]
-            else:
-                z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values)
-            if adds_values:
-                extra = self.structure.values(graph, dropped, state)
-                if extra is not None:
-                    z = z + extra
+        if blocks is None:
+            q, k, v = qkv.unbind(1)
+            attn = ops.edge_softmax(graph, self._logits(graph, q, k, ops.edge_dot(graph, k, q), state))
+            dropped = self.attn_dropout(attn)
+            z = ops.sum_weighted_sources(graph, v, dropped.unsqueeze(-1))
+        else:
+            z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values)
+        if adds_values:
+            extra = self.structure.values(graph, dropped, state)
+            if extra is not None:
+                z = z + extra
         out = self.out_proj(z.reshape(n, self.embed_dim))
         return (out, attn) if get_attention else out
 
-    def _logits(self, graph: dgl.DGLGraph, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, state: Any) -> torch.Tensor:
+    def _logits(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, state: Any) -> torch.Tensor:
         """Per-edge logits ``[E, H]``: the structure term's, or ``qk / sqrt(dh)`` without one."""
         if self.structure is None:
             return qk * self.scale
         return self.structure.logits(graph, q, k, qk, self.scale, state)
 
     def _attend_in_blocks(
-        self, blocks: BlockLayout, graph: dgl.DGLGraph, qkv: torch.Tensor, state: Any, need_weights: bool
+        self, blocks: BlockLayout, graph: GraphLike, qkv: torch.Tensor, state: Any, need_weights: bool
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
         """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3, H, dh]``: ``(z [N, H, dh],
         attn [E, H], dropped [E, H])``, the per-edge weights gathered from the blocks only if
@@ -230,7 +230,7 @@ class RelationAttention(nn.Module):
             return blocks.aggregate_blocks(dense_attn * dense_keep, vh), attn, None if attn is None else attn * keep
         return blocks.aggregate_blocks(dense_attn, vh), attn, attn
 
-    def _block_layout(self, graph: dgl.DGLGraph) -> Optional[BlockLayout]:
+    def _block_layout(self, graph: GraphLike) -> Optional[BlockLayout]:
         """Dense blocks to compute with, or ``None`` for DGL message passing."""
         if self.aggregation == "message_passing":
             return None

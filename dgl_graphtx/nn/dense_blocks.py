@@ -17,8 +17,8 @@ dropped (padding) or zeroed (:meth:`BlockLayout.unpad`), as message passing give
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Dict, Optional
+from dataclasses import dataclass, field, fields
+from typing import Dict, Optional, Union
 
 import torch
 
@@ -32,6 +32,77 @@ import dgl
 BLOCK_FILL_LIMIT = 4
 #: Attribute of a relation graph holding its cached layouts (:meth:`BlockLayout.cached`).
 LAYOUT_CACHE = "_dgl_graphtx_block_layouts"
+
+
+@dataclass(frozen=True)
+class BlockGeometry:
+    """The head-independent part of a :class:`BlockLayout`: which graph and local index each node
+    has, and each edge's (query, key) pair inside its graph's ``n x n`` block.
+
+    Computing it checks the batch (synchronising with the device), so the tensor path builds it
+    on the CPU side of the loader (:class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`);
+    :meth:`layout` then only spreads it over the heads.
+
+    Example:
+        >>> g = dgl.batch([dgl.graph(([0, 1], [1, 0])), dgl.graph(([0], [0]))])
+        >>> geo = BlockGeometry.of(g)
+        >>> geo.num_graphs, geo.size, geo.edge_pair.tolist(), geo.node_local.tolist()
+        (2, 2, [2, 1, 0], [0, 1, 0])
+    """
+
+    num_graphs: int
+    size: int  # n: nodes of the largest graph
+    num_edges: int
+    node_graph: torch.Tensor  # [N]: graph of each node
+    node_local: torch.Tensor  # [N]: index of each node within its graph
+    edge_graph: torch.Tensor  # [E]: graph of each edge
+    edge_pair: torch.Tensor  # [E]: local i * n + local j for edge j -> i
+    empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
+    has_empty_rows: bool
+
+    @classmethod
+    def of(cls, graph: dgl.DGLGraph) -> Optional["BlockGeometry"]:
+        """The geometry of ``graph``'s batch, or ``None`` if it has no edges, an edge joins two
+        graphs of the batch, or a pair has two edges."""
+        counts = graph.batch_num_nodes().long()
+        b, n, e = int(counts.numel()), int(counts.max()) if counts.numel() else 0, graph.num_edges()
+        if e == 0:
+            return None
+        device = counts.device
+        graph_of = torch.repeat_interleave(torch.arange(b, device=device), counts)
+        local = torch.arange(graph.num_nodes(), device=device) - (torch.cumsum(counts, 0) - counts)[graph_of]
+        src, dst = (t.long() for t in graph.edges())
+        edge_graph = graph_of[dst]
+        if not torch.equal(graph_of[src], edge_graph):
+            return None
+        pair = local[dst] * n + local[src]
+        if int(torch.bincount(edge_graph * (n * n) + pair, minlength=b * n * n).max()) > 1:
+            return None
+        empty_rows = torch.bincount(dst, minlength=graph.num_nodes()) == 0
+        return cls(b, n, e, graph_of, local, edge_graph, pair, empty_rows, bool(empty_rows.any()))
+
+    def fits(self, fill_limit: Optional[float]) -> bool:
+        """Whether the blocks hold at most ``fill_limit`` slots per edge (always when ``None``)."""
+        return fill_limit is None or self.num_graphs * self.size**2 <= fill_limit * self.num_edges
+
+    def layout(self, num_heads: int) -> "BlockLayout":
+        """The :class:`BlockLayout` for ``num_heads`` heads (tensor operations only, no check)."""
+        b, n = self.num_graphs, self.size
+        heads = torch.arange(num_heads, device=self.node_graph.device)[None, :]
+        edge_slot = (self.edge_graph[:, None] * num_heads + heads) * (n * n) + self.edge_pair[:, None]
+        on_edge = torch.zeros(b * num_heads * n * n, dtype=torch.bool, device=edge_slot.device)
+        on_edge[edge_slot.view(-1)] = True
+        head_rows = (self.node_graph[:, None] * num_heads + heads) * n + self.node_local[:, None]
+        return BlockLayout(
+            b, n, num_heads, self.node_graph * n + self.node_local, head_rows, edge_slot,
+            on_edge.view(b, num_heads, n, n), self.empty_rows, self.has_empty_rows,
+        )
+
+    def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "BlockGeometry":
+        """A copy with every tensor on ``device``."""
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return BlockGeometry(**{k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v
+                                for k, v in moved.items()})
 
 
 @dataclass(frozen=True)
@@ -64,30 +135,17 @@ class BlockLayout:
     def of(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
         """The layout of ``graph``'s batch, or ``None`` if an edge joins two graphs of the batch, a
         pair has two edges, or the blocks would hold more than ``fill_limit`` slots per edge (no
-        limit when ``None``)."""
-        counts = graph.batch_num_nodes().long()
-        b, n, e = int(counts.numel()), int(counts.max()) if counts.numel() else 0, graph.num_edges()
-        if e == 0 or (fill_limit is not None and b * n * n > fill_limit * e):
-            return None
-        device = counts.device
-        graph_of = torch.repeat_interleave(torch.arange(b, device=device), counts)
-        local = torch.arange(graph.num_nodes(), device=device) - (torch.cumsum(counts, 0) - counts)[graph_of]
-        src, dst = (t.long() for t in graph.edges())
-        edge_graph = graph_of[dst]
-        if not torch.equal(graph_of[src], edge_graph):
-            return None
-        pair = edge_graph * (n * n) + local[dst] * n + local[src]
-        if int(torch.bincount(pair, minlength=b * n * n).max()) > 1:
-            return None
-        pair = (pair - edge_graph * (n * n))[:, None]
-        heads = torch.arange(num_heads, device=device)[None, :]
-        edge_slot = (edge_graph[:, None] * num_heads + heads) * (n * n) + pair
-        on_edge = torch.zeros(b * num_heads * n * n, dtype=torch.bool, device=device)
-        on_edge[edge_slot.view(-1)] = True
-        empty_rows = torch.bincount(dst, minlength=graph.num_nodes()) == 0
-        on_edge = on_edge.view(b, num_heads, n, n)
-        head_rows = (graph_of[:, None] * num_heads + heads) * n + local[:, None]
-        return cls(b, n, num_heads, graph_of * n + local, head_rows, edge_slot, on_edge, empty_rows, bool(empty_rows.any()))
+        limit when ``None``). A graph that carries its :class:`BlockGeometry` (``blocks_known``,
+        e.g. :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`) is not checked again."""
+        if getattr(graph, "blocks_known", False):
+            geometry = graph.block_geometry
+        else:
+            counts = graph.batch_num_nodes()
+            b, n, e = int(counts.numel()), int(counts.max()) if counts.numel() else 0, graph.num_edges()
+            if e == 0 or (fill_limit is not None and b * n * n > fill_limit * e):
+                return None  # decided from the sizes alone
+            geometry = BlockGeometry.of(graph)
+        return geometry.layout(num_heads) if geometry is not None and geometry.fits(fill_limit) else None
 
     @classmethod
     def cached(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:

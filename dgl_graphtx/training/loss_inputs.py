@@ -2,7 +2,7 @@
 that hands each training batch its row numbers, so the loss can look them up."""
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Union
 
 import numpy as np
 import torch
@@ -12,9 +12,10 @@ from ..datasets import MoleculeBatch, collate_molecules
 
 
 class IndexedBatch(NamedTuple):
-    """A batch and the row numbers (in the wrapped dataset) of its molecules."""
+    """A batch (or the samples a dataset returned for it) and the row numbers (in the wrapped
+    dataset) of its molecules."""
 
-    batch: MoleculeBatch
+    batch: Any
     rows: torch.Tensor
 
 
@@ -23,7 +24,7 @@ class RowIndexed(Dataset):
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
-        >>> item = RowIndexed(MoleculeDataset(["C", "CC", "CCC"], [[1.0], [2.0], [3.0]], progress=False)).__getitems__([2, 0])
+        >>> item = collate_indexed(RowIndexed(MoleculeDataset(["C", "CC", "CCC"], [[1.0], [2.0], [3.0]], progress=False)).__getitems__([2, 0]))
         >>> item.rows.tolist(), item.batch.labels.flatten().tolist()
         ([2, 0], [3.0, 1.0])
     """
@@ -37,12 +38,13 @@ class RowIndexed(Dataset):
     def __getitems__(self, indices: List[int]) -> IndexedBatch:
         inner = self.dataset
         samples = inner.__getitems__(list(indices)) if hasattr(inner, "__getitems__") else [inner[i] for i in indices]
-        return IndexedBatch(collate_molecules(samples), torch.as_tensor(list(indices), dtype=torch.int64))
+        return IndexedBatch(samples, torch.as_tensor(list(indices), dtype=torch.int64))
 
 
-def collate_indexed(item: IndexedBatch) -> IndexedBatch:
-    """``collate_fn`` for loaders over :class:`RowIndexed` datasets (the batch is already assembled)."""
-    return item
+def collate_indexed(item: IndexedBatch, collate: Callable[[Any], MoleculeBatch] = collate_molecules) -> IndexedBatch:
+    """``collate_fn`` for loaders over :class:`RowIndexed` datasets: ``collate`` (the loader's
+    usual one) applied to the batch, the row numbers kept."""
+    return IndexedBatch(collate(item.batch), item.rows)
 
 
 def _column(dataset: Dataset, name: str) -> Optional[np.ndarray]:

@@ -1,6 +1,7 @@
 """Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -16,8 +17,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
 from ..atomic_io import atomic_to_csv
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from ..datasets import MoleculeBatch, collate_molecules
-from ..devices import resolve_device
+from ..datasets import MoleculeBatch, collate_molecule_tensors, collate_molecules
+from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
@@ -38,7 +39,7 @@ ON_NONFINITE = ("stop", "skip")
 PathLike = Union[str, Path]
 
 #: TrainConfig fields that may differ between a run and its resumption.
-RESUMABLE_CHANGES = ("device", "num_workers", "progress")
+RESUMABLE_CHANGES = ("device", "compute", "num_workers", "progress")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class TrainConfig(TrainRecipe):
         patience: stop after this many epochs without validation improvement (0: never).
         seed: seed of shuffling, dropout and (via :func:`seed_everything`) initialisation.
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:1`` ...
+        compute: ``auto`` (DGL's kernels on the CPU and with a CUDA build of DGL, plain tensors on
+            a GPU that DGL cannot use), ``dgl`` or ``tensors`` (batches as
+            :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`, built in the loader workers;
+            see :func:`~dgl_graphtx.devices.resolve_compute`).
         num_workers: DataLoader worker processes.
         progress: report loss and validation metric per epoch (a bar on a terminal, else one log line per epoch).
         on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
@@ -77,6 +82,7 @@ class TrainConfig(TrainRecipe):
     patience: int = 0
     seed: int = 0
     device: str = "auto"
+    compute: str = "auto"
     num_workers: int = 0
     progress: bool = True
     on_nonfinite: str = "stop"
@@ -97,6 +103,8 @@ class TrainConfig(TrainRecipe):
         check_number("patience", self.patience, 0, integer=True)
         check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
         check_number("num_workers", self.num_workers, 0, integer=True)
+        if self.compute not in COMPUTE_PATHS:
+            raise ConfigError(f"compute must be one of {COMPUTE_PATHS}, got {self.compute!r}")
         if not isinstance(self.device, str):
             raise ConfigError(f"device must be a string such as 'auto', 'cpu' or 'cuda:0', got {self.device!r}")
 
@@ -204,6 +212,7 @@ class Trainer:
         self.config = config
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
+        self.compute = resolve_compute(config.compute, self.device)
         self.model = model.to(self.device)
         self.task = model.config.task
         self.loss = resolve_loss(self.task, config.loss)
@@ -223,7 +232,9 @@ class Trainer:
                batch_size: Optional[int] = None) -> DataLoader:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
-        collate = collate_indexed if isinstance(dataset, RowIndexed) else collate_molecules
+        collate = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
+        if isinstance(dataset, RowIndexed):
+            collate = functools.partial(collate_indexed, collate=collate)
         batch_size = batch_size or self.config.batch_size
         rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row

@@ -1,4 +1,4 @@
-"""Prediction hardening (issue 14, items 2, 11 and section 3): size budgets, out-of-memory
+"""Prediction limits: size budgets, out-of-memory
 fallback, chunked streaming with progressive and resumable output, clear errors for bad calls."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from rdkit import Chem
 
 from conftest_models import freesolv_rows, seeded_model, tiny_preset
-from test_hardening_cli import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line, run_cli_without_runtime_warnings as run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.errors import ConfigError
@@ -33,7 +33,7 @@ def reference(checkpoint):
 
 
 # --------------------------------------------------------------------------------------------
-# item 2: one oversized molecule never costs the others their predictions
+# one oversized molecule never costs the others their predictions
 # --------------------------------------------------------------------------------------------
 def test_oversized_molecule_gets_nan_and_a_reason_the_rest_are_predicted(checkpoint, reference):
     inputs = NORMAL[:50] + ["C" * 1200] + NORMAL[50:]
@@ -157,7 +157,7 @@ def test_cli_size_budget_options(checkpoint):
 
 
 # --------------------------------------------------------------------------------------------
-# item 11: wrong argument types are clear errors
+# wrong argument types are clear errors
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [None, 5, 3.5, object()])
 def test_predict_smiles_with_a_non_iterable_is_a_clear_error(checkpoint, bad):
@@ -172,7 +172,7 @@ def test_predictor_settings_are_validated(checkpoint):
 
 
 # --------------------------------------------------------------------------------------------
-# item 11: out-of-domain inputs are predicted with a warning, not silently
+# out-of-domain inputs are predicted with a warning, not silently
 # --------------------------------------------------------------------------------------------
 def test_out_of_domain_inputs_get_a_warning(checkpoint):
     mixture = ".".join(["CCO"] * 100)

@@ -1,4 +1,4 @@
-"""Training hardening (issue 14, items 3, 8 and 9): labels beyond float32, NaN/inf loss and
+"""Training guards: labels beyond float32, NaN/inf loss and
 gradients, validated settings, classification labels checked."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def data(preset):
 
 
 # --------------------------------------------------------------------------------------------
-# item 3: labels beyond float32's range
+# labels beyond float32's range
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", ["1e308", "-1e39", 3.5e38])
 def test_labels_beyond_float32_are_masked_and_reported(value):
@@ -62,7 +62,7 @@ def test_training_with_a_huge_label_stays_finite(preset, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# item 3: NaN/inf loss or gradients
+# NaN/inf loss or gradients
 # --------------------------------------------------------------------------------------------
 def _poison_call(model, calls):
     """Make the model's forward output NaN on the given (1-based) calls, as a diverging batch would."""
@@ -106,7 +106,7 @@ def test_skip_mode_skips_only_the_bad_steps(preset, data):
 
 
 # --------------------------------------------------------------------------------------------
-# item 8: settings validated in the dataclasses, with the allowed range in the message
+# settings validated in the dataclasses, with the allowed range in the message
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(lr=-1.0), "lr must be a finite number in [0, 10], got -1.0"),

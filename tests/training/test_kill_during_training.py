@@ -1,4 +1,4 @@
-"""Faults during long runs (issue 14, section 3): a training run killed with SIGKILL at random
+"""Faults during long runs: a training run killed with SIGKILL at random
 moments always leaves files that load and agree with each other.
 
 A server process imports the library once and forks one training run per iteration (so an

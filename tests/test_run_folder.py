@@ -1,4 +1,4 @@
-"""Run folders and output locations (issue 14, items 1, 7 and 11): locked runs, no silent
+"""Run folders and output locations: locked runs, no silent
 overwrite, every file from the same run, outputs checked before any work, one-line I/O errors."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from cli_runner import assert_one_error_line
-from test_hardening_cli import checkpoint, data_csv, run_cli, workdir  # noqa: F401  (shared module fixtures)
+from cli_fixtures import checkpoint, data_csv, workdir  # noqa: F401  (module fixtures)
+from cli_runner import run_cli_without_runtime_warnings as run_cli
 
 import dgl_graphtx.cli.train as train_command
 from dgl_graphtx.errors import OutputError
@@ -46,7 +47,7 @@ def no_featurizing(monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# item 1: run folders
+# run folders
 # --------------------------------------------------------------------------------------------
 def test_second_run_into_the_same_folder_is_refused_and_the_first_kept(data_csv, workdir):
     out = workdir / "r"
@@ -129,7 +130,7 @@ def test_two_processes_racing_for_one_folder_one_wins(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# item 7: output locations checked before any work; one error line naming the path
+# output locations checked before any work; one error line naming the path
 # --------------------------------------------------------------------------------------------
 def test_out_naming_an_existing_file(data_csv, workdir, no_featurizing):
     target = workdir / "a_file"
@@ -187,7 +188,7 @@ def test_predict_write_failure_is_one_error_line(checkpoint, workdir, monkeypatc
 
 
 # --------------------------------------------------------------------------------------------
-# item 11: every output of a run has the same (umask) permissions
+# every output of a run has the same (umask) permissions
 # --------------------------------------------------------------------------------------------
 def test_run_files_share_one_permission_mode(data_csv, workdir):
     out = workdir / "modes"

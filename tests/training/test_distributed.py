@@ -28,8 +28,8 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import ProcessHooks
 
-JOB = Path(__file__).with_name("distributed_job.py")
-REPO = Path(__file__).resolve().parents[1]
+JOB = Path(__file__).resolve().parents[1] / "distributed_job.py"
+REPO = Path(__file__).resolve().parents[2]
 JOB_TIMEOUT_S = 150
 #: 1 vs 2 processes: the same global batches and the same mean gradients up to float32 summation
 #: order (Adam's normalisation magnifies that rounding in near-zero gradients, hence not 1e-6).

@@ -1,60 +1,22 @@
-"""Command-line hardening (issue 14, items 8, 9, 11): options validated at parse time with their
+"""Command-line options: options validated at parse time with their
 allowed range, classification labels checked, metrics printed as valid JSON with reasons."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import warnings
 
 import pandas as pd
 import pytest
 import torch
 
-from conftest_models import freesolv_rows, seeded_model, tiny_preset
-from cli_runner import assert_one_error_line
+from conftest_models import freesolv_rows
+from cli_fixtures import checkpoint, data_csv, workdir  # noqa: F401  (module fixtures)
+from cli_runner import assert_one_error_line, run_cli_without_runtime_warnings as run_cli
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
-from dgl_graphtx.cli import main
 from dgl_graphtx.datasets import random_split
 
 
-def run_cli(argv):
-    """``main(argv)`` with output captured: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = exc.code
-    leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-    assert not leaked, [str(w.message) for w in leaked]
-    return code, out.getvalue(), err.getvalue()
-
-
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("hard_cli")
-
-
-@pytest.fixture(scope="module")
-def data_csv(workdir):
-    path = workdir / "data.csv"
-    freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(path, index=False)
-    return path
-
-
-@pytest.fixture(scope="module")
-def checkpoint(workdir):
-    preset = tiny_preset("vanilla", "tiny", num_layers=1)
-    return save_checkpoint(workdir / "m.pt", seeded_model(preset), CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
-
-
 # --------------------------------------------------------------------------------------------
-# item 8: options validated at parse time, with the allowed range
+# options validated at parse time, with the allowed range
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("option, value, allowed", [
     ("--lr", "-1", "must be a finite number in [0, 10], got '-1'"),
@@ -91,7 +53,7 @@ def test_unknown_choice_is_one_error_line(data_csv, workdir):
 
 
 # --------------------------------------------------------------------------------------------
-# item 9: classification labels must be 0/1; undefined metrics are explained
+# classification labels must be 0/1; undefined metrics are explained
 # --------------------------------------------------------------------------------------------
 def test_classification_on_continuous_labels_is_refused(data_csv, workdir):
     out = workdir / "cls"
@@ -121,7 +83,7 @@ def test_single_class_split_is_explained_not_silently_nan(workdir):
 
 
 # --------------------------------------------------------------------------------------------
-# item 11: evaluate prints valid JSON and no numpy warnings
+# evaluate prints valid JSON and no numpy warnings
 # --------------------------------------------------------------------------------------------
 def test_evaluate_output_is_strict_json_with_reasons(checkpoint, workdir):
     path = workdir / "huge.csv"

@@ -1,4 +1,4 @@
-"""Checkpoint hardening (issue 14, items 5, 6, 3 and 11): content checksums, validated metadata,
+"""Checkpoint integrity: content checksums, validated metadata,
 bounded sizes, no checkpoint from non-finite weights, no advice to disable safe loading."""
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _largest_tensor_span(path: Path):
 
 
 # --------------------------------------------------------------------------------------------
-# item 5: content checksum
+# content checksum
 # --------------------------------------------------------------------------------------------
 def test_one_flipped_byte_in_tensor_data_is_detected(saved, tmp_path):
     _, _, path = saved
@@ -114,7 +114,7 @@ def test_checksum_covers_every_tensor_byte_and_the_metadata():
 
 
 # --------------------------------------------------------------------------------------------
-# item 6: metadata validated before use, sizes bounded before allocation
+# metadata validated before use, sizes bounded before allocation
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "names, fragment",
@@ -181,7 +181,7 @@ def test_large_config_with_small_weights_allocates_nothing(saved, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# item 3: never write a checkpoint from non-finite weights
+# never write a checkpoint from non-finite weights
 # --------------------------------------------------------------------------------------------
 def test_non_finite_weights_are_never_written(saved, tmp_path):
     preset, model, _ = saved
@@ -198,7 +198,7 @@ def test_non_finite_weights_are_never_written(saved, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# item 11: never suggest weights_only=False
+# never suggest weights_only=False
 # --------------------------------------------------------------------------------------------
 class _Executable:
     def __reduce__(self):

@@ -30,7 +30,7 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.relation_graph import RelationConfig
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BAD_ROWS = {3: "C1CC", 17: "", 40: "not a smiles", 71: "CN(C)(C)(C)C"}
 
 

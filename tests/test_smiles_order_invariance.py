@@ -1,4 +1,4 @@
-"""Same molecule, same prediction, however its SMILES is written (issue 14, item 4).
+"""Same molecule, same prediction, however its SMILES is written.
 
 Molecules: FreeSolv plus stereo-enumerated (chiral centres, E/Z bonds), charged and salt forms;
 each written in several random atom orders by RDKit (``MolToRandomSmilesVect``, seeded). Models are
