@@ -11,7 +11,7 @@ from .datasets import MoleculeTable
 from .datasets.class_labels import apply_class_labels
 from .ensemble import ensemble_predict
 from .predict import Predictor, with_carried_columns
-from .training import compute_metrics, json_safe, metric_notes
+from .training import compute_metrics, json_safe, metric_notes, prediction_values
 from .training.target_metrics import per_target_metrics
 
 
@@ -22,7 +22,8 @@ class Evaluation(NamedTuple):
         report: ``molecules``, ``labelled``, ``invalid``, the metrics (mean over targets),
             ``per_target`` and ``notes``, JSON-ready (undefined metrics are ``None``).
         rows: per molecule: carried columns, ``smiles``, ``canonical_smiles``, ``<target>``
-            (measured), ``<target>_pred`` (and ``<target>_std`` for ensembles), ``error``.
+            (measured), ``<target>_pred`` (and ``<target>_std`` for ensembles, ``<target>_prob_<k>`` for
+            multiclass), ``error``.
     """
 
     report: Dict[str, Any]
@@ -49,7 +50,8 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
         (2, 1, ['cid', 'smiles', 'canonical_smiles', 'y', 'y_pred', 'error'])
     """
     first = predictors[0]
-    names, task = first.target_names, first.model.config.task
+    config = first.model.config
+    names, task = first.target_names, config.task
     labels = apply_class_labels(table.targets(names), first.class_labels)
     if len(predictors) > 1:
         predicted = ensemble_predict(predictors, table.molecules, progress=progress, identifiers=table.identifiers)
@@ -57,9 +59,9 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
         predicted = first.predict(table.molecules, progress=progress, identifiers=table.identifiers)
     valid = predicted["error"].isna().to_numpy()
     measured = labels.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    y_true, y_pred = measured[valid], predicted.loc[valid, names].to_numpy(dtype=float)
+    y_true, y_pred = measured[valid], prediction_values(task, config.num_classes, names, predicted.loc[valid])
     metrics = compute_metrics(task, y_true, y_pred)
-    per_target = per_target_metrics(task, y_true, y_pred, names)
+    per_target = per_target_metrics(task, y_true, y_pred, names, config.num_classes)
     report = {"molecules": int(valid.sum()), "labelled": int(np.isfinite(y_true).any(axis=1).sum()),
               "invalid": int((~valid).sum()), **json_safe(metrics),
               "per_target": {name: json_safe(values) for name, values in per_target.items()},
@@ -68,7 +70,8 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
     for t, name in enumerate(names):
         rows[name] = measured[:, t]
         rows[f"{name}_pred"] = predicted[name].to_numpy(dtype=float)
-        if f"{name}_std" in predicted.columns:
-            rows[f"{name}_std"] = predicted[f"{name}_std"].to_numpy(dtype=float)
+        extra = [c for c in predicted.columns if c == f"{name}_std" or c.startswith(f"{name}_prob_")]
+        for column in extra:
+            rows[column] = predicted[column].to_numpy(dtype=float)
     rows["error"] = predicted["error"]
     return Evaluation(report, with_carried_columns(rows, carried, 0))

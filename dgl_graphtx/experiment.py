@@ -11,16 +11,17 @@ from torch.utils.data import Subset
 
 from .atomic_io import atomic_to_csv, atomic_write_text
 from .checkpoint import CheckpointMeta
-from .datasets import MoleculeDataset, Split, random_split, scaffold_split
+from .datasets import MoleculeDataset, Split, kennard_stone_split, kmeans_split, morgan_fingerprints, random_split, scaffold_split
 from .domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
 from .run_folder import RunFolder
+from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
 from .training.target_metrics import per_target_metrics
-from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, compute_metrics, json_safe, metric_notes, seed_everything
 
 PathLike = Union[str, Path]
-SPLITS = ("random", "scaffold")
+#: Split kinds :func:`make_split` computes (``kmeans`` and ``kennard_stone`` on Morgan fingerprints).
+SPLITS = ("random", "scaffold", "kmeans", "kennard_stone")
 
 
 @dataclass
@@ -39,14 +40,20 @@ class ExperimentResult:
 
 
 def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
-    """Random or scaffold split of ``dataset`` (scaffolds from the dataset's SMILES); a given
-    :class:`Split` (e.g. from :func:`~dgl_graphtx.datasets.load_labelled`) is used as it is."""
+    """Random, scaffold, k-means or Kennard-Stone split of ``dataset`` (scaffolds and Morgan
+    fingerprints from the dataset's SMILES; Kennard-Stone on fingerprints with the Jaccard
+    distance ignores ``seed``); a given :class:`Split` (e.g. from
+    :func:`~dgl_graphtx.datasets.load_labelled`) is used as it is."""
     if isinstance(kind, Split):
         return kind
     if kind == "random":
         return random_split(len(dataset), fractions, seed)
     if kind == "scaffold":
         return scaffold_split(dataset.identifiers, fractions, seed)
+    if kind == "kmeans":
+        return kmeans_split(morgan_fingerprints(dataset.identifiers), fractions, seed)
+    if kind == "kennard_stone":
+        return kennard_stone_split(morgan_fingerprints(dataset.identifiers), fractions, metric="jaccard")
     raise ConfigError(f"split must be one of {SPLITS}, got {kind!r}")
 
 
@@ -92,6 +99,8 @@ def train_and_evaluate(
         train_config = TrainConfig.from_recipe(preset.train)
     if preset.model.task == "classification":
         check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
+    if preset.model.task == "multiclass":
+        check_class_labels(dataset.raw_labels.double().numpy(), preset.model.num_classes, dataset.target_names)
     parts = make_split(dataset, split, fractions, train_config.seed)
     if not parts.train or not parts.valid or not parts.test:
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
@@ -122,13 +131,15 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
-    metrics = compute_metrics(preset.model.task, labels, predicted)
+    metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
     per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
+    width = predicted.shape[1] // len(dataset.target_names)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
-        table[f"{name}_pred"] = predicted[:, t]
+        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width], "_pred")
+        table = pd.concat([table, columns], axis=1)
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")

@@ -28,6 +28,7 @@ from .errors import ConfigError, InvalidMoleculeError
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike, to_mol
 from .nn.graph_tensors import on_device
+from .training.outputs import prediction_frame
 from .validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
@@ -323,7 +324,7 @@ class Predictor:
         return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
 
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
-        predictions = np.full((len(molecules), len(self.target_names)), np.nan)
+        predictions = np.full((len(molecules), self.model.config.output_width), np.nan)
         done = self._featurize(molecules)
         errors = done.errors
         if done.rows:
@@ -337,7 +338,8 @@ class Predictor:
                             predictions[row] = value
                         else:
                             errors[row] = error
-        table = pd.DataFrame(predictions, columns=self.target_names)
+        config = self.model.config
+        table = prediction_frame(config.task, config.num_classes, self.target_names, predictions)
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors
@@ -374,7 +376,7 @@ class Predictor:
         if len(batch) == 1:
             atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
             logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
-            yield batch, np.full((1, len(self.target_names)), np.nan), (
+            yield batch, np.full((1, self.model.config.output_width), np.nan), (
                 f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
                 "lower SizeLimits or use a hops/radius relation")
             return

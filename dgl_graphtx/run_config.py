@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from .errors import ConfigError
+from .experiment import SPLITS
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
@@ -39,10 +40,9 @@ from .settings_files import merge as _merge
 from .settings_files import parse_set_items, read_settings_file, section_dict
 from .settings_files import plain as _plain
 from .settings_files import set_dotted as _set
-from .training import TrainConfig
+from .training import TrainConfig, resolve_loss, resolve_metrics
 
 PathLike = Union[str, Path]
-SPLITS = ("random", "scaffold")
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
@@ -78,7 +78,8 @@ class DataConfig:
         targets: target columns or SD properties.
         smiles_col: SMILES column of a table.
         delimiter: table delimiter (sniffed when ``None``).
-        split: ``random`` or ``scaffold`` (ignored when ``split_col`` or ``valid``/``test`` are given).
+        split: ``random``, ``scaffold``, ``kmeans`` (k-means clusters of Morgan fingerprints) or
+            ``kennard_stone`` (on the fingerprints; deterministic) (ignored when ``split_col`` or ``valid``/``test`` are given).
         fractions: train/valid/test fractions of a random or scaffold split.
         split_col: column saying ``train``/``valid``/``test`` for every row.
         valid, test: separate validation and test files (given together; ``path`` is then all training).
@@ -87,6 +88,11 @@ class DataConfig:
             train on this many molecules drawn with ``train.seed``.
         positive_label: classification with text classes: the value that becomes 1 (two text
             values are otherwise mapped automatically, and the choice is logged).
+        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part,
+            fold ``f + 1`` validation; folds are random, by scaffold (``split="scaffold"``) or by
+            ``group_col``.
+        group_col: column of group names that cross-validation folds keep together.
+        weight_col: column of per-molecule loss weights (blank: 1).
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -105,6 +111,9 @@ class DataConfig:
     cache_dir: Optional[str] = None
     subset: Optional[int] = None
     positive_label: Optional[str] = None
+    cv: int = 0
+    group_col: Optional[str] = None
+    weight_col: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.subset is not None and not self.is_qm9:
@@ -119,6 +128,11 @@ class DataConfig:
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
             raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
+        if self.cv and (self.cv < 3 or self.predefined or self.split not in ("random", "scaffold")):
+            raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
+                              f"and --split random or scaffold (or --group-col); got split {self.split!r}")
+        if self.group_col is not None and not self.cv:
+            raise ConfigError("--group-col groups the folds of a cross-validation; give --cv K too")
 
     @property
     def is_qm9(self) -> bool:
@@ -174,6 +188,15 @@ class RunConfig:
     relation: RelationConfig
     train: TrainConfig
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+
+    def __post_init__(self) -> None:
+        # the loss, metrics and task weights must fit the model: checked before any featurization
+        resolve_loss(self.model.task, self.train.loss)
+        resolve_metrics(self.model.task, self.train.metrics)
+        weights = self.train.task_weights
+        if weights and self.data.targets and len(weights) != len(self.data.targets):
+            raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
+                              f"{list(self.data.targets)}; give one weight per target (--task-weights)")
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""

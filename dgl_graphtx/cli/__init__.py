@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, featurize, predict, evaluate, embed, plot, presets, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, hpopt, featurize, predict, evaluate, embed, plot, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
@@ -13,10 +13,10 @@ from typing import Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from . import demo, embed, evaluate, featurize, info, plot, predict, presets, train
+from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, train
 from .common import verbosity
 
-SUBCOMMANDS = (train, featurize, predict, evaluate, embed, plot, presets, info, demo)
+SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, presets, info, demo)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

@@ -11,6 +11,7 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
+from ..training.losses import LOSSES
 from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
@@ -81,10 +82,17 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
     ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
-    ("--task", "model.task", dict(choices=("regression", "classification"), help="default: regression")),
+    ("--task", "model.task", dict(choices=("regression", "classification", "multiclass"), help="multiclass: labels 0 .. K-1 per target, with --num-classes K (default: regression)")),
+    ("--num-classes", "model.num_classes", dict(type=bounded(int, 2), help="classes per target of --task multiclass (default: 2)")),
     ("--positive-label", "data.positive_label", dict(metavar="VALUE", help="classification with text classes (e.g. BBB+/BBB-): the value that becomes 1 (default: two values are mapped automatically and the choice is printed)")),
     ("--pos-weight", "train.pos_weight", dict(type=pos_weight_option, metavar="auto|X", help="classification: weight of positive labels in the loss, 'auto' = negatives/positives per target on the training split (default: none)")),
-    ("--split", "data.split", dict(choices=("random", "scaffold"), help="default: random")),
+    ("--loss", "train.loss", dict(choices=LOSSES, help="auto: mse, bce or cross_entropy by task; regression also mae, huber, bounded_mse (labels like <5.2 or >7 penalise only the wrong side) (default: auto)")),
+    ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
+    ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
+    ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
+    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: train K folds into OUT/fold_<k>/ and report mean +/- std per target")),
+    ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
+    ("--split", "data.split", dict(choices=("random", "scaffold", "kmeans", "kennard_stone"), help="kmeans: k-means clusters of Morgan fingerprints; kennard_stone: Kennard-Stone on them (default: random)")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),

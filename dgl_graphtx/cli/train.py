@@ -12,6 +12,7 @@ from .._version import __version__
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
 from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
+from ..cross_validation import cross_validate
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..logs import log_to_file
@@ -97,6 +98,8 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
     geometries when ``data.path`` is ``qm9``."""
     data = config.data
+    if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
         check_store_settings(data.path, dataset, config.featurizer, config.relation)
@@ -110,7 +113,8 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
     return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
                          split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
-                         positive_label=data.positive_label, **kwargs)
+                         positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
+                         weight_col=data.weight_col, group_col=data.group_col, **kwargs)
 
 
 def store_flags(args: argparse.Namespace) -> dict:
@@ -129,6 +133,8 @@ def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
     rank 0 only, and a shared featurization cache (rank 0 featurizes, the others read it)."""
     if not isinstance(hooks, DistributedContext):
         return config
+    if config.data.cv:
+        raise GraphTxError("--cv trains its folds in one process; drop --nproc or torchrun")
     if not config.ensemble.single:
         raise GraphTxError("ensembles (--ensemble-size/--replicates) train in one process; drop --nproc or torchrun")
     train = dataclasses.replace(config.train, device=str(hooks.device), progress=config.train.progress and hooks.is_main)
@@ -147,11 +153,17 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
     if args.resume and not config.ensemble.single:
         raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
+    if config.model.task == "multiclass" and not config.ensemble.single:
+        raise GraphTxError("ensembles (--ensemble-size/--replicates) average regression or binary outputs; train multiclass models singly or with --cv")
+    cv = config.data.cv
+    if cv and (args.resume or not config.ensemble.single):
+        raise GraphTxError("--cv trains one model per fold: drop --resume, --ensemble-size and --replicates")
     out = Path(args.out)
     with process_hooks(config.train.device, DistributedConfig(args.backend, args.dist_timeout)) as hooks:
         config = _for_process(_absolute(config), hooks, out)
         # the main process checks and locks the output folder before any featurization or training
-        folder = RunFolder(out, args.overwrite, resume=args.resume) if hooks.is_main and config.ensemble.single else None
+        single = config.ensemble.single and not cv
+        folder = RunFolder(out, args.overwrite, resume=args.resume) if hooks.is_main and single else None
         with folder if folder is not None else contextlib.nullcontext(), \
                 log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
@@ -161,7 +173,11 @@ def run(args: argparse.Namespace) -> int:
             data = config.data
             with hooks.main_first():
                 dataset, split = load_training_data(config)
-            if config.ensemble.single:
+            if cv:
+                folds = cross_validate(dataset, config.as_preset(), config.train, folds=cv, kind=data.split,
+                                       groups=dataset.groups if data.group_col else None, out_dir=out,
+                                       overwrite=args.overwrite)
+            elif config.ensemble.single:
                 result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
                                             fractions=data.fractions, out_dir=folder if folder is not None else out,
                                             hooks=hooks, resume=args.resume)
@@ -173,6 +189,12 @@ def run(args: argparse.Namespace) -> int:
                                           replicates=config.ensemble.replicates, out_dir=out)
         if not hooks.is_main:
             return 0
+    if cv:
+        print(f"cross-validation over {cv} folds; test metrics, mean +/- std over folds:")
+        for target, rows in folds.summary.groupby("target", sort=False):
+            print(f"  {target}: " + ", ".join(f"{r.metric} {r.mean:.4f} +/- {r.std:.4f}" for r in rows.itertuples()))
+        print(f"summary: {out / 'cv_metrics.csv'} and cv_metrics.json; runs: {out}/fold_<k>/")
+        return 0
     if config.ensemble.single:
         print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
         print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}"

@@ -9,7 +9,9 @@ from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
 from .readers import MoleculeTable, read_molecule_csv, read_molecules, smiles_column, split_labels
 from .report import InputReport, RowIssue
 from .sharded_store import featurize_file, featurize_to_store, is_store, load_store
-from .splits import Split, murcko_scaffold, random_split, scaffold_split
+from .folds import cv_splits, folds_to_splits, group_folds, random_folds
+from .space_splits import kennard_stone_order, kennard_stone_split, kmeans_split, morgan_fingerprints
+from .splits import Split, assign_groups, murcko_scaffold, random_split, scaffold_split
 
 __all__ = [
     "FREESOLV_TARGET",
@@ -22,6 +24,15 @@ __all__ = [
     "QM9_TARGETS",
     "RowIssue",
     "Split",
+    "assign_groups",
+    "cv_splits",
+    "folds_to_splits",
+    "group_folds",
+    "kennard_stone_order",
+    "kennard_stone_split",
+    "kmeans_split",
+    "morgan_fingerprints",
+    "random_folds",
     "collate_molecule_tensors",
     "collate_molecules",
     "example_sdf_path",

@@ -14,6 +14,7 @@ from ..featurize import FeaturizerConfig
 from .class_labels import check_usable_targets, encode_class_labels
 from .molecule_dataset import MoleculeDataset, _file_fingerprint
 from .readers import MoleculeTable, read_molecules, split_labels
+from .row_columns import sample_weights, split_censored
 from .splits import Split
 
 logger = logging.getLogger("dgl_graphtx")
@@ -33,6 +34,9 @@ def load_labelled(
     test: Optional[PathLike] = None,
     task: str = "regression",
     positive_label: Optional[str] = None,
+    censored: bool = False,
+    weight_col: Optional[str] = None,
+    group_col: Optional[str] = None,
     **dataset_kwargs: Any,
 ) -> Tuple[MoleculeDataset, Optional[Split]]:
     """Read and featurize labelled molecules; return the dataset and, when the data defines it,
@@ -49,6 +53,13 @@ def load_labelled(
             classes are mapped to 0/1 (see :func:`~dgl_graphtx.datasets.class_labels.encode_class_labels`)
             and the mapping is kept as ``dataset.class_labels``.
         positive_label: the class that becomes 1 (classification only).
+        censored: read target cells such as ``<5.2`` / ``>7`` as censored labels: their numbers
+            become the labels and ``dataset.censor`` (int8 ``[M, T]``: -1 below, 0 exact, 1 above)
+            says which side (for the ``bounded_mse`` loss); otherwise such cells are unusable.
+        weight_col: column of per-molecule loss weights, kept as ``dataset.sample_weights``
+            (float64 ``[M]``; blank means 1).
+        group_col: column of group names, kept as ``dataset.groups`` (cross-validation folds
+            keep each group together).
         **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
 
     Example:
@@ -82,13 +93,21 @@ def load_labelled(
     if positive_label is not None and task != "classification":
         raise ConfigError(f"--positive-label {positive_label!r} applies to --task classification only")
     target_frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
+    censor = None
+    if censored and target_frame is not None:
+        target_frame, censor = split_censored(target_frame)
     classes: tuple = ()
     if target_frame is not None:
         if task == "classification":
             target_frame, classes = encode_class_labels(target_frame, positive_label)
         check_usable_targets(target_frame, tables[0].source, task)  # before any featurization
+    # per-row columns are read (and checked) before the molecules are featurized
+    weights = None if weight_col is None else np.concatenate(
+        [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
+    groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
     fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
     fingerprint += "".join(f"|{c.to_dict()}" for c in classes)
+    fingerprint += "|censored" if censored else ""
     dataset = MoleculeDataset(
         [m for t in tables for m in t.molecules],
         target_frame,
@@ -97,6 +116,13 @@ def load_labelled(
         **{"fingerprint": fingerprint, **dataset_kwargs},
     )
     dataset.class_labels = classes
+    kept_rows = dataset.rows.numpy()
+    if censor is not None:
+        dataset.censor = censor[kept_rows]
+    if weights is not None:
+        dataset.sample_weights = weights[kept_rows]
+    if groups is not None:
+        dataset.groups = [groups[r] for r in kept_rows]
     if labels is None:
         return dataset, None
     kept = labels[dataset.rows.numpy()]

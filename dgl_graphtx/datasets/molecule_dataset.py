@@ -167,6 +167,11 @@ class MoleculeDataset(Dataset):
 
     #: Text classes mapped to 0/1 when the labels were read (set by :func:`~dgl_graphtx.datasets.load_labelled`).
     class_labels: Tuple[ClassLabels, ...] = ()
+    #: Optional per-row data set by :func:`~dgl_graphtx.datasets.load_labelled`: censoring codes
+    #: ``[M, T]``, loss weights ``[M]`` and group names (``None`` when not read).
+    censor: Optional[np.ndarray] = None
+    sample_weights: Optional[np.ndarray] = None
+    groups: Optional[List[str]] = None
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""Reproducible train/validation/test splits: random and Bemis-Murcko scaffold."""
+"""Reproducible train/validation/test splits: random, Bemis-Murcko scaffold, k-means clusters of
+fingerprints and Kennard-Stone; and k folds for cross-validation."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -80,10 +81,21 @@ def scaffold_split(
     small = [s for s in sets if not (len(s) > n_valid / 2 or len(s) > n_test / 2)]
     big.sort(key=lambda group: (-len(group), group[0]))
     np.random.default_rng(seed).shuffle(small)
+    return assign_groups(big + small, n_train, n_valid)
+
+
+def assign_groups(groups: Sequence[Sequence[int]], n_train: int, n_valid: int) -> Split:
+    """Place whole groups, in the order given, into train while it has room, else valid while it
+    has room, else test (the greedy rule of chemprop's scaffold and cluster splits).
+
+    Example:
+        >>> assign_groups([[0, 3], [1], [2], [4]], 3, 1)
+        Split(train=[0, 1, 3], valid=[2], test=[4])
+    """
     train: List[int] = []
     valid: List[int] = []
     test: List[int] = []
-    for group in big + small:
+    for group in groups:
         if len(train) + len(group) <= n_train:
             train.extend(group)
         elif len(valid) + len(group) <= n_valid:

@@ -39,9 +39,9 @@ class MoleculeModel(nn.Module):
             nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
         )
         if config.head_layers == 1:
-            self.head = nn.Linear(d, config.num_tasks)
+            self.head = nn.Linear(d, config.output_width)
         else:
-            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.num_tasks))
+            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.output_width))
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
@@ -138,14 +138,18 @@ class MoleculeModel(nn.Module):
 
     def normalize_targets(self, labels: torch.Tensor) -> torch.Tensor:
         """Targets in training space (identity for classification)."""
-        if self.config.task == "classification":
+        if self.config.task != "regression":
             return labels
         return (labels - self.target_mean) / self.target_std
 
     def to_target_space(self, output: torch.Tensor) -> torch.Tensor:
-        """Map :meth:`forward` outputs to target units (regression) or probabilities."""
+        """Map :meth:`forward` outputs to target units (regression) or probabilities (multiclass:
+        ``[B, T * K]``, the ``K`` class probabilities of each target side by side)."""
         if self.config.task == "classification":
             return torch.sigmoid(output)
+        if self.config.task == "multiclass":
+            k = self.config.num_classes
+            return torch.softmax(output.view(len(output), -1, k), dim=-1).reshape(len(output), -1)
         return output * self.target_std + self.target_mean
 
     @torch.no_grad()

@@ -22,7 +22,7 @@ from .variants import (  # noqa: F401  (the options classes are re-exported from
 #: The variant names (from :data:`~dgl_graphtx.models.variants.VARIANT_SPECS`).
 VARIANTS = VARIANT_NAMES
 READOUTS = ("virtual", "mean", "max", "sum")
-TASKS = ("regression", "classification")
+TASKS = ("regression", "classification", "multiclass")
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -51,7 +51,9 @@ class ModelSettings:
         readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling.
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
             input embedding); must match the dataset's ``RelationConfig``.
-        num_tasks, task: number of targets, ``regression`` or (multi-task binary) ``classification``.
+        num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
+            or ``multiclass`` (labels 0 .. ``num_classes - 1`` per target).
+        num_classes: classes per target of a ``multiclass`` task (the head gives that many logits per target).
         atom_features: ``ogb`` (categorical, embedded) or ``canonical`` (dense, projected).
         atom_feature_dims, bond_feature_dims: category counts (``ogb``) or ``(width,)`` (``canonical``).
         bond_radices: radices of the relation graphs' bond classes.
@@ -73,6 +75,7 @@ class ModelSettings:
     virtual_node: bool = True
     num_tasks: int = 1
     task: str = "regression"
+    num_classes: int = 2
     atom_features: str = "ogb"
     atom_feature_dims: Tuple[int, ...] = OGB_ATOM_FEATURE_DIMS
     bond_feature_dims: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
@@ -81,6 +84,11 @@ class ModelSettings:
     rwse_norm: bool = False
     input_mlp: bool = False
     head_layers: int = 1
+
+    @property
+    def output_width(self) -> int:
+        """Outputs of the head: ``num_tasks``, or ``num_tasks * num_classes`` logits (multiclass)."""
+        return self.num_tasks * (self.num_classes if self.task == "multiclass" else 1)
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
@@ -102,6 +110,7 @@ class ModelSettings:
         spec = variant_spec(self.variant)
         _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
         _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
+        check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")

@@ -20,6 +20,7 @@ from ..nn.grpe import GRPE_MODES, GRPEAttention, GRPEEncodings
 from ..nn.moire import DISTANCES, MOIRE_MODES, MoireAttention
 from ..validation import check_number
 from .local_models import LOCAL_MODELS
+from .search_params import Param
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import ModelConfig
@@ -151,6 +152,10 @@ def _check_gradformer(config: "ModelConfig") -> None:
            "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0")
 
 
+#: The relation graph's mode, searched for variants whose attention does not mask by hops itself.
+_RELATION_MODE = Param("relation.mode", choices=("complete", "hops"))
+
+
 # -- the registry ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class VariantSpec:
@@ -168,6 +173,8 @@ class VariantSpec:
         check: extra checks of a whole config using this variant (raise ``ConfigError``).
         uses_coordinates: whether a config of this variant reads 3-D distances (then its
             checkpoints need a featurizer with coordinates).
+        search: its own knobs for ``dgl-graphtx hpopt``, searched after the shared ones
+            (:data:`~dgl_graphtx.hpopt.space.COMMON`).
 
     Example:
         >>> spec = VARIANT_SPECS["moire"]
@@ -184,6 +191,7 @@ class VariantSpec:
     ffn_multiplier: int = 1
     check: Optional[Callable[["ModelConfig"], None]] = None
     uses_coordinates: Callable[["ModelConfig"], bool] = lambda config: False
+    search: Tuple[Param, ...] = ()
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -196,14 +204,19 @@ def _table(*specs: VariantSpec) -> Dict[str, VariantSpec]:
 
 #: Every attention variant, in the order the CLI and the docs list them.
 VARIANT_SPECS: Dict[str, VariantSpec] = _table(
-    VariantSpec("grpe", "GRPE: query/key-aware hop and bond encodings (Park et al.)", GRPEOptions, _grpe_layers),
+    VariantSpec("grpe", "GRPE: query/key-aware hop and bond encodings (Park et al.)", GRPEOptions, _grpe_layers,
+                search=(Param("model.grpe.max_distance", 3, 8, integer=True), _RELATION_MODE)),
     VariantSpec("moire", "MoiréGT: learned focus functions of hop or 3-D distance", MoireOptions, _moire_layers,
-                default_preset="2d", uses_coordinates=lambda config: config.moire.distance == "dist"),
+                default_preset="2d", uses_coordinates=lambda config: config.moire.distance == "dist",
+                search=(Param("model.moire.focus", choices=tuple(FOCUS_FUNCTIONS)),
+                        Param("model.moire.init_width", 0.5, 4.0), _RELATION_MODE)),
     VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,
                 _gradformer_layers, architecture="gps", default_preset="default", ffn_multiplier=2,
-                check=_check_gradformer),
-    VariantSpec("vanilla", "baseline: plain attention over the relation graph", None, _vanilla_layers),
-    VariantSpec("graphormer", "baseline: Graphormer's hop and bond biases", GraphormerOptions, _graphormer_layers),
+                check=_check_gradformer, search=(Param("model.gradformer.decay", 0.1, 0.9),)),
+    VariantSpec("vanilla", "baseline: plain attention over the relation graph", None, _vanilla_layers,
+                search=(_RELATION_MODE,)),
+    VariantSpec("graphormer", "baseline: Graphormer's hop and bond biases", GraphormerOptions, _graphormer_layers,
+                search=(Param("model.graphormer.max_distance", 3, 8, integer=True),)),
 )
 
 #: The variant names, in table order.

@@ -9,7 +9,7 @@ same methods with ``torch.distributed`` collectives, so the trainer has no distr
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, List
+from typing import Any, Dict, Iterator, List
 
 import torch
 from torch import nn
@@ -76,6 +76,10 @@ class ProcessHooks:
 
     def barrier(self) -> None:
         """Wait for every process."""
+
+    def end_epoch(self, epoch: int, row: Dict[str, float]) -> None:
+        """Called after every epoch with its ``log.csv`` row (``valid_<metric>`` entries included);
+        a subclass may stop training by raising (hyperparameter search prunes trials this way)."""
 
     @contextmanager
     def main_first(self) -> Iterator[None]:

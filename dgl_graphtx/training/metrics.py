@@ -1,4 +1,5 @@
-"""Evaluation metrics: OGB's Evaluator where it applies (RMSE, ROC-AUC, AP), plus MAE and R^2.
+"""Evaluation metrics: OGB's Evaluator where it applies (RMSE, ROC-AUC, AP), plus MAE and R^2, and
+accuracy, macro-F1 and one-vs-rest ROC-AUC for multiclass targets.
 
 Missing labels are NaN in ``y_true`` and ignored per task, as OGB does.
 """
@@ -14,7 +15,14 @@ from ogb.graphproppred import Evaluator
 from ..errors import ConfigError
 
 #: Metric used for model selection and early stopping per task type, and its direction.
-PRIMARY_METRIC: Dict[str, Tuple[str, str]] = {"regression": ("rmse", "min"), "classification": ("rocauc", "max")}
+PRIMARY_METRIC: Dict[str, Tuple[str, str]] = {"regression": ("rmse", "min"), "classification": ("rocauc", "max"),
+                                              "multiclass": ("accuracy", "max")}
+#: Metrics each task reports (all of them unless ``TrainConfig.metrics`` chooses).
+TASK_METRICS: Dict[str, Tuple[str, ...]] = {"regression": ("rmse", "mae", "r2"), "classification": ("rocauc", "ap"),
+                                            "multiclass": ("accuracy", "f1", "rocauc")}
+#: Whether a lower (``min``) or higher (``max``) value of a metric is better.
+METRIC_DIRECTION: Dict[str, str] = {"rmse": "min", "mae": "min", "r2": "max", "rocauc": "max", "ap": "max",
+                                    "accuracy": "max", "f1": "max"}
 
 # OGB evaluators are keyed by dataset; these datasets use the metric we want.
 _OGB_DATASET_FOR_METRIC = {"rmse": "ogbg-molfreesolv", "rocauc": "ogbg-molhiv", "ap": "ogbg-molpcba"}
@@ -70,12 +78,96 @@ def classification_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, 
     return {"rocauc": _ogb("rocauc", y_true, y_prob), "ap": _ogb("ap", y_true, y_prob)}
 
 
-def compute_metrics(task: str, y_true: np.ndarray, y_pred: np.ndarray) -> Dict[str, float]:
-    """Metrics for ``task`` (``regression`` or ``classification``); undefined ones are NaN
-    (:func:`metric_notes` says why), without numpy warnings."""
+def _multiclass_task(y: np.ndarray, p: np.ndarray) -> Tuple[float, float, float]:
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    labels = np.arange(p.shape[1])
+    predicted = p.argmax(1)
+    accuracy = float((predicted == y).mean())
+    f1 = float(f1_score(y, predicted, labels=labels, average="macro", zero_division=0))
+    present = np.unique(y)
+    if len(present) < 2:
+        return accuracy, f1, math.nan
+    if len(present) == 2:  # sklearn's one-vs-rest needs every class present; two: a binary AUC
+        return accuracy, f1, float(roc_auc_score(y == present[1], p[:, present[1]] / (p[:, present].sum(1) + 1e-12)))
+    if len(present) < len(labels):
+        p = p[:, present] / p[:, present].sum(1, keepdims=True)
+    return accuracy, f1, float(roc_auc_score(y, p, multi_class="ovr", labels=present))
+
+
+def multiclass_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, float]:
+    """``accuracy``, macro ``f1`` and one-vs-rest ``rocauc`` (over the classes present), averaged
+    over tasks; ``y_true`` holds class indices ``[M, T]`` (NaN: missing), ``y_prob`` the class
+    probabilities ``[M, T * K]`` (each target's ``K`` side by side).
+
+    Example:
+        >>> m = multiclass_metrics(np.array([[0.0], [1.0], [2.0], [2.0]]),
+        ...                        np.array([[.8, .1, .1], [.2, .7, .1], [.1, .2, .7], [.6, .3, .1]]))
+        >>> m["accuracy"], round(m["f1"], 4)
+        (0.75, 0.7778)
+    """
+    y_true, y_prob = np.asarray(y_true, dtype=np.float64), np.asarray(y_prob, dtype=np.float64)
+    k = y_prob.shape[1] // max(y_true.shape[1], 1)
+    values = []
+    for t in range(y_true.shape[1]):
+        labelled = ~np.isnan(y_true[:, t])
+        if labelled.any():
+            values.append(_multiclass_task(y_true[labelled, t].astype(np.int64), y_prob[labelled, t * k:(t + 1) * k]))
+    if not values:
+        return {"accuracy": math.nan, "f1": math.nan, "rocauc": math.nan}
+    accuracy, f1, rocauc = (np.asarray(v) for v in zip(*values))
+    finite = rocauc[np.isfinite(rocauc)]
+    return {"accuracy": float(accuracy.mean()), "f1": float(f1.mean()),
+            "rocauc": float(finite.mean()) if len(finite) else math.nan}
+
+
+def resolve_metrics(task: str, names: Sequence[str] = ()) -> Tuple[str, ...]:
+    """The metrics to report for ``task``: ``names`` checked (the first is the one early stopping
+    and the best checkpoint watch), or all of the task's when empty.
+
+    Example:
+        >>> resolve_metrics("regression", ["mae", "rmse"]), resolve_metrics("multiclass")
+        (('mae', 'rmse'), ('accuracy', 'f1', 'rocauc'))
+    """
+    if not names:
+        return TASK_METRICS[task]
+    unknown = [n for n in names if n not in TASK_METRICS[task]]
+    if unknown:
+        raise ConfigError(f"metric(s) {unknown} do not apply to {task}; choose from {TASK_METRICS[task]} (--metrics)")
+    return tuple(names)
+
+
+def compute_metrics(task: str, y_true: np.ndarray, y_pred: np.ndarray, names: Sequence[str] = ()) -> Dict[str, float]:
+    """Metrics for ``task`` (``regression``, ``classification`` or ``multiclass``), only ``names``
+    when given (in that order); undefined ones are NaN (:func:`metric_notes` says why), without
+    numpy warnings."""
+    functions = {"regression": regression_metrics, "classification": classification_metrics, "multiclass": multiclass_metrics}
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return regression_metrics(y_true, y_pred) if task == "regression" else classification_metrics(y_true, y_pred)
+        values = functions[task](y_true, y_pred)
+    return {name: values[name] for name in resolve_metrics(task, names)}
+
+
+def check_class_labels(y_true: np.ndarray, num_classes: int, names: Optional[Sequence[str]] = None) -> None:
+    """Raise :class:`ConfigError` unless every observed label is a class index 0 .. ``num_classes - 1``.
+
+    Example:
+        >>> check_class_labels(np.array([[0.0], [2.0]]), 3)
+        >>> check_class_labels(np.array([[0.0], [3.0]]), 3, ["kind"])
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: multiclass needs labels 0 .. 2 (--num-classes 3), but target 'kind' has 1 other value(s) (e.g. 3.0 in row 1); number the classes from 0 or raise --num-classes
+    """
+    y_true = np.asarray(y_true, dtype=np.float64)
+    for t, name in enumerate(_names(names, y_true.shape[1])):
+        column = y_true[:, t]
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isnan(column) & ((column != np.round(column)) | (column < 0) | (column >= num_classes)))
+        if len(bad):
+            raise ConfigError(
+                f"multiclass needs labels 0 .. {num_classes - 1} (--num-classes {num_classes}), but target {name!r} has "
+                f"{len(bad)} other value(s) (e.g. {column[bad[0]]} in row {bad[0]}); number the classes from 0 or raise --num-classes"
+            )
 
 
 def _names(names: Optional[Sequence[str]], count: int) -> List[str]:
@@ -120,7 +212,7 @@ def metric_notes(task: str, y_true: np.ndarray, names: Optional[Sequence[str]] =
         labelled = y_true[~np.isnan(y_true[:, t]), t]
         if not len(labelled):
             notes.append(f"target {name!r}: no labelled molecules, so no metric can be computed")
-        elif task == "classification" and len(np.unique(labelled)) < 2:
+        elif task != "regression" and len(np.unique(labelled)) < 2:
             notes.append(f"target {name!r}: only class {labelled[0]:g} among {len(labelled)} labelled molecules, "
                          "so ROC-AUC and AP are undefined")
         elif task == "regression" and len(np.unique(labelled)) < 2:

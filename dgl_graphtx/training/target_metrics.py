@@ -9,8 +9,10 @@ import numpy as np
 from .metrics import compute_metrics
 
 
-def per_target_metrics(task: str, y_true: np.ndarray, y_pred: np.ndarray, names: Sequence[str]) -> Dict[str, Dict[str, float]]:
-    """``{target: {metric: value}}``: each target's column scored alone (NaN where undefined).
+def per_target_metrics(task: str, y_true: np.ndarray, y_pred: np.ndarray, names: Sequence[str],
+                       num_classes: int = 2) -> Dict[str, Dict[str, float]]:
+    """``{target: {metric: value}}``: each target's column scored alone (NaN where undefined);
+    a ``multiclass`` target's predictions are its ``num_classes`` probability columns.
 
     Example:
         >>> y = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, np.nan]])
@@ -20,7 +22,8 @@ def per_target_metrics(task: str, y_true: np.ndarray, y_pred: np.ndarray, names:
         (1.1547, 0.6667, 1.0)
     """
     y_true, y_pred = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
-    return {name: compute_metrics(task, y_true[:, [t]], y_pred[:, [t]]) for t, name in enumerate(names)}
+    width = num_classes if task == "multiclass" else 1
+    return {name: compute_metrics(task, y_true[:, [t]], y_pred[:, t * width:(t + 1) * width]) for t, name in enumerate(names)}
 
 
 def per_target_lines(per_target: Dict[str, Dict[str, float]], indent: str = "  ") -> List[str]:

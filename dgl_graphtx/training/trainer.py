@@ -1,6 +1,7 @@
 """Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -12,7 +13,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler, Subset
 
 from ..atomic_io import atomic_to_csv
@@ -24,7 +24,9 @@ from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
 from ..validation import check_number
 from .hooks import ProcessHooks
-from .metrics import PRIMARY_METRIC, check_binary_labels, compute_metrics, metric_notes
+from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
+from .losses import LOSSES, resolve_loss, weighted_loss
+from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
 from .plots import plot_learning_curve
 from .resume import TrainingState, capture_rng_state, restore_rng_state
 from .schedule import SCHEDULES, lr_factor
@@ -69,6 +71,11 @@ class TrainConfig(TrainRecipe):
         pos_weight: classification only: weight of the positive labels in the loss (``pos_weight``
             of BCE-with-logits), a number for every target, or ``"auto"``: negatives / positives of
             each target on the training part. ``None``: unweighted.
+        loss: ``auto`` (the task's default: ``mse``, ``bce`` or ``cross_entropy``), or ``mse``,
+            ``mae``, ``huber``, ``bounded_mse`` (censored labels) for regression.
+        metrics: metrics to report (default: all of the task's); the first is the one early
+            stopping and the best checkpoint watch.
+        task_weights: loss weight of each target (default: 1 each).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -83,10 +90,17 @@ class TrainConfig(TrainRecipe):
     progress: bool = True
     on_nonfinite: str = "stop"
     pos_weight: Optional[Union[str, float]] = None
+    loss: str = "auto"
+    metrics: Tuple[str, ...] = ()
+    task_weights: Tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "pos_weight", parse_pos_weight(self.pos_weight))
+        if self.loss not in LOSSES:
+            raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        for weight in self.task_weights:
+            check_number("each task weight", weight, 0)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -188,20 +202,16 @@ def dataset_labels(dataset: Dataset) -> torch.Tensor:
 
 def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: torch.Tensor,
                 pos_weight: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Mean loss over observed labels only (MSE for regression, BCE-with-logits for classification,
-    its positive labels weighted by ``pos_weight`` ``[T]`` when given).
+    """Mean of the task's default loss over observed labels only (MSE for regression,
+    BCE-with-logits for classification, its positive labels weighted by ``pos_weight`` ``[T]``
+    when given, cross-entropy for multiclass); see
+    :func:`~dgl_graphtx.training.losses.weighted_loss` for the others and for weights.
 
     Example:
         >>> masked_loss("regression", torch.tensor([[1.0, 5.0]]), torch.tensor([[0.0, 0.0]]), torch.tensor([[True, False]]))
         tensor(1.)
     """
-    target = torch.where(mask, target, output.detach())  # masked values may be NaN: never touch them
-    if task == "regression":
-        per_label = (output - target) ** 2
-    else:
-        per_label = F.binary_cross_entropy_with_logits(output, target.clamp(0.0, 1.0), reduction="none", pos_weight=pos_weight)
-    per_label = torch.where(mask, per_label, torch.zeros_like(per_label))
-    return per_label.sum() / mask.sum().clamp_min(1).to(per_label.dtype)
+    return weighted_loss(resolve_loss(task, "auto"), output, target, mask, pos_weight=pos_weight)
 
 
 class Trainer:
@@ -245,7 +255,14 @@ class Trainer:
         self.compute = resolve_compute(config.compute, self.device)
         self.model = model.to(self.device)
         self.task = model.config.task
-        self.metric, self.direction = PRIMARY_METRIC[self.task]
+        self.loss = resolve_loss(self.task, config.loss)
+        self.metrics = resolve_metrics(self.task, config.metrics)
+        self.metric = self.metrics[0]
+        self.direction = METRIC_DIRECTION[self.metric]
+        if config.task_weights and len(config.task_weights) != model.config.num_tasks:
+            raise ConfigError(f"{len(config.task_weights)} task weight(s) {list(config.task_weights)} for "
+                              f"{model.config.num_tasks} target(s); give one weight per target (--task-weights)")
+        self.task_weights = torch.tensor(config.task_weights, device=self.device) if config.task_weights else None
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
         self.pos_weight: Optional[torch.Tensor] = None
@@ -255,6 +272,9 @@ class Trainer:
                batch_size: Optional[int] = None) -> DataLoader:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
+        collate = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
+        if isinstance(dataset, RowIndexed):
+            collate = functools.partial(collate_indexed, collate=collate)
         batch_size = batch_size or self.config.batch_size
         rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
@@ -263,7 +283,7 @@ class Trainer:
             batch_size=batch_size,
             shuffle=shuffle and sampler is None,
             sampler=sampler,
-            collate_fn=collate_molecule_tensors if self.compute == "tensors" else collate_molecules,
+            collate_fn=collate,
             num_workers=self.config.num_workers,
             generator=generator,
             drop_last=drop_last,
@@ -284,7 +304,7 @@ class Trainer:
                 f"no observed training label for {names}: every value of the training part is blank or not a number; "
                 "check the column / SD property values (see input_report.csv) or choose other targets"
             )
-        if self.task == "regression" and self.config.pos_weight is not None:
+        if self.task != "classification" and self.config.pos_weight is not None:
             raise ConfigError(f"pos_weight={self.config.pos_weight!r} (--pos-weight) applies to classification only")
         if self.task == "classification":
             weight = self.config.pos_weight
@@ -295,6 +315,7 @@ class Trainer:
                                 ", ".join(f"{n} {w:.3g}" for n, w in zip(self._target_names(labels.shape[1]), self.pos_weight.tolist())))
             elif weight is not None:
                 self.pos_weight = torch.full((labels.shape[1],), float(weight), device=self.device)
+        if self.task != "regression":
             return
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
@@ -324,14 +345,18 @@ class Trainer:
         hooks = self.hooks
         torch.manual_seed(cfg.seed + hooks.rank)
         names = self.meta.target_names if self.meta is not None else None
-        if self.task == "classification":
-            for part in (train_set, valid_set):
-                if part is not None:
-                    check_binary_labels(dataset_labels(part).double().numpy(), names)
+        for part in (train_set, valid_set):
+            if part is not None and self.task == "classification":
+                check_binary_labels(dataset_labels(part).double().numpy(), names)
+            elif part is not None and self.task == "multiclass":
+                check_class_labels(dataset_labels(part).double().numpy(), self.model.config.num_classes, names)
         if valid_set is not None and hooks.is_main:
             for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
                 logger.warning("validation set: %s", note)
         self._prepare_labels(train_set)
+        self._loss_inputs = LossInputs.of(train_set)
+        if self._loss_inputs is not None:
+            train_set = RowIndexed(train_set)
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
@@ -371,6 +396,7 @@ class Trainer:
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
             self._save_last(state, optimizer, scheduler)
+            hooks.end_epoch(epoch, row)
             if stop:
                 if hooks.is_main:
                     logger.info("early stopping at epoch %d (best epoch %d)", epoch, state.best_epoch)
@@ -395,9 +421,12 @@ class Trainer:
         self.model.train()
         total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
         for index, batch in enumerate(loader, start=1):
-            batch = batch.to(self.device)
+            rows = batch.rows if isinstance(batch, IndexedBatch) else None
+            batch = (batch.batch if rows is not None else batch).to(self.device)
             output = module(batch.graph, batch.relation_graph)
-            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask, self.pos_weight)
+            extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
+            loss = weighted_loss(self.loss, output, self.model.normalize_targets(batch.labels), batch.mask,
+                                 task_weights=self.task_weights, pos_weight=self.pos_weight, **extra)
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:
@@ -509,7 +538,7 @@ class Trainer:
         of them (each row predicted exactly once).
         """
         self.model.eval()
-        outputs = [torch.zeros(0, self.model.config.num_tasks)]
+        outputs = [torch.zeros(0, self.model.config.output_width)]
         local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))
         if len(local):
             for batch in self.loader(local):
@@ -518,5 +547,5 @@ class Trainer:
         return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()
 
     def evaluate(self, dataset: Dataset) -> Dict[str, float]:
-        """Metrics of the current model on ``dataset`` (RMSE/MAE/R2 or ROC-AUC/AP)."""
-        return compute_metrics(self.task, dataset_labels(dataset).double().numpy(), self.predict(dataset))
+        """Metrics of the current model on ``dataset`` (those ``config.metrics`` chooses; all of the task's by default)."""
+        return compute_metrics(self.task, dataset_labels(dataset).double().numpy(), self.predict(dataset), self.metrics)
