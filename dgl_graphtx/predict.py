@@ -26,6 +26,10 @@ from .errors import ConfigError
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
 from .nn.graph_tensors import on_device
+from .uncertainty import Calibration
+from .uncertainty.config import stored_settings
+from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
+from .uncertainty.inference import predict_with_uncertainty
 from .validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
@@ -89,6 +93,11 @@ class Predictor:
             as well as by ``batch_size``), which bounds the memory of one step.
         chunk_size: molecules featurized and held in memory at a time.
         compute: ``auto``, ``dgl`` or ``tensors`` (see :func:`~dgl_graphtx.devices.resolve_compute`).
+        uncertainty: uncertainty method, by default the one the checkpoint was trained with;
+            ``mc_dropout`` samples dropout with any model, ``none`` turns it off. A ``<target>_std``
+            column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
+            interval) when the checkpoint holds a calibration for the method.
+        mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
 
     Example:
         >>> import tempfile
@@ -111,6 +120,8 @@ class Predictor:
         batch_edges: int = 2_000_000,
         chunk_size: int = 4096,
         compute: str = "auto",
+        uncertainty: Optional[str] = None,
+        mc_samples: Optional[int] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -124,6 +135,13 @@ class Predictor:
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
         self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
+        self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
+        if self.uncertainty.method == "ensemble":
+            raise ConfigError("uncertainty 'ensemble' needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
+        if self.uncertainty.method in ("mve", "evidential") and self.uncertainty.method != self.model.config.uncertainty_head:
+            raise ConfigError(f"uncertainty {self.uncertainty.method!r} needs a model trained with it; this checkpoint has "
+                              f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
+        self.calibration = Calibration.from_dict(stored)
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
@@ -263,8 +281,14 @@ class Predictor:
             return Featurized(errors, rows, None, None)
         return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
 
+    @property
+    def _width(self) -> int:
+        """Values per molecule from :meth:`_forward`: the means, then the stds when there are any."""
+        has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
+        return len(self.target_names) * (2 if has_std else 1)
+
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
-        predictions = np.full((len(molecules), len(self.target_names)), np.nan)
+        predictions = np.full((len(molecules), self._width), np.nan)
         done = self._featurize(molecules)
         errors = done.errors
         if done.rows:
@@ -278,7 +302,11 @@ class Predictor:
                             predictions[row] = value
                         else:
                             errors[row] = error
-        table = pd.DataFrame(predictions, columns=self.target_names)
+        count = len(self.target_names)
+        predicted = calibrated(self.model.config.task, UncertainPredictions(
+            predictions[:, :count], predictions[:, count:] if self._width > count else None), self.calibration)
+        table = pd.DataFrame(predicted.mean, columns=self.target_names)
+        add_uncertainty_columns(table, self.target_names, predicted)
         table.insert(0, "smiles", list(names))
         table["error"] = errors
         table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
@@ -302,8 +330,11 @@ class Predictor:
         single molecule that still does not fit gets an error instead of stopping the run."""
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            output = self.model.predict(on_device(graphs.batch(index), self.device, self.compute),
-                                        on_device(relations.batch(index), self.device, self.compute, blocks=True))
+            temperature = self.calibration.temperature if self.calibration is not None else None
+            out = predict_with_uncertainty(self.model, on_device(graphs.batch(index), self.device, self.compute),
+                                           on_device(relations.batch(index), self.device, self.compute, blocks=True),
+                                           self.uncertainty.method, self.uncertainty.mc_samples, temperature)
+            output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
             yield batch, output.cpu().double().numpy(), None
             return
         except (RuntimeError, MemoryError) as err:
@@ -314,7 +345,7 @@ class Predictor:
         if len(batch) == 1:
             atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
             logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
-            yield batch, np.full((1, len(self.target_names)), np.nan), (
+            yield batch, np.full((1, self._width), np.nan), (
                 f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
                 "lower SizeLimits or use a hops/radius relation")
             return

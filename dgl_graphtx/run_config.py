@@ -8,7 +8,7 @@ Resolution order (later wins), the same for the command line and for Python:
 2. the preset chosen by ``preset.model`` / ``preset.name`` (model, featurizer and relation settings,
    and its training recipe ``Preset.train``);
 3. a config file (TOML or YAML) with the sections ``preset``, ``data``, ``model``, ``featurizer``,
-   ``relation``, ``train``, ``ensemble``;
+   ``relation``, ``train``, ``ensemble``, ``uncertainty``;
 4. ``--set section.field=value`` overrides, in the order given;
 5. explicit command-line flags (``--epochs``, ``--model``, ...).
 
@@ -35,12 +35,14 @@ from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
 from .relation_graph import RelationConfig
 from .training import TrainConfig
+from .uncertainty import UncertaintyConfig
 
 PathLike = Union[str, Path]
 SPLITS = ("random", "scaffold")
-SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
+SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
 #: Model fields computed from other settings (never read from files or ``--set``).
-DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
+DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
+                        "uncertainty_head")
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -166,6 +168,7 @@ class RunConfig:
     relation: RelationConfig
     train: TrainConfig
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    uncertainty: UncertaintyConfig = field(default_factory=UncertaintyConfig)
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
@@ -184,6 +187,7 @@ class RunConfig:
             "relation": dataclasses.asdict(self.relation),
             "train": dataclasses.asdict(self.train),
             "ensemble": dataclasses.asdict(self.ensemble),
+            "uncertainty": dataclasses.asdict(self.uncertainty),
         }
         return _plain(out)
 
@@ -255,7 +259,8 @@ def load_config_file(path: PathLike) -> Dict[str, Any]:
 
 
 _SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
-                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig}
+                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig,
+                  "uncertainty": UncertaintyConfig}
 
 
 def _field_types(cls: type) -> Dict[str, Any]:
@@ -315,7 +320,8 @@ def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str
         if name not in hints:
             raise ConfigError(f"unknown setting {key}; {prefix} fields are {sorted(hints)} (see docs/configuration.md)")
         if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
-            source = "preset.model" if name == "variant" else "data.targets" if name == "num_tasks" else "the featurizer"
+            source = {"variant": "preset.model", "num_tasks": "data.targets",
+                      "uncertainty_head": "uncertainty.method"}.get(name, "the featurizer")
             raise ConfigError(f"{key} is derived from {source} and cannot be set")
         hint = hints[name]
         if dataclasses.is_dataclass(hint):
@@ -444,6 +450,7 @@ def resolve_run_config(
             "train": {**dataclasses.asdict(TrainConfig()), **base.train.to_dict()},
             "data": dataclasses.asdict(DataConfig()),
             "ensemble": dataclasses.asdict(EnsembleConfig()),
+            "uncertainty": dataclasses.asdict(UncertaintyConfig()),
         },
         {k: v for k, v in user.items() if k != "preset"},
     )
@@ -458,6 +465,7 @@ def resolve_run_config(
             _set(resolved, second, _get(resolved, first)[1])
 
     data = DataConfig(**resolved["data"])
+    uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
     sizes = MoleculeFeaturizer(featurizer, relation)
@@ -469,9 +477,10 @@ def resolve_run_config(
         "atom_feature_dims": sizes.atom_feature_dims,
         "bond_feature_dims": sizes.bond_feature_dims,
         "bond_radices": sizes.bond_vocab.radices,
+        "uncertainty_head": uncertainty.head,
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
-                     EnsembleConfig(**resolved["ensemble"]))
+                     EnsembleConfig(**resolved["ensemble"]), uncertainty)
 
 
 def presets_help() -> str:

@@ -6,7 +6,7 @@ import sys
 
 from ..atomic_io import ProgressiveCSV
 from ..datasets import read_molecules
-from ..ensemble import checkpoints_in, ensemble_predict
+from ..ensemble import checkpoints_in, ensemble_predict, stored_calibration
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
 from ..predict import Predictor
@@ -33,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
                          help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
+    predict.add_argument("--uncertainty", choices=("none", "mve", "evidential", "mc_dropout"), default=None,
+                         help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
+                              "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
+    predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,
+                         help="stochastic passes of MC dropout (default: the checkpoint's, else 20)")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
     predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logging_options(predict)
@@ -49,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
     paths = [path for given in args.checkpoint for path in checkpoints_in(given)]
     predictors = [Predictor(path, device=args.device, batch_size=args.batch_size, limits=limits,
-                            batch_edges=args.batch_edges, chunk_size=args.chunk_size) for path in paths]
+                            batch_edges=args.batch_edges, chunk_size=args.chunk_size, uncertainty=args.uncertainty,
+                            mc_samples=args.mc_samples) for path in paths]
     if args.input:
         table = read_molecules(args.input, args.smiles_col or "smiles", args.delimiter,
                                explicit_hydrogens=predictors[0].meta.featurizer.explicit_hydrogens)
@@ -60,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if len(predictors) > 1:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
-        result = ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers)
+        result = ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers,
+                                  calibration=stored_calibration(args.checkpoint))
         if writer is None:
             print_table(result)
             return 0

@@ -17,6 +17,7 @@ from ..experiment import train_and_evaluate
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
+from ..uncertainty.evaluation import format_uncertainty
 from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, format_metrics
 
 logger = logging.getLogger("dgl_graphtx")
@@ -148,13 +149,14 @@ def run(args: argparse.Namespace) -> int:
             if config.ensemble.single:
                 result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
                                             fractions=data.fractions, out_dir=folder if folder is not None else out,
-                                            hooks=hooks, resume=args.resume)
+                                            hooks=hooks, resume=args.resume, uncertainty=config.uncertainty)
                 if hooks.is_main:
                     logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
             else:
                 ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
                                           fractions=data.fractions, ensemble_size=config.ensemble.size,
-                                          replicates=config.ensemble.replicates, out_dir=out)
+                                          replicates=config.ensemble.replicates, out_dir=out,
+                                          uncertainty=config.uncertainty)
         if not hooks.is_main:
             return 0
     if config.ensemble.single:
@@ -162,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}")
         for note in result.test_notes:
             print(f"note: {note}")
+        if result.calibration is not None:
+            print(f"uncertainty ({config.uncertainty.method}) calibrated on the validation part; test: "
+                  f"{format_uncertainty(result.test_predictions, list(dataset.target_names), config.uncertainty.coverage)}")
         print(f"checkpoint: {out / 'best.pt'}")
         return 0
     size, replicates = config.ensemble.size, config.ensemble.replicates
@@ -169,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
     print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
+    if config.uncertainty.method == "ensemble":
+        print(f"calibrated on each replicate's validation part; test: "
+              f"{format_uncertainty(ensemble.predictions, list(dataset.target_names), config.uncertainty.coverage)}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
     return 0
     return 0

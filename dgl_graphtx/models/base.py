@@ -9,6 +9,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
+from ..uncertainty.heads import head_width
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 
@@ -36,10 +37,11 @@ class MoleculeModel(nn.Module):
         self.input_mlp = (
             nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
         )
+        outputs = head_width(config.uncertainty_head, config.num_tasks)
         if config.head_layers == 1:
-            self.head = nn.Linear(d, config.num_tasks)
+            self.head = nn.Linear(d, outputs)
         else:
-            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.num_tasks))
+            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, outputs))
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
@@ -69,12 +71,15 @@ class MoleculeModel(nn.Module):
         raise NotImplementedError
 
     def forward(
-        self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False
+        self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False,
+        distribution: bool = False,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
-        attention weights over the relation graph's edges."""
+        attention weights over the relation graph's edges. With ``distribution`` the whole output
+        of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
         out = self.head(self.pool(graph, atoms, virtual))
+        out = out if distribution else out[:, : self.config.num_tasks]
         return (out, attentions) if return_attention else out
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
@@ -98,7 +103,7 @@ class MoleculeModel(nn.Module):
             (torch.Size([1, 3]), torch.Size([100, 3]))
         """
         nodes, _, _ = self.encode(graph, relation_graph)
-        return self.head(nodes)
+        return self.head(nodes)[:, : self.config.num_tasks]
 
     @torch.no_grad()
     def predict_nodes(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:

@@ -18,6 +18,7 @@ from ..validation import check_number
 VARIANTS = ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 READOUTS = ("virtual", "mean", "max", "sum")
 TASKS = ("regression", "classification")
+UNCERTAINTY_HEADS = ("none", "mve", "evidential")
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -134,6 +135,8 @@ class ModelConfig:
             ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
+        uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
+            (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
 
     Example:
         >>> cfg = ModelConfig(variant="moire", moire=MoireOptions(focus="cauchy"))
@@ -160,6 +163,7 @@ class ModelConfig:
     rwse_norm: bool = False
     input_mlp: bool = False
     head_layers: int = 1
+    uncertainty_head: str = "none"
     grpe: GRPEOptions = field(default_factory=GRPEOptions)
     moire: MoireOptions = field(default_factory=MoireOptions)
     gradformer: GradformerOptions = field(default_factory=GradformerOptions)
@@ -186,6 +190,10 @@ class ModelConfig:
         _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
+        _check(self.uncertainty_head in UNCERTAINTY_HEADS,
+               f"uncertainty_head must be one of {UNCERTAINTY_HEADS}, got {self.uncertainty_head!r}")
+        _check(self.uncertainty_head == "none" or self.task == "regression",
+               f"the {self.uncertainty_head} uncertainty head is for regression; use mc_dropout or an ensemble for classification")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(

@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .hooks import ProcessHooks
 from .metrics import PRIMARY_METRIC, check_binary_labels, compute_metrics, metric_notes
@@ -178,6 +179,9 @@ class Trainer:
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
             :class:`~dgl_graphtx.distributed.DistributedContext` for DDP.
+        evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
+            (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
+            ``evidential`` head trains on its distribution loss instead of MSE.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -196,8 +200,10 @@ class Trainer:
         out_dir: Optional[PathLike] = None,
         meta: Optional[CheckpointMeta] = None,
         hooks: Optional[ProcessHooks] = None,
+        evidential_reg: float = UncertaintyConfig.evidential_reg,
     ) -> None:
         self.config = config
+        self.evidential_reg = evidential_reg
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
         self.compute = resolve_compute(config.compute, self.device)
@@ -337,8 +343,11 @@ class Trainer:
         total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
         for index, batch in enumerate(loader, start=1):
             batch = batch.to(self.device)
-            output = module(batch.graph, batch.relation_graph)
-            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
+            head = self.model.config.uncertainty_head
+            output = module(batch.graph, batch.relation_graph, distribution=head != "none")
+            target = self.model.normalize_targets(batch.labels)
+            loss = (masked_loss(self.task, output, target, batch.mask) if head == "none"
+                    else head_loss(head, output, target, batch.mask, self.evidential_reg))
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:

@@ -12,6 +12,7 @@ regression, temperature scaling for classification.
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -20,6 +21,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import ConfigError
+
+logger = logging.getLogger("dgl_graphtx")
 
 
 def fit_z_scale(residuals: np.ndarray, std: np.ndarray) -> float:
@@ -140,4 +143,8 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
         scale = fit_z_scale(r, std[:, t])
         scales.append(scale)
         quantiles.append(conformal_quantile(np.abs(r) / (std[:, t] * scale), coverage))
+    if not all(math.isfinite(q) for q in quantiles):
+        needed = math.ceil(coverage / (1 - coverage) - 1e-9)
+        logger.warning("conformal intervals at coverage %g need at least %d validation labels per target; with fewer "
+                       "they are unbounded (lo=-inf, hi=inf): use more validation data or a lower --coverage", coverage, needed)
     return Calibration(method, coverage, scales if std is not None else None, quantiles, std is not None)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ..validation import check_number
@@ -49,3 +50,29 @@ class UncertaintyConfig:
     def active(self) -> bool:
         """Whether any uncertainty is estimated (and calibrated)."""
         return self.method != "none"
+
+
+def stored_settings(extra: Dict[str, Any], method: Optional[str] = None,
+                    mc_samples: Optional[int] = None) -> Tuple[UncertaintyConfig, Optional[Dict[str, Any]]]:
+    """The uncertainty settings a checkpoint's metadata ``extra`` records, with ``method`` /
+    ``mc_samples`` overriding them, and the stored calibration (a dict) when it was fitted for the
+    method used.
+
+    Example:
+        >>> stored = {"uncertainty": {"method": "mve", "coverage": 0.8, "calibration": {"method": "mve"}}}
+        >>> config, calibration = stored_settings(stored)
+        >>> config.method, config.coverage, calibration
+        ('mve', 0.8, {'method': 'mve'})
+        >>> stored_settings(stored, method="mc_dropout", mc_samples=5)[1] is None
+        True
+    """
+    saved = dict(extra.get("uncertainty") or {})
+    calibration = saved.pop("calibration", None)
+    if method is not None:
+        saved["method"] = method
+    if mc_samples is not None:
+        saved["mc_samples"] = mc_samples
+    config = UncertaintyConfig(**saved)
+    if calibration is not None and calibration.get("method") != config.method:
+        calibration = None
+    return config, calibration
