@@ -86,6 +86,26 @@ def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.D
     return out
 
 
+def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str], value: str = "") -> pd.DataFrame:
+    """:func:`ensemble_table` of the members' ``<name><value>`` columns, with ``<name>_std`` the
+    members' spread; members that predict their own ``<name>_std`` add its mean variance (total
+    variance = variance of the means + mean of the variances), and their own intervals are dropped.
+
+    Example:
+        >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0], "y_std": [3.0]}); b = a.assign(y=[3.0])
+        >>> combine_members([a, b], ["y"]).values.tolist()  # sqrt(1 + 9)
+        [['C', 2.0, 3.1622776601683795]]
+    """
+    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
+    member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
+                       for n in names if f"{n}_std" in tables[0]}
+    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [f"{n}{value}" for n in names])
+    out = out.rename(columns={f"{n}{value}_std": f"{n}_std" for n in names})
+    for name, variance in member_variance.items():
+        out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
+    return out
+
+
 def train_ensemble(
     dataset: MoleculeDataset,
     preset: Preset,
@@ -145,8 +165,7 @@ def train_ensemble(
             runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
                                            fractions, member_dir, uncertainty=member_uncertainty))
         members.append(runs)
-        table = ensemble_table([r.test_predictions for r in runs], [f"{n}_pred" for n in names])
-        table = table.rename(columns={f"{n}_pred_std": f"{n}_std" for n in names})
+        table = combine_members([r.test_predictions for r in runs], names, value="_pred")
         if calibrate:
             calibration = _calibrate_spread(runs, dataset, parts, uncertainty, train_config.batch_size)
             calibrations.append(calibration)
@@ -258,10 +277,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
     tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers) for i, p in enumerate(predictors)]
-    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
-    member_var = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
-                  for n in names if f"{n}_std" in tables[0]}
-    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], names)
-    for name, variance in member_var.items():
-        out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
+    out = combine_members(tables, names)
     return _with_intervals(out, names, calibration, after="") if calibration is not None else out

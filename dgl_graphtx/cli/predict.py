@@ -10,6 +10,7 @@ from ..ensemble import checkpoints_in, ensemble_predict, stored_calibration
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
 from ..predict import Predictor
+from ..uncertainty import METHODS
 from .common import add_input_options, add_logging_options, bounded, device_option, print_table, verbosity
 
 
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
                          help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
-    predict.add_argument("--uncertainty", choices=("none", "mve", "evidential", "mc_dropout"), default=None,
+    predict.add_argument("--uncertainty", choices=[m for m in METHODS if m != "ensemble"], default=None,
                          help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
     predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,

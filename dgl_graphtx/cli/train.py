@@ -25,9 +25,9 @@ logger = logging.getLogger("dgl_graphtx")
 EPILOG = f"""\
 configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
 Every field of the sections preset, data, model (with model.grpe/moire/gradformer/graphormer),
-featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
-in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
-TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
+featurizer, relation, train, ensemble and uncertainty can be set in the file or with --set; the fields are
+documented in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
+TrainConfig, DataConfig, EnsembleConfig and UncertaintyConfig (docs/uncertainty.md). The resolved configuration is written to OUT/config.yaml;
 'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
 
 presets (--model NAME --preset PRESET):

@@ -66,6 +66,9 @@ def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: st
         (torch.Size([1, 1]), True)
     """
     config = model.config
+    head = config.uncertainty_head != "none" and method == config.uncertainty_head
+    if method != "mc_dropout" and not head and temperature is None:
+        return UncertainOutput(model.predict(graph, relation_graph), None)  # the plain path, unchanged
     was_training = model.training
     model.eval()
     try:
@@ -74,7 +77,7 @@ def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: st
                 torch.manual_seed(MC_SEED)
                 passes = torch.stack([_to_output(model, model(graph, relation_graph), temperature) for _ in range(mc_samples)])
             return UncertainOutput(passes.mean(0), passes.std(0, unbiased=False))
-        if config.uncertainty_head != "none" and method == config.uncertainty_head:
+        if head:
             moments = predictive_moments(config.uncertainty_head, model(graph, relation_graph, distribution=True))
             return UncertainOutput(model.to_target_space(moments.mean), moments.variance.sqrt() * model.target_std)
         return UncertainOutput(_to_output(model, model(graph, relation_graph), temperature), None)
