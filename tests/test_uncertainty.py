@@ -18,7 +18,7 @@ from conftest_models import batch_of, dataset_for, freesolv_rows, tiny_preset
 from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from dgl_graphtx.ensemble import ensemble_predict
+from dgl_graphtx.ensemble import ensemble_predict, stored_calibration, train_ensemble
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.featurize import smiles_to_graphs
@@ -276,7 +276,7 @@ def test_predictor_applies_a_stored_temperature(tmp_path):
     table = Predictor(path).predict(["CCO"])
     assert list(table.columns) == ["smiles", "active", "active_std", "error", "warning"]
     g, rel = smiles_to_graphs("CCO", preset.featurizer, preset.relation)
-    logit = float(model.eval()(g, rel)[0, 0])  # no dropout in the tiny preset: every pass is the same
+    logit = float(model.eval()(g, rel).detach()[0, 0])  # no dropout in the tiny preset: every pass is the same
     assert table["active"][0] == pytest.approx(1 / (1 + math.exp(-logit / 3.0)), rel=1e-5)
     assert table["active_std"][0] == pytest.approx(0.0, abs=1e-7)
 
@@ -351,3 +351,21 @@ def test_ensemble_method_needs_several_members(tmp_path):
     freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(data, index=False)
     assert_one_error_line(run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "r", "--epochs", "1",
                                    "--uncertainty", "ensemble", "--no-progress"]), "--ensemble-size")
+
+
+def test_ensemble_spread_is_calibrated_and_reloaded_for_predict(tmp_path):
+    preset = tiny_preset("vanilla")
+    dataset = dataset_for(preset.featurizer, preset.relation, 0, 40)
+    config = TrainConfig(epochs=1, batch_size=16, progress=False, device="cpu")
+    result = train_ensemble(dataset, preset, config, fractions=(0.5, 0.25, 0.25), ensemble_size=2, out_dir=tmp_path,
+                            uncertainty=UncertaintyConfig("ensemble", coverage=0.8))
+    (calibration,) = result.calibrations
+    table = result.predictions
+    members = np.stack([r.test_predictions["expt_pred"].to_numpy() for r in result.members[0]])
+    assert table["expt_std"].to_numpy() == pytest.approx(calibration.z_scale[0] * members.std(0), rel=1e-6)
+    half = calibration.conformal[0] * table["expt_std"].to_numpy()
+    assert (table["expt_hi"] - table["expt_pred"]).to_numpy() == pytest.approx(half, rel=1e-6)
+    report = json.loads((tmp_path / "ensemble_metrics.json").read_text())["uncertainty"][0]
+    assert report["test"]["expt"]["coverage"] == pytest.approx(
+        ((table["expt"] >= table["expt_lo"]) & (table["expt"] <= table["expt_hi"])).mean())
+    assert stored_calibration([tmp_path / "replicate_0"]) == calibration
