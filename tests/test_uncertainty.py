@@ -18,6 +18,7 @@ from conftest_models import batch_of, dataset_for, freesolv_rows, tiny_preset
 from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.ensemble import ensemble_predict, stored_calibration, train_ensemble
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.experiment import train_and_evaluate
@@ -369,3 +370,17 @@ def test_ensemble_spread_is_calibrated_and_reloaded_for_predict(tmp_path):
     assert report["test"]["expt"]["coverage"] == pytest.approx(
         ((table["expt"] >= table["expt_lo"]) & (table["expt"] <= table["expt_hi"])).mean())
     assert stored_calibration([tmp_path / "replicate_0"]) == calibration
+
+
+def test_classification_gets_a_temperature_and_mc_dropout_std():
+    preset = tiny_preset("vanilla", task="classification", dropout=0.2)
+    frame = freesolv_rows(0, 48).assign(soluble=lambda f: (f["expt"] < -4).astype(float))
+    dataset = MoleculeDataset.from_dataframe(frame, "smiles", ["soluble"], featurizer=preset.featurizer,
+                                             relation=preset.relation, progress=False)
+    result = train_and_evaluate(dataset, preset, TrainConfig(epochs=1, batch_size=16, progress=False, device="cpu"),
+                                fractions=(0.5, 0.25, 0.25), uncertainty=UncertaintyConfig("mc_dropout", mc_samples=4))
+    (temperature,) = result.calibration.temperature
+    assert 0.05 <= temperature <= 20 and result.calibration.conformal is None
+    table = result.test_predictions
+    assert list(table.columns) == ["row", "smiles", "soluble", "soluble_pred", "soluble_std"]
+    assert table["soluble_pred"].between(0, 1).all() and (table["soluble_std"] > 0).all()
