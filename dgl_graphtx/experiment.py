@@ -103,6 +103,9 @@ def train_and_evaluate(
     if uncertainty.method == "ensemble":
         raise ConfigError("uncertainty 'ensemble' is the spread of several models: train with ensemble size >= 2 "
                           "(--ensemble-size, train_ensemble)")
+    if uncertainty.method == "mc_dropout" and not (preset.model.dropout or preset.model.attn_dropout):
+        raise ConfigError("uncertainty 'mc_dropout' samples dropout, but the model has dropout=0 and attn_dropout=0; "
+                          "set one, e.g. --set model.dropout=0.1")
     if preset.model.uncertainty_head != uncertainty.head:
         preset = dataclasses.replace(preset, model=dataclasses.replace(preset.model, uncertainty_head=uncertainty.head))
     if preset.model.task == "classification":

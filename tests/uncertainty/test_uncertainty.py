@@ -347,6 +347,13 @@ def test_evidential_and_mc_dropout_training_in_python(tmp_path):
         assert (table["expt_std"] > 0).all() and (table["expt_hi"] > table["expt_lo"]).all()
 
 
+def test_mc_dropout_training_needs_dropout():
+    preset = tiny_preset("vanilla")  # dropout 0
+    dataset = dataset_for(preset.featurizer, preset.relation, 0, 24)
+    with pytest.raises(ConfigError, match="dropout=0"):
+        train_and_evaluate(dataset, preset, TrainConfig(epochs=1, progress=False), uncertainty=UncertaintyConfig("mc_dropout"))
+
+
 def test_ensemble_method_needs_several_members(tmp_path):
     data = tmp_path / "d.csv"
     freesolv_rows(0, 30)[["smiles", "expt"]].to_csv(data, index=False)
