@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import Subset
 
-from .datasets import MoleculeDataset, Split, collate_molecules
+from .datasets import MoleculeDataset, Split
 from .errors import ConfigError
 from .experiment import ExperimentResult, make_split, train_and_evaluate
 from .featurize.molecule import MoleculeLike
 from .models import Preset
 from .predict import Predictor
-from .training import TrainConfig, compute_metrics
+from .training import TrainConfig, Trainer, compute_metrics
 from .uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration
 from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, json_ready, predict_batches, report_metrics
 
@@ -167,7 +167,7 @@ def train_ensemble(
         members.append(runs)
         table = combine_members([r.test_predictions for r in runs], names, value="_pred")
         if calibrate:
-            calibration = _calibrate_spread(runs, dataset, parts, uncertainty, train_config.batch_size)
+            calibration = _calibrate_spread(runs, dataset, parts, uncertainty, train_config)
             calibrations.append(calibration)
             table = _with_intervals(table, names, calibration)
             labels_now = table[names].to_numpy(dtype=float)
@@ -203,11 +203,11 @@ def train_ensemble(
 
 
 def _calibrate_spread(runs: Sequence[ExperimentResult], dataset: MoleculeDataset, parts: Split,
-                      uncertainty: UncertaintyConfig, batch_size: int) -> Calibration:
+                      uncertainty: UncertaintyConfig, train_config: TrainConfig) -> Calibration:
     """z-scale and conformal quantiles of the members' mean and spread on the validation part."""
     def member_predictions(model) -> np.ndarray:
-        loader = DataLoader(Subset(dataset, parts.valid), batch_size=batch_size, collate_fn=collate_molecules)
-        return predict_batches(model, loader, next(model.parameters()).device, UncertaintyConfig()).mean
+        trainer = Trainer(model, train_config)  # its loader and device: the same compute path as training
+        return predict_batches(model, trainer.loader(Subset(dataset, parts.valid)), trainer.device, UncertaintyConfig()).mean
 
     stack = np.stack([member_predictions(r.model) for r in runs])
     labels = dataset.raw_labels[parts.valid].double().numpy()
