@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -14,13 +15,17 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from torch.utils.data import Subset
+
 from .datasets import MoleculeDataset, Split
 from .errors import ConfigError
 from .experiment import ExperimentResult, make_split, train_and_evaluate
 from .featurize.molecule import MoleculeLike
 from .models import Preset
 from .predict import Predictor
-from .training import TrainConfig, compute_metrics
+from .training import TrainConfig, Trainer, compute_metrics
+from .uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration
+from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, json_ready, predict_batches, report_metrics
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -39,6 +44,9 @@ class EnsembleResult:
         summary: ``{metric: {"mean": .., "std": ..}}`` of the ensemble metrics over replicates.
         spearman: Spearman rho of ``std`` vs ``|error|`` over all test molecules (first target;
             NaN with a single member).
+        calibrations: with uncertainty ``ensemble``, each replicate's calibration (z-scale of the
+            std and conformal quantiles, fitted on its validation part; its test rows then have
+            ``<t>_lo`` / ``<t>_hi`` columns and a calibrated ``<t>_std``).
     """
 
     members: List[List[ExperimentResult]]
@@ -46,6 +54,7 @@ class EnsembleResult:
     metrics: pd.DataFrame
     summary: Dict[str, Dict[str, float]]
     spearman: float
+    calibrations: List[Calibration] = dataclasses.field(default_factory=list)
 
 
 def member_seed(seed: int, replicate: int, member: int, size: int) -> int:
@@ -77,6 +86,26 @@ def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.D
     return out
 
 
+def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str], value: str = "") -> pd.DataFrame:
+    """:func:`ensemble_table` of the members' ``<name><value>`` columns, with ``<name>_std`` the
+    members' spread; members that predict their own ``<name>_std`` add its mean variance (total
+    variance = variance of the means + mean of the variances), and their own intervals are dropped.
+
+    Example:
+        >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0], "y_std": [3.0]}); b = a.assign(y=[3.0])
+        >>> combine_members([a, b], ["y"]).values.tolist()  # sqrt(1 + 9)
+        [['C', 2.0, 3.1622776601683795]]
+    """
+    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
+    member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
+                       for n in names if f"{n}_std" in tables[0]}
+    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [f"{n}{value}" for n in names])
+    out = out.rename(columns={f"{n}{value}_std": f"{n}_std" for n in names})
+    for name, variance in member_variance.items():
+        out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
+    return out
+
+
 def train_ensemble(
     dataset: MoleculeDataset,
     preset: Preset,
@@ -86,9 +115,15 @@ def train_ensemble(
     ensemble_size: int = 1,
     replicates: int = 1,
     out_dir: Optional[PathLike] = None,
+    uncertainty: Optional[UncertaintyConfig] = None,
 ) -> EnsembleResult:
     """Train ``ensemble_size`` models per split over ``replicates`` splits and evaluate the
     ensemble mean on each test part.
+
+    ``uncertainty`` with method ``ensemble`` calibrates the members' spread on each replicate's
+    validation part (z-scaling and conformal intervals, written to
+    ``replicate_<r>/calibration.json`` with ``out_dir``); any other method is passed to every
+    member (see :func:`~dgl_graphtx.experiment.train_and_evaluate`).
 
     Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
@@ -109,6 +144,13 @@ def train_ensemble(
         raise ConfigError(f"ensemble size and replicates must be >= 1, got {ensemble_size} and {replicates}")
     if isinstance(split, Split) and replicates > 1:
         raise ConfigError("replicates need random or scaffold splits; the data defines a single split")
+    calibrate = uncertainty is not None and uncertainty.method == "ensemble"
+    if calibrate and (ensemble_size < 2 or preset.model.task != "regression"):
+        raise ConfigError("uncertainty 'ensemble' calibrates the spread of >= 2 regression models; raise the ensemble size "
+                          "(or use mc_dropout for classification)")
+    member_uncertainty = None if uncertainty is None or calibrate else uncertainty
+    calibrations: List[Calibration] = []
+    uncertainty_rows = []
     out = Path(out_dir) if out_dir is not None else None
     names = list(dataset.target_names)
     members: List[List[ExperimentResult]] = []
@@ -121,10 +163,21 @@ def train_ensemble(
             logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, replicates, member + 1, ensemble_size, seed)
             member_dir = out / f"replicate_{replicate}" / f"member_{member}" if out is not None else None
             runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
-                                           fractions, member_dir))
+                                           fractions, member_dir, uncertainty=member_uncertainty))
         members.append(runs)
-        table = ensemble_table([r.test_predictions for r in runs], [f"{n}_pred" for n in names])
-        table = table.rename(columns={f"{n}_pred_std": f"{n}_std" for n in names})
+        table = combine_members([r.test_predictions for r in runs], names, value="_pred")
+        if calibrate:
+            calibration = _calibrate_spread(runs, dataset, parts, uncertainty, train_config)
+            calibrations.append(calibration)
+            table = _with_intervals(table, names, calibration)
+            labels_now = table[names].to_numpy(dtype=float)
+            predicted_now = UncertainPredictions(*[table[[f"{n}_{s}" for n in names]].to_numpy(dtype=float)
+                                                   for s in ("pred", "std", "lo", "hi")])
+            uncertainty_rows.append({"replicate": replicate, "calibration": calibration.to_dict(),
+                                     "test": report_metrics("regression", labels_now, predicted_now, names)})
+            if out is not None:
+                (out / f"replicate_{replicate}" / "calibration.json").write_text(
+                    json.dumps(json_ready(calibration.to_dict()), indent=2))
         table.insert(0, "replicate", replicate)
         predictions.append(table)
         labels = table[names].to_numpy(dtype=float)
@@ -143,13 +196,54 @@ def train_ensemble(
         frame.to_csv(out / "ensemble_test_predictions.csv", index=False)
         report = {"ensemble_size": ensemble_size, "replicates": replicates, "summary": summary,
                   "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": rows}
+        if calibrate:
+            report["uncertainty"] = json_ready(uncertainty_rows)
         (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
-    return EnsembleResult(members, frame, metrics_frame, summary, rho)
+    return EnsembleResult(members, frame, metrics_frame, summary, rho, calibrations)
+
+
+def _calibrate_spread(runs: Sequence[ExperimentResult], dataset: MoleculeDataset, parts: Split,
+                      uncertainty: UncertaintyConfig, train_config: TrainConfig) -> Calibration:
+    """z-scale and conformal quantiles of the members' mean and spread on the validation part."""
+    def member_predictions(model) -> np.ndarray:
+        trainer = Trainer(model, train_config)  # its loader and device: the same compute path as training
+        return predict_batches(model, trainer.loader(Subset(dataset, parts.valid)), trainer.device, UncertaintyConfig()).mean
+
+    stack = np.stack([member_predictions(r.model) for r in runs])
+    labels = dataset.raw_labels[parts.valid].double().numpy()
+    return fit_regression_calibration("ensemble", labels, stack.mean(0), stack.std(0), uncertainty.coverage)
+
+
+def _with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calibration,
+                    after: str = "_pred") -> pd.DataFrame:
+    """``table`` (``<t><after>`` means, ``<t>_std`` spreads) with the calibrated std and intervals."""
+    mean = table[[f"{n}{after}" for n in names]].to_numpy(dtype=float)
+    std, lo, hi = calibration.apply(mean, table[[f"{n}_std" for n in names]].to_numpy(dtype=float))
+    table = table.drop(columns=[f"{n}_std" for n in names])
+    return add_uncertainty_columns(table, names, UncertainPredictions(mean, std, lo, hi), after=lambda n: f"{n}{after}")
+
+
+def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
+    """The ensemble calibration in ``<folder>/calibration.json`` when exactly one folder is given
+    and holds one (a replicate folder written by :func:`train_ensemble`), else ``None``.
+
+    Example:
+        >>> stored_calibration(["no/such/folder"]) is None
+        True
+    """
+    if len(folders) != 1 or not (Path(folders[0]) / "calibration.json").is_file():
+        return None
+    data = json.loads((Path(folders[0]) / "calibration.json").read_text())
+    data["conformal"] = [math.inf if q is None else q for q in data.get("conformal") or []] or None
+    return Calibration.from_dict(data)
 
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
-                     identifiers: Optional[Sequence[str]] = None) -> pd.DataFrame:
-    """Mean prediction of several predictors with a ``<target>_std`` column per target.
+                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None) -> pd.DataFrame:
+    """Mean prediction of several predictors with a ``<target>_std`` column per target: the
+    members' spread, combined with their own mean variance when they predict a std. A
+    ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
+    the std and adds ``<target>_lo`` / ``<target>_hi``.
 
     Example:
         >>> import tempfile
@@ -165,4 +259,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
     tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers) for i, p in enumerate(predictors)]
-    return ensemble_table(tables, names)
+    out = combine_members(tables, names)
+    return _with_intervals(out, names, calibration, after="") if calibration is not None else out

@@ -1,6 +1,7 @@
 """One training experiment end to end: split, build, train, evaluate on the test part."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ import pandas as pd
 from torch.utils.data import Subset
 
 from .atomic_io import atomic_to_csv, atomic_write_text
-from .checkpoint import CheckpointMeta
+from .checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from .datasets import MoleculeDataset, Split, kennard_stone_split, kmeans_split, morgan_fingerprints, random_split, scaffold_split
 from .domain import Domain
 from .errors import ConfigError
@@ -18,6 +19,8 @@ from .models import MoleculeModel, Preset, build_model
 from .run_folder import RunFolder
 from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
 from .training.target_metrics import per_target_metrics
+from .uncertainty import Calibration, UncertaintyConfig
+from .uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
 
 PathLike = Union[str, Path]
 #: Split kinds :func:`make_split` computes (``kmeans`` and ``kennard_stone`` on Morgan fingerprints).
@@ -37,6 +40,7 @@ class ExperimentResult:
     test_notes: List[str] = field(default_factory=list)
     #: Test metrics of each target alone (``{target: {metric: value}}``).
     test_per_target: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    calibration: Optional[Calibration] = None
 
 
 def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
@@ -67,6 +71,7 @@ def train_and_evaluate(
     overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
+    uncertainty: Optional[UncertaintyConfig] = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
     :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
@@ -80,6 +85,12 @@ def train_and_evaluate(
     refused if it already holds a run unless ``overwrite=True`` or ``resume`` (which continues
     the run there, see :meth:`Trainer.fit`); pass an opened ``RunFolder`` to check the folder
     before featurizing, as the command line does.
+
+    With an ``uncertainty`` method (see :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`; the
+    preset's model gets the head the method needs; by default the method of the preset's
+    ``uncertainty_head``), the uncertainty is calibrated on the
+    validation part, the calibration is stored in ``best.pt``, the test predictions get
+    ``<target>_std`` / ``_lo`` / ``_hi`` columns and ``metrics.json`` an ``uncertainty`` entry.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -97,6 +108,19 @@ def train_and_evaluate(
         raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
+    if uncertainty is None:
+        uncertainty = UncertaintyConfig(preset.model.uncertainty_head)
+    if uncertainty.active and preset.model.task == "multiclass":
+        raise ConfigError(f"uncertainty {uncertainty.method!r} is for regression and binary classification, not for "
+                          "--task multiclass; drop --uncertainty")
+    if uncertainty.method == "ensemble":
+        raise ConfigError("uncertainty 'ensemble' is the spread of several models: train with ensemble size >= 2 "
+                          "(--ensemble-size, train_ensemble)")
+    if uncertainty.method == "mc_dropout" and not (preset.model.dropout or preset.model.attn_dropout):
+        raise ConfigError("uncertainty 'mc_dropout' samples dropout, but the model has dropout=0 and attn_dropout=0; "
+                          "set one, e.g. --set model.dropout=0.1")
+    if preset.model.uncertainty_head != uncertainty.head:
+        preset = dataclasses.replace(preset, model=dataclasses.replace(preset.model, uncertainty_head=uncertainty.head))
     if preset.model.task == "classification":
         check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
     if preset.model.task == "multiclass":
@@ -107,14 +131,14 @@ def train_and_evaluate(
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume)
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume)
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty)
 
 
 def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
          fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
-         hooks: ProcessHooks, resume: Union[None, bool, PathLike]) -> ExperimentResult:
+         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
     run = out_dir if isinstance(out_dir, RunFolder) else None
@@ -124,22 +148,29 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
-             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {})}
+             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
+             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
-    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks)
+    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, evidential_reg=uncertainty.evidential_reg)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
+    calibration = None
+    if uncertainty.active:
+        calibration, with_uncertainty = _calibrate(trainer, dataset, parts, uncertainty)
+        predicted = with_uncertainty.mean
     metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
-    per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names)
+    per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names, preset.model.num_classes)
     table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
     width = predicted.shape[1] // len(dataset.target_names)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
         columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width], "_pred")
         table = pd.concat([table, columns], axis=1)
+    if calibration is not None:
+        add_uncertainty_columns(table, dataset.target_names, with_uncertainty, after=lambda name: f"{name}_pred")
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
@@ -148,6 +179,25 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
                    "valid": json_safe(result.best_metrics),
                    "best_epoch": result.best_epoch, "notes": notes,
                    "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
+        if calibration is not None:
+            summary["uncertainty"] = json_ready({
+                "method": uncertainty.method, "calibration": calibration.to_dict(),
+                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names)})
+            best = load_checkpoint(out / "best.pt")
+            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict()}}
+            save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
-    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target)
+    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration)
+
+
+def _calibrate(trainer: Trainer, dataset: MoleculeDataset, parts: Split, uncertainty: UncertaintyConfig):
+    """The calibration fitted on the validation part and the calibrated test predictions."""
+    def batches(rows):
+        return lambda: trainer.loader(Subset(dataset, rows))
+
+    model = trainer.model
+    calibration = fit_calibration(model, batches(parts.valid), dataset.raw_labels[parts.valid].double().numpy(),
+                                  trainer.device, uncertainty)
+    test = predict_batches(model, batches(parts.test)(), trainer.device, uncertainty, calibration.temperature)
+    return calibration, calibrated(model.config.task, test, calibration)

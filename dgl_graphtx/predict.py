@@ -29,6 +29,10 @@ from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featur
 from .featurize.molecule import MoleculeLike, to_mol
 from .nn.graph_tensors import on_device
 from .training.outputs import prediction_frame
+from .uncertainty import Calibration
+from .uncertainty.config import stored_settings
+from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
+from .uncertainty.inference import predict_with_uncertainty
 from .validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
@@ -125,6 +129,11 @@ class Predictor:
             as well as by ``batch_size``), which bounds the memory of one step.
         chunk_size: molecules featurized and held in memory at a time.
         compute: ``auto``, ``dgl`` or ``tensors`` (see :func:`~dgl_graphtx.devices.resolve_compute`).
+        uncertainty: uncertainty method, by default the one the checkpoint was trained with;
+            ``mc_dropout`` samples dropout with any model, ``none`` turns it off. A ``<target>_std``
+            column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
+            interval) when the checkpoint holds a calibration for the method.
+        mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
 
     Example:
         >>> import tempfile
@@ -147,6 +156,8 @@ class Predictor:
         batch_edges: int = 2_000_000,
         chunk_size: int = 4096,
         compute: str = "auto",
+        uncertainty: Optional[str] = None,
+        mc_samples: Optional[int] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -160,6 +171,16 @@ class Predictor:
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
         self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
+        self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
+        if self.uncertainty.active and self.model.config.task == "multiclass":
+            raise ConfigError(f"uncertainty {self.uncertainty.method!r} is for regression and binary classification, "
+                              "not for a multiclass model; predict without --uncertainty")
+        if self.uncertainty.method == "ensemble":
+            raise ConfigError("uncertainty 'ensemble' needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
+        if self.uncertainty.method in ("mve", "evidential") and self.uncertainty.method != self.model.config.uncertainty_head:
+            raise ConfigError(f"uncertainty {self.uncertainty.method!r} needs a model trained with it; this checkpoint has "
+                              f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
+        self.calibration = Calibration.from_dict(stored)
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
@@ -323,8 +344,15 @@ class Predictor:
             return Featurized(errors, rows, None, None)
         return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
 
+    @property
+    def _width(self) -> int:
+        """Values per molecule from :meth:`_forward`: the point predictions, then one std per
+        target when there are any."""
+        has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
+        return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
+
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
-        predictions = np.full((len(molecules), self.model.config.output_width), np.nan)
+        predictions = np.full((len(molecules), self._width), np.nan)
         done = self._featurize(molecules)
         errors = done.errors
         if done.rows:
@@ -339,7 +367,11 @@ class Predictor:
                         else:
                             errors[row] = error
         config = self.model.config
-        table = prediction_frame(config.task, config.num_classes, self.target_names, predictions)
+        point = config.prediction_width
+        predicted = calibrated(config.task, UncertainPredictions(
+            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration)
+        table = prediction_frame(config.task, config.num_classes, self.target_names, predicted.mean)
+        add_uncertainty_columns(table, self.target_names, predicted)
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors
@@ -364,8 +396,11 @@ class Predictor:
         single molecule that still does not fit gets an error instead of stopping the run."""
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            output = self.model.predict(on_device(graphs.batch(index), self.device, self.compute),
-                                        on_device(relations.batch(index), self.device, self.compute, blocks=True))
+            temperature = self.calibration.temperature if self.calibration is not None else None
+            out = predict_with_uncertainty(self.model, on_device(graphs.batch(index), self.device, self.compute),
+                                           on_device(relations.batch(index), self.device, self.compute, blocks=True),
+                                           self.uncertainty.method, self.uncertainty.mc_samples, temperature)
+            output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
             yield batch, output.cpu().double().numpy(), None
             return
         except (RuntimeError, MemoryError) as err:
@@ -376,7 +411,7 @@ class Predictor:
         if len(batch) == 1:
             atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
             logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
-            yield batch, np.full((1, self.model.config.output_width), np.nan), (
+            yield batch, np.full((1, self._width), np.nan), (
                 f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
                 "lower SizeLimits or use a hops/radius relation")
             return

@@ -8,7 +8,7 @@ Resolution order (later wins), the same for the command line and for Python:
 2. the preset chosen by ``preset.model`` / ``preset.name`` (model, featurizer and relation settings,
    and its training recipe ``Preset.train``);
 3. a config file (TOML or YAML) with the sections ``preset``, ``data``, ``model``, ``featurizer``,
-   ``relation``, ``train``, ``ensemble``;
+   ``relation``, ``train``, ``ensemble``, ``uncertainty``;
 4. ``--set section.field=value`` overrides, in the order given;
 5. explicit command-line flags (``--epochs``, ``--model``, ...).
 
@@ -41,11 +41,13 @@ from .settings_files import parse_set_items, read_settings_file, section_dict
 from .settings_files import plain as _plain
 from .settings_files import set_dotted as _set
 from .training import TrainConfig, resolve_loss, resolve_metrics
+from .uncertainty import UncertaintyConfig
 
 PathLike = Union[str, Path]
-SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble")
+SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
 #: Model fields computed from other settings (never read from files or ``--set``).
-DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices")
+DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
+                        "uncertainty_head")
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -188,6 +190,7 @@ class RunConfig:
     relation: RelationConfig
     train: TrainConfig
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    uncertainty: UncertaintyConfig = field(default_factory=UncertaintyConfig)
 
     def __post_init__(self) -> None:
         # the loss, metrics and task weights must fit the model: checked before any featurization
@@ -215,6 +218,7 @@ class RunConfig:
             "relation": dataclasses.asdict(self.relation),
             "train": dataclasses.asdict(self.train),
             "ensemble": dataclasses.asdict(self.ensemble),
+            "uncertainty": dataclasses.asdict(self.uncertainty),
         }
         return _plain(out)
 
@@ -250,13 +254,15 @@ def load_config_file(path: PathLike) -> Dict[str, Any]:
 
 
 _SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
-                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig}
+                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig,
+                  "uncertainty": UncertaintyConfig}
 
 
 def _refuse_derived(cls: type, name: str, key: str) -> None:
     """Model fields computed from other settings cannot be set."""
     if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
-        source = "preset.model" if name == "variant" else "data.targets" if name == "num_tasks" else "the featurizer"
+        source = {"variant": "preset.model", "num_tasks": "data.targets",
+                  "uncertainty_head": "uncertainty.method"}.get(name, "the featurizer")
         raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 
@@ -366,6 +372,7 @@ def resolve_run_config(
             "train": {**dataclasses.asdict(TrainConfig()), **base.train.to_dict()},
             "data": dataclasses.asdict(DataConfig()),
             "ensemble": dataclasses.asdict(EnsembleConfig()),
+            "uncertainty": dataclasses.asdict(UncertaintyConfig()),
         },
         {k: v for k, v in user.items() if k != "preset"},
     )
@@ -380,6 +387,7 @@ def resolve_run_config(
             _set(resolved, second, _get(resolved, first)[1])
 
     data = DataConfig(**resolved["data"])
+    uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
     model = ModelConfig.from_dict({
@@ -387,9 +395,10 @@ def resolve_run_config(
         "variant": choice.model,
         "num_tasks": max(len(data.targets), 1),
         **MoleculeFeaturizer(featurizer, relation).model_inputs,
+        "uncertainty_head": uncertainty.head,
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
-                     EnsembleConfig(**resolved["ensemble"]))
+                     EnsembleConfig(**resolved["ensemble"]), uncertainty)
 
 
 def default_preset_name(model: str) -> str:

@@ -12,6 +12,7 @@ from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
 from ..training.losses import LOSSES
+from ..uncertainty import METHODS as UNCERTAINTY_METHODS
 from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
@@ -107,6 +108,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
     ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help="models per split with different seeds; predictions get a std column (default: 1)")),
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
+    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help="uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on the validation part, see docs/uncertainty.md (default: none)")),
+    ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help="coverage of the conformal prediction intervals (default: 0.9)")),
+    ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help="stochastic passes of MC dropout (default: 20)")),
 )
 
 

@@ -6,11 +6,12 @@ import logging
 import sys
 
 from ..atomic_io import ProgressiveCSV
-from ..ensemble import ensemble_predict
+from ..ensemble import ensemble_predict, stored_calibration
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
 from ..predict import with_carried_columns
 from ..table_output import table_format, table_separator, write_table
+from ..uncertainty import METHODS
 from .common import add_input_options, add_logging_options, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
@@ -36,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
                          help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
+    predict.add_argument("--uncertainty", choices=[m for m in METHODS if m != "ensemble"], default=None,
+                         help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
+                              "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
+    predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,
+                         help="stochastic passes of MC dropout (default: the checkpoint's, else 20)")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
     predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logging_options(predict)
@@ -53,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("--resume continues a .csv/.tsv --output; a .parquet file is written at once")
     writer = ProgressiveCSV(args.output, resume=args.resume, sep=table_separator(args.output)) if args.output and not parquet else None
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
-    predictors = load_predictors(args, batch_size=args.batch_size, limits=limits,
-                                 batch_edges=args.batch_edges, chunk_size=args.chunk_size)
+    predictors = load_predictors(args, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
+                                 chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples)
     for classes in predictors[0].class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
     table = read_input(args, args.input, predictors[0]) if args.input else None
@@ -64,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if len(predictors) > 1:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
-        result = with_carried_columns(ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers), carried, 0)
+        result = with_carried_columns(ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers,
+                                                       calibration=stored_calibration(args.checkpoint)), carried, 0)
         if parquet:
             write_table(result, args.output)
         elif writer is None:

@@ -20,6 +20,7 @@ from ..models.variants import option_sections
 from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
 from ..run_folder import RunFolder
 from ..training.target_metrics import per_target_lines
+from ..uncertainty.evaluation import format_uncertainty
 from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics
 from .store_recipe import check_store_settings, read_store_recipe, recipe_flags
 
@@ -28,9 +29,9 @@ logger = logging.getLogger("dgl_graphtx")
 EPILOG = f"""\
 configuration (later wins): defaults < preset < --config file < --set KEY=VALUE < explicit flags.
 Every field of the sections preset, data, model (with model.{"/".join(option_sections())}),
-featurizer, relation, train and ensemble can be set in the file or with --set; the fields are documented
-in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
-TrainConfig, DataConfig and EnsembleConfig. The resolved configuration is written to OUT/config.yaml;
+featurizer, relation, train, ensemble and uncertainty can be set in the file or with --set; the fields are
+documented in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
+TrainConfig, DataConfig, EnsembleConfig and UncertaintyConfig (docs/uncertainty.md). The resolved configuration is written to OUT/config.yaml;
 'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
 
 presets (--model NAME --preset PRESET):
@@ -180,13 +181,14 @@ def run(args: argparse.Namespace) -> int:
             elif config.ensemble.single:
                 result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
                                             fractions=data.fractions, out_dir=folder if folder is not None else out,
-                                            hooks=hooks, resume=args.resume)
+                                            hooks=hooks, resume=args.resume, uncertainty=config.uncertainty)
                 if hooks.is_main:
                     logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
             else:
                 ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
                                           fractions=data.fractions, ensemble_size=config.ensemble.size,
-                                          replicates=config.ensemble.replicates, out_dir=out)
+                                          replicates=config.ensemble.replicates, out_dir=out,
+                                          uncertainty=config.uncertainty)
         if not hooks.is_main:
             return 0
     if cv:
@@ -203,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         for note in result.test_notes:
             print(f"note: {note}")
+        if result.calibration is not None:
+            print(f"uncertainty ({config.uncertainty.method}) calibrated on the validation part; test: "
+                  f"{format_uncertainty(result.test_predictions, list(dataset.target_names), config.uncertainty.coverage)}")
         print(f"checkpoint: {out / 'best.pt'}")
         return 0
     size, replicates = config.ensemble.size, config.ensemble.replicates
@@ -210,5 +215,8 @@ def run(args: argparse.Namespace) -> int:
     print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
+    if config.uncertainty.method == "ensemble":
+        print(f"calibrated on each replicate's validation part; test: "
+              f"{format_uncertainty(ensemble.predictions, list(dataset.target_names), config.uncertainty.coverage)}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
     return 0

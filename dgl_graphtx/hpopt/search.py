@@ -178,6 +178,7 @@ def _optimize(out: Path, space: Sequence[Param], settings: SearchSettings, direc
 def _shares(out: Path, settings: SearchSettings, direction: str) -> List[int]:
     """Trials left to run, dealt out to the processes; trials a killed search left ``RUNNING`` are
     marked failed first."""
+    optuna = _optuna()
     study = _study(out, settings, direction, 0)
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         logger.warning("trial %d was interrupted by an earlier search: marked failed", trial.number)

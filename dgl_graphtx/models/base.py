@@ -71,12 +71,15 @@ class MoleculeModel(nn.Module):
         raise NotImplementedError
 
     def forward(
-        self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False
+        self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False,
+        distribution: bool = False,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
-        attention weights over the relation graph's edges."""
+        attention weights over the relation graph's edges. With ``distribution`` the whole output
+        of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
         out = self.head(self.pool(graph, atoms, virtual))
+        out = out if distribution else out[:, : self.config.prediction_width]
         return (out, attentions) if return_attention else out
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
@@ -100,7 +103,7 @@ class MoleculeModel(nn.Module):
             (torch.Size([1, 3]), torch.Size([100, 3]))
         """
         nodes, _, _ = self.encode(graph, relation_graph)
-        return self.head(nodes)
+        return self.head(nodes)[:, : self.config.prediction_width]
 
     @torch.no_grad()
     def predict_nodes(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:

@@ -23,6 +23,9 @@ from .variants import (  # noqa: F401  (the options classes are re-exported from
 VARIANTS = VARIANT_NAMES
 READOUTS = ("virtual", "mean", "max", "sum")
 TASKS = ("regression", "classification", "multiclass")
+#: Output heads of a regression model, with their outputs per target: the point prediction, or
+#: a distribution (see :mod:`dgl_graphtx.uncertainty.heads`).
+UNCERTAINTY_HEADS = {"none": 1, "mve": 2, "evidential": 4}
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -62,6 +65,8 @@ class ModelSettings:
             ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
+        uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
+            (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
     """
 
     variant: str = "grpe"
@@ -84,11 +89,18 @@ class ModelSettings:
     rwse_norm: bool = False
     input_mlp: bool = False
     head_layers: int = 1
+    uncertainty_head: str = "none"
+
+    @property
+    def prediction_width(self) -> int:
+        """Point outputs per molecule: ``num_tasks``, or ``num_tasks * num_classes`` logits (multiclass)."""
+        return self.num_tasks * (self.num_classes if self.task == "multiclass" else 1)
 
     @property
     def output_width(self) -> int:
-        """Outputs of the head: ``num_tasks``, or ``num_tasks * num_classes`` logits (multiclass)."""
-        return self.num_tasks * (self.num_classes if self.task == "multiclass" else 1)
+        """Outputs of the head: the point outputs, or all parameters of an uncertainty head's
+        distribution (the point prediction first)."""
+        return self.prediction_width * UNCERTAINTY_HEADS.get(self.uncertainty_head, 1)
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
@@ -113,6 +125,10 @@ class ModelSettings:
         check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
+        _check(self.uncertainty_head in UNCERTAINTY_HEADS,
+               f"uncertainty_head must be one of {tuple(UNCERTAINTY_HEADS)}, got {self.uncertainty_head!r}")
+        _check(self.uncertainty_head == "none" or self.task == "regression",
+               f"the {self.uncertainty_head} uncertainty head is for regression; use mc_dropout or an ensemble for classification")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")

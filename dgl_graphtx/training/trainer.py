@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .hooks import ProcessHooks
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
@@ -230,6 +231,9 @@ class Trainer:
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
             :class:`~dgl_graphtx.distributed.DistributedContext` for DDP.
+        evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
+            (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
+            ``evidential`` head trains on its distribution loss instead of MSE.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -248,8 +252,10 @@ class Trainer:
         out_dir: Optional[PathLike] = None,
         meta: Optional[CheckpointMeta] = None,
         hooks: Optional[ProcessHooks] = None,
+        evidential_reg: float = UncertaintyConfig.evidential_reg,
     ) -> None:
         self.config = config
+        self.evidential_reg = evidential_reg
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
         self.compute = resolve_compute(config.compute, self.device)
@@ -262,6 +268,10 @@ class Trainer:
         if config.task_weights and len(config.task_weights) != model.config.num_tasks:
             raise ConfigError(f"{len(config.task_weights)} task weight(s) {list(config.task_weights)} for "
                               f"{model.config.num_tasks} target(s); give one weight per target (--task-weights)")
+        head = model.config.uncertainty_head
+        if head != "none" and (config.loss != "auto" or config.task_weights):
+            raise ConfigError(f"the {head} uncertainty head trains on its own likelihood: drop --loss {config.loss} / "
+                              "--task-weights, or train without --uncertainty " + head)
         self.task_weights = torch.tensor(config.task_weights, device=self.device) if config.task_weights else None
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
@@ -355,6 +365,9 @@ class Trainer:
                 logger.warning("validation set: %s", note)
         self._prepare_labels(train_set)
         self._loss_inputs = LossInputs.of(train_set)
+        if self._loss_inputs is not None and self.model.config.uncertainty_head != "none":
+            raise ConfigError(f"the {self.model.config.uncertainty_head} uncertainty head trains on its own likelihood, "
+                              "without sample weights or censored labels: drop --weight-col / --loss bounded_mse")
         if self._loss_inputs is not None:
             train_set = RowIndexed(train_set)
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
@@ -408,6 +421,18 @@ class Trainer:
             plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
         return TrainResult(frame, state.best_epoch, state.best_metrics)
 
+    def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The training loss of one batch: the uncertainty head's distribution loss, or the chosen
+        loss with its weights (``rows``: the batch's dataset rows, for per-molecule weights and
+        censoring). Override to change it."""
+        target = self.model.normalize_targets(batch.labels)
+        head = self.model.config.uncertainty_head
+        if head != "none":
+            return head_loss(head, output, target, batch.mask, self.evidential_reg)
+        extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
+        return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
+                             pos_weight=self.pos_weight, **extra)
+
     def _is_better(self, score: float, best: Optional[float]) -> bool:
         if best is None or np.isnan(best):
             return True
@@ -423,10 +448,8 @@ class Trainer:
         for index, batch in enumerate(loader, start=1):
             rows = batch.rows if isinstance(batch, IndexedBatch) else None
             batch = (batch.batch if rows is not None else batch).to(self.device)
-            output = module(batch.graph, batch.relation_graph)
-            extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
-            loss = weighted_loss(self.loss, output, self.model.normalize_targets(batch.labels), batch.mask,
-                                 task_weights=self.task_weights, pos_weight=self.pos_weight, **extra)
+            output = module(batch.graph, batch.relation_graph, distribution=self.model.config.uncertainty_head != "none")
+            loss = self.batch_loss(output, batch, rows)
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:

@@ -1,0 +1,95 @@
+"""Predictions with an uncertainty: a distribution head's std, the spread of MC-dropout passes,
+and calibrated probabilities (temperature) for classification."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, NamedTuple, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .heads import predictive_moments
+
+#: Seed of the dropout masks of MC-dropout passes (predictions repeat exactly on CPU).
+MC_SEED = 0
+
+
+class UncertainOutput(NamedTuple):
+    """Predictions ``[B, T]`` in target units (probabilities for classification) and their std
+    (``None`` when the method gives none)."""
+
+    mean: torch.Tensor
+    std: Optional[torch.Tensor]
+
+
+@contextlib.contextmanager
+def dropout_active(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` with dropout sampling (train mode) but batch statistics frozen (BatchNorm in eval
+    mode); the previous modes are restored afterwards.
+
+    Example:
+        >>> net = nn.Sequential(nn.Dropout(0.5), nn.BatchNorm1d(2)).eval()
+        >>> with dropout_active(net):
+        ...     [m.training for m in net]
+        [True, False]
+        >>> net.training
+        False
+    """
+    modes = {m: m.training for m in model.modules()}
+    model.train()
+    for module in model.modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm):
+            module.eval()
+    try:
+        yield model
+    finally:
+        for module, mode in modes.items():
+            module.train(mode)
+
+
+@torch.no_grad()
+def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: str = "none", mc_samples: int = 20,
+                             temperature: Optional[Sequence[float]] = None) -> UncertainOutput:
+    """Predictions of a :class:`~dgl_graphtx.models.MoleculeModel` for one batch, with the std of
+    ``method``: the model's uncertainty head (``mve`` / ``evidential``), or the spread of
+    ``mc_samples`` passes with dropout on (``mc_dropout``); other methods give no std here.
+    Classification logits are divided by ``temperature`` (per target) before the sigmoid.
+
+    Example:
+        >>> from dgl_graphtx.featurize import smiles_to_graphs
+        >>> from dgl_graphtx.models import ModelConfig, build_model
+        >>> from dgl_graphtx.relation_graph import RelationConfig
+        >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, uncertainty_head="mve"))
+        >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+        >>> out = predict_with_uncertainty(model, g, rel, "mve")
+        >>> out.mean.shape, bool((out.std > 0).all())
+        (torch.Size([1, 1]), True)
+    """
+    config = model.config
+    head = config.uncertainty_head != "none" and method == config.uncertainty_head
+    if method != "mc_dropout" and not head and temperature is None:
+        return UncertainOutput(model.predict(graph, relation_graph), None)  # the plain path, unchanged
+    was_training = model.training
+    model.eval()
+    try:
+        if method == "mc_dropout":
+            with torch.random.fork_rng(devices=_cuda_devices(model)), dropout_active(model):
+                torch.manual_seed(MC_SEED)
+                passes = torch.stack([_to_output(model, model(graph, relation_graph), temperature) for _ in range(mc_samples)])
+            return UncertainOutput(passes.mean(0), passes.std(0, unbiased=False))
+        if head:
+            moments = predictive_moments(config.uncertainty_head, model(graph, relation_graph, distribution=True))
+            return UncertainOutput(model.to_target_space(moments.mean), moments.variance.sqrt() * model.target_std)
+        return UncertainOutput(_to_output(model, model(graph, relation_graph), temperature), None)
+    finally:
+        model.train(was_training)
+
+
+def _to_output(model: nn.Module, output: torch.Tensor, temperature: Optional[Sequence[float]]) -> torch.Tensor:
+    if temperature is not None and model.config.task == "classification":
+        output = output / torch.as_tensor(temperature, dtype=output.dtype, device=output.device)
+    return model.to_target_space(output)
+
+
+def _cuda_devices(model: nn.Module) -> list:
+    return [p.device.index or 0 for p in list(model.parameters())[:1] if p.device.type == "cuda"]
