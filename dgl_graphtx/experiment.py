@@ -108,10 +108,13 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     run = out_dir if isinstance(out_dir, RunFolder) else None
     out = run.path if run is not None else (Path(out_dir) if out_dir is not None else None)
     seed_everything(train_config.seed)
-    model = build_model(preset.model)
+    extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.extra_features.add_extra_features
+    fitted = extras.fit(parts.train) if extras is not None else None
+    model = build_model(fitted.model_config(preset.model) if fitted is not None else preset.model)
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
-             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {})}
+             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
+             **({"extra_features": fitted.to_dict()} if fitted is not None else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)

@@ -23,6 +23,7 @@ from .datasets import PackedGraphs, read_molecules
 from .devices import resolve_compute, resolve_device
 from .domain import Domain
 from .errors import ConfigError
+from .extra_features import AtomFunction, FittedExtraFeatures
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike
 from .nn.graph_tensors import on_device
@@ -89,6 +90,8 @@ class Predictor:
             as well as by ``batch_size``), which bounds the memory of one step.
         chunk_size: molecules featurized and held in memory at a time.
         compute: ``auto``, ``dgl`` or ``tensors`` (see :func:`~dgl_graphtx.devices.resolve_compute`).
+        atom_function: the function giving atom-level extra features, for a model trained with
+            one (see :mod:`dgl_graphtx.extra_features`).
 
     Example:
         >>> import tempfile
@@ -111,6 +114,7 @@ class Predictor:
         batch_edges: int = 2_000_000,
         chunk_size: int = 4096,
         compute: str = "auto",
+        atom_function: Optional[AtomFunction] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -127,6 +131,9 @@ class Predictor:
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
+        stored = loaded.meta.extra.get("extra_features")
+        self.extras = FittedExtraFeatures.from_dict(stored) if stored else None
+        self.atom_function = atom_function
 
     @property
     def target_names(self) -> List[str]:
@@ -138,11 +145,14 @@ class Predictor:
         molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
+        features: Optional[pd.DataFrame] = None,
     ) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns columns ``smiles`` (``identifiers`` when given, e.g. those of
-        :func:`~dgl_graphtx.datasets.read_molecules`), one per target, ``error`` and ``warning``."""
-        chunks = list(self.predict_chunks(molecules, progress, identifiers))
+        :func:`~dgl_graphtx.datasets.read_molecules`), one per target, ``error`` and ``warning``.
+        ``features``: a table, one row per input, holding the user feature columns the model was
+        trained with (``--features-cols``)."""
+        chunks = list(self.predict_chunks(molecules, progress, identifiers, features))
         if not chunks:
             return pd.DataFrame({"smiles": [], **{n: np.zeros(0) for n in self.target_names}, "error": [], "warning": []})
         return pd.concat(chunks, ignore_index=True)
@@ -152,11 +162,15 @@ class Predictor:
         molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
+        features: Optional[pd.DataFrame] = None,
     ) -> Iterator[pd.DataFrame]:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
+        self._check_feature_columns(features)
+        start = 0
         for chunk, names in self._chunks(molecules, progress, identifiers):
-            yield self._predict_chunk(chunk, names)
+            yield self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
+            start += len(chunk)
 
     def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
                      progress: bool = False) -> pd.DataFrame:
@@ -176,7 +190,8 @@ class Predictor:
             (8, 4)
         """
         table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
-        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers)
+        self._check_feature_columns(table.columns, str(path))
+        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers, features=table.columns)
 
     def embed(
         self,
@@ -202,7 +217,7 @@ class Predictor:
         """
         tables, pooled, per_atom = [], [], []
         for chunk, names in self._chunks(molecules, progress, identifiers):
-            done = self._featurize(chunk)
+            done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
             if done.rows:
@@ -249,7 +264,20 @@ class Predictor:
                 yield chunk, given or [describe_molecule(m) for m in chunk]
                 bar.update(len(chunk))
 
-    def _featurize(self, molecules: Sequence[MoleculeLike]) -> Featurized:
+    def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
+        """One clear error when the model reads a user feature column that ``features`` lacks."""
+        needed = list(self.extras.spec.columns) if self.extras is not None else []
+        missing = [c for c in needed if features is None or c not in features.columns]
+        if missing:
+            raise ConfigError(f"the model reads the feature column {missing[0]!r} (trained with --features-cols "
+                              f"{','.join(needed)}); {source} lacks it: add the column to the input")
+
+    @staticmethod
+    def _feature_rows(features: Optional[pd.DataFrame], start: int, count: int) -> Optional[pd.DataFrame]:
+        return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
+
+    def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
+                   molecule_level: bool = True) -> Featurized:
         errors: List[Optional[str]] = [None] * len(molecules)
         graphs, relations, rows = [], [], []
         for row, featurized, error in featurize_each(self.featurizer, molecules):
@@ -261,11 +289,17 @@ class Predictor:
             rows.append(row)
         if not rows:
             return Featurized(errors, rows, None, None)
-        return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
+        packed = PackedGraphs.from_graphs(graphs)
+        if self.extras is not None:
+            chosen = features.iloc[rows].reset_index(drop=True) if features is not None else None
+            self.extras.compute_and_attach(packed, [molecules[r] for r in rows], chosen,
+                                           [describe_molecule(molecules[r]) for r in rows], self.atom_function, molecule_level)
+        return Featurized(errors, rows, packed, PackedGraphs.from_graphs(relations))
 
-    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
+                       features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), len(self.target_names)), np.nan)
-        done = self._featurize(molecules)
+        done = self._featurize(molecules, features)
         errors = done.errors
         if done.rows:
             for batch in self._batches(done.relations.num_edges):

@@ -81,6 +81,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--subset", "data.subset", dict(type=bounded(int, 1), help="qm9 only: train on this many molecules drawn with --seed")),
     ("--on-nonfinite", "train.on_nonfinite", dict(choices=("stop", "skip"), help="NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: stop)")),
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
+    ("--features-generators", "data.features_generators", dict(type=split_targets, help="molecule-level extra features read by the head, comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see docs/features.md)")),
+    ("--features-cols", "data.features_cols", dict(type=split_targets, help="comma-separated numeric input columns used as molecule-level extra features; predict then needs them too")),
+    ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
     ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help="models per split with different seeds; predictions get a std column (default: 1)")),
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
 )

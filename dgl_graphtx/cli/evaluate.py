@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     data = read_molecules(args.data, args.smiles_col or "smiles", args.delimiter,
                           explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
     labels = data.targets(predictor.target_names)
-    table = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers)
+    table = predictor.predict(data.molecules, progress=verbosity(args) >= 0, identifiers=data.identifiers, features=data.columns)
     valid = table["error"].isna().to_numpy()
     y_true = labels.loc[valid].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     y_pred = table.loc[valid, predictor.target_names].to_numpy(dtype=float)

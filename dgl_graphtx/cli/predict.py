@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if args.input:
         table = read_molecules(args.input, args.smiles_col or "smiles", args.delimiter,
                                explicit_hydrogens=predictors[0].meta.featurizer.explicit_hydrogens)
-        molecules, identifiers = table.molecules, table.identifiers
+        molecules, identifiers, features = table.molecules, table.identifiers, table.columns
     else:
-        molecules, identifiers = list(args.smiles), None
+        molecules, identifiers, features = list(args.smiles), None, None
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     if len(predictors) > 1:
         if args.resume:
@@ -70,14 +70,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     predictor = predictors[0]
     if writer is None:
-        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers))
+        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers, features=features))
         return 0
     if writer.rows_done > len(molecules):
         raise GraphTxError(f"{writer.partial} holds {writer.rows_done} rows but the input has {len(molecules)}; "
                            "it is from another input: delete it or drop --resume")
     start, invalid, unusual = writer.rows_done, 0, 0
     rest = identifiers[start:] if identifiers is not None else None
-    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest):
+    rest_features = features.iloc[start:] if features is not None else None
+    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest, features=rest_features):
         writer.append(table)
         invalid += int(table["error"].notna().sum())
         unusual += int(table["warning"].notna().sum())

@@ -14,6 +14,7 @@ from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launc
 from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
+from ..extra_features import add_features_from_files
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
@@ -94,6 +95,9 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
     geometries when ``data.path`` is ``qm9``."""
     data = config.data
+    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
+                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
         if dataset.target_names != list(data.targets):
@@ -104,8 +108,13 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                   progress=config.train.progress)
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
-    return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                         split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
+    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                                   split_col=data.split_col, valid=data.valid, test=data.test, **kwargs)
+    if data.extra_features.any:
+        files = [p for p in (data.path, data.valid, data.test) if p is not None]
+        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
+                                config.featurizer.explicit_hydrogens)
+    return dataset, split
 
 
 def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:

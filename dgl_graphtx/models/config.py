@@ -134,6 +134,10 @@ class ModelConfig:
             ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
+        molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
+            see :mod:`dgl_graphtx.extra_features`) concatenated to the pooled embedding before the head.
+        atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
+            projected and added to the atom encodings.
 
     Example:
         >>> cfg = ModelConfig(variant="moire", moire=MoireOptions(focus="cauchy"))
@@ -160,6 +164,8 @@ class ModelConfig:
     rwse_norm: bool = False
     input_mlp: bool = False
     head_layers: int = 1
+    molecule_features: int = 0
+    atom_extra_features: int = 0
     grpe: GRPEOptions = field(default_factory=GRPEOptions)
     moire: MoireOptions = field(default_factory=MoireOptions)
     gradformer: GradformerOptions = field(default_factory=GradformerOptions)
@@ -181,6 +187,8 @@ class ModelConfig:
         check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
         check_number("num_tasks", self.num_tasks, 1, MAX_TASKS, integer=True)
         check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
+        check_number("molecule_features", self.molecule_features, 0, MAX_CATEGORIES, integer=True)
+        check_number("atom_extra_features", self.atom_extra_features, 0, MAX_WIDTH, integer=True)
         _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
         _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
         _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
