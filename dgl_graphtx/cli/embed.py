@@ -10,6 +10,7 @@ import pandas as pd
 from ..datasets import read_molecules
 from ..errors import GraphTxError
 from ..predict import Embeddings, Predictor
+from ..pretrained import get_pretrained
 from .common import add_input_options, add_logging_options, verbosity
 
 FORMATS = (".csv", ".npy", ".parquet")
@@ -23,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "molecules) or Parquet (needs pyarrow); optionally the final atom states as NPZ.",
     )
     embed.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
-    embed.add_argument("--checkpoint", required=True, help="checkpoint written by 'train' (best.pt)")
+    embed.add_argument("--checkpoint", required=True, help="checkpoint written by 'train' (best.pt), or a pretrained model: "
+                                                           "a name from 'dgl-graphtx pretrained' or a folder written by 'pretrain'")
     embed.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
     add_input_options(embed)
     embed.add_argument("--output", required=True, help="output file: .csv, .npy or .parquet")
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError(f"--output must end in one of {FORMATS}, got {output.name}")
     if args.atoms and Path(args.atoms).suffix.lower() != ".npz":
         raise GraphTxError(f"--atoms must name a .npz file, got {args.atoms}")
-    predictor = Predictor(args.checkpoint, device=args.device, batch_size=args.batch_size)
+    checkpoint = args.checkpoint if Path(args.checkpoint).is_file() else get_pretrained(args.checkpoint).checkpoint
+    predictor = Predictor(checkpoint, device=args.device, batch_size=args.batch_size)
     if args.input:
         table = read_molecules(args.input, args.smiles_col or "smiles", args.delimiter,
                                explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)

@@ -15,6 +15,7 @@ from ..errors import GraphTxError
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..extra_features import add_features_from_files
+from ..pretrained import pretrained_run_config
 from ..logs import log_to_file
 from ..run_config import RunConfig, presets_help, resolve_run_config
 from ..run_folder import RunFolder
@@ -138,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not config.data.targets:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
+    if config.train.from_pretrained:
+        config = pretrained_run_config(config)
     if args.resume and not config.ensemble.single:
         raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
     out = Path(args.out)

@@ -66,6 +66,10 @@ class TrainConfig(TrainRecipe):
         on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
             :class:`~dgl_graphtx.errors.NonFiniteError` naming the epoch and batch, or ``skip``s
             that optimisation step (counted, logged, and in ``log.csv`` as ``skipped_steps``).
+        from_pretrained: name of a shipped pretrained model or path of a pretrained backbone whose
+            weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
+        freeze_backbone_epochs: train only the head for this many first epochs.
+        backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -79,9 +83,14 @@ class TrainConfig(TrainRecipe):
     num_workers: int = 0
     progress: bool = True
     on_nonfinite: str = "stop"
+    from_pretrained: Optional[str] = None
+    freeze_backbone_epochs: int = 0
+    backbone_lr_scale: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_number("freeze_backbone_epochs", self.freeze_backbone_epochs, 0, integer=True)
+        check_number("backbone_lr_scale", self.backbone_lr_scale, 0, 1000)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -277,7 +286,7 @@ class Trainer:
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
-        optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        optimizer = torch.optim.AdamW(self._parameter_groups(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
@@ -290,6 +299,9 @@ class Trainer:
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
+            if cfg.freeze_backbone_epochs:
+                for parameter in self._backbone_parameters():
+                    parameter.requires_grad_(epoch > cfg.freeze_backbone_epochs)
             train_loss, last_lr, skipped = self._train_epoch(module, train_loader, optimizer, scheduler, epoch)
             self._check_weights(epoch)
             row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
@@ -323,6 +335,21 @@ class Trainer:
             plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
         return TrainResult(frame, state.best_epoch, state.best_metrics)
 
+    def _backbone_parameters(self) -> List[torch.nn.Parameter]:
+        head = {id(p) for p in self.model.head.parameters()}
+        return [p for p in self.model.parameters() if id(p) not in head]
+
+    def _parameter_groups(self) -> List[Dict[str, Any]]:
+        """One group, or (with ``backbone_lr_scale`` != 1) the backbone at the scaled rate and the head."""
+        if self.config.backbone_lr_scale == 1.0:
+            return [{"params": list(self.model.parameters())}]
+        return [{"params": self._backbone_parameters(), "lr": self.config.lr * self.config.backbone_lr_scale},
+                {"params": list(self.model.head.parameters())}]
+
+    def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch) -> torch.Tensor:
+        """The training loss of one batch (override to change it, as pretraining does)."""
+        return masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
+
     def _is_better(self, score: float, best: Optional[float]) -> bool:
         if best is None or np.isnan(best):
             return True
@@ -334,11 +361,11 @@ class Trainer:
         """Mean training loss (over all processes), the learning rate of the epoch's last step, and
         the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``)."""
         self.model.train()
-        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
+        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[-1]["lr"]
         for index, batch in enumerate(loader, start=1):
             batch = batch.to(self.device)
             output = module(batch.graph, batch.relation_graph)
-            loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask)
+            loss = self.batch_loss(output, batch)
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:
@@ -356,7 +383,7 @@ class Trainer:
                 optimizer.zero_grad(set_to_none=True)
                 skipped += 1
                 continue
-            lr = optimizer.param_groups[0]["lr"]
+            lr = optimizer.param_groups[-1]["lr"]
             optimizer.step()
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size
