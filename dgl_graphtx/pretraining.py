@@ -54,7 +54,7 @@ class PretrainConfig:
         workers: processes computing the descriptors.
         subset: pretrain on this many molecules of the corpus file, drawn with the run's seed
             (``None``: all).
-        corpus_name, corpus_licence: recorded in the model card.
+        corpus_name, corpus_licence, notes: recorded in the model card.
 
     Example:
         >>> PretrainConfig(mask_share=0.25).valid_share
@@ -68,6 +68,7 @@ class PretrainConfig:
     subset: Optional[int] = None
     corpus_name: str = "custom"
     corpus_licence: str = "unknown"
+    notes: str = ""
 
     def __post_init__(self) -> None:
         check_number("mask_share", self.mask_share, 0, 1, high_open=True)
@@ -270,6 +271,7 @@ def pretrain(
             "library_version": __version__,
             "torch_version": torch.__version__,
             "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.pretraining.pretrain",
+            "notes": config.notes,
             "sha256": file_sha256(backbone),
         }
         atomic_write_text(json.dumps(card, indent=2, allow_nan=False), out / CARD_FILE)

@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=bounded(int, 1), default=1, help="processes computing descriptors (default: 1)")
     run.add_argument("--corpus-name", help="corpus name in the card (default: the file name; MOSES for moses)")
     run.add_argument("--corpus-licence", help="licence of the corpus, recorded in the card (default: unknown; MIT for moses)")
+    run.add_argument("--notes", default="", help="free text for the model card (how and why the model was made)")
     run.add_argument("--moses-dir", default=".cache/moses", help="folder with the molsets wheel (pip download --no-deps molsets -d DIR)")
     run.add_argument("--config", help="TOML or YAML file with sections preset, model, featurizer, relation, train")
     run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[], help="override config fields, e.g. model.num_layers=2")
@@ -68,7 +69,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
     elif not Path(args.corpus).exists():
         raise GraphTxError(f"corpus {args.corpus} not found: give a SMILES file, a featurized store or 'moses'")
     settings = PretrainConfig(mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
-                              subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown")
+                              subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
+                              notes=args.notes)
     out = Path(args.out)
     result = pretrain(corpus, out, config.as_preset(), config.train, settings, name=args.name, smiles_col=smiles_col,
                       overwrite=args.overwrite, resume=args.resume)
