@@ -221,6 +221,9 @@ def pretrain(
     """
     out = Path(out_dir)
     with RunFolder(out, overwrite, resume=resume) as run:
+        if not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
+            for stale in (BACKBONE_FILE, CARD_FILE):
+                (out / stale).unlink(missing_ok=True)
         dataset, molecules, corpus_sha = _corpus(corpus, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
         raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config)
         split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
