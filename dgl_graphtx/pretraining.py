@@ -133,8 +133,8 @@ def descriptor_targets(raw: np.ndarray, names: Sequence[str], train_rows: Sequen
     Example:
         >>> raw = np.array([[1.0, 5.0, 2.0], [2.0, 5.0, np.nan], [3.0, 5.0, 4.0]])
         >>> values, kept, _ = descriptor_targets(raw, ["a", "b", "c"], [0, 1, 2])
-        >>> kept, np.isnan(values).sum()
-        (['a', 'c'], np.int64(1))
+        >>> kept, int(np.isnan(values).sum())
+        (['a', 'c'], 1)
     """
     part = np.where(np.isfinite(raw[list(train_rows)]), raw[list(train_rows)], np.nan)
     with np.errstate(invalid="ignore"):

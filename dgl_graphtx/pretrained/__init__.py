@@ -16,7 +16,7 @@ import torch
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..errors import CheckpointError, ConfigError
 from ..featurize import FeaturizerConfig
-from ..models import ModelConfig, MoleculeModel, Preset
+from ..models import MoleculeModel, Preset
 from ..relation_graph import RelationConfig
 
 PathLike = Union[str, Path]
