@@ -299,9 +299,6 @@ class Trainer:
             start = time.perf_counter()
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
-            if cfg.freeze_backbone_epochs:
-                for parameter in self._backbone_parameters():
-                    parameter.requires_grad_(epoch > cfg.freeze_backbone_epochs)
             train_loss, last_lr, skipped = self._train_epoch(module, train_loader, optimizer, scheduler, epoch)
             self._check_weights(epoch)
             row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
@@ -370,6 +367,9 @@ class Trainer:
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:
                 loss.backward()
+                if epoch <= self.config.freeze_backbone_epochs:  # AdamW leaves parameters without a gradient alone
+                    for parameter in self._backbone_parameters():
+                        parameter.grad = None
                 norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
                 problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
             if problem is not None:
