@@ -8,6 +8,7 @@ through its hooks) and ends with ``backbone.pt`` and its model card ``card.json`
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -34,7 +35,7 @@ from .featurize.descriptors import FeatureScaler, compute_features, feature_name
 from .models import Preset, build_model
 from .pretrained import BACKBONE_FILE, CARD_FILE, file_sha256
 from .run_folder import RunFolder
-from .training import Trainer, TrainConfig, json_safe, masked_loss, seed_everything
+from .training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
 from .validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
@@ -170,8 +171,10 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
     return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
 
 
-def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig) -> Tuple[np.ndarray, List[str], float]:
-    """Raw descriptors of the corpus (cached in ``out`` for resumed runs) and seconds spent."""
+def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig,
+                 write: bool = True) -> Tuple[np.ndarray, List[str], float]:
+    """Raw descriptors of the corpus (cached in ``out`` for resumed runs and the other processes
+    of a distributed run; only a ``write``-ing process stores them) and seconds spent."""
     cache = out / DESCRIPTOR_CACHE
     names = feature_names([config.generator])
     if cache.is_file():
@@ -181,6 +184,8 @@ def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: P
     start = time.perf_counter()
     values = compute_features([config.generator], molecules, workers=config.workers)
     seconds = time.perf_counter() - start
+    if not write:
+        return values, names, seconds
     tmp = out / (DESCRIPTOR_CACHE + ".tmp.npz")
     np.savez(tmp, values=values, names=np.array(names), corpus_sha256=np.array(corpus_sha), seconds=np.array(seconds))
     tmp.replace(cache)
@@ -203,10 +208,13 @@ def pretrain(
     smiles_col: str = "smiles",
     overwrite: bool = False,
     resume: bool = False,
+    hooks: Optional[ProcessHooks] = None,
 ) -> PretrainResult:
     """Pretrain ``preset``'s architecture on the descriptors of ``corpus`` (a SMILES/CSV/SDF file or a
     store written by ``dgl-graphtx featurize``) and write ``backbone.pt``, ``card.json``,
-    ``log.csv``, ``last.pt`` (resumable: ``resume=True`` continues it) to ``out_dir``.
+    ``log.csv``, ``last.pt`` (resumable: ``resume=True`` continues it) to ``out_dir``. With the
+    ``hooks`` of a distributed run (:func:`~dgl_graphtx.distributed.process_hooks`) every process
+    trains on its share of each batch; the main process computes the descriptors and writes the outputs.
 
     Example:
         >>> import tempfile, pathlib
@@ -220,12 +228,15 @@ def pretrain(
         (1, 8, True)
     """
     out = Path(out_dir)
-    with RunFolder(out, overwrite, resume=resume) as run:
-        if not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
+    hooks = hooks if hooks is not None else ProcessHooks()
+    run = RunFolder(out, overwrite, resume=resume) if hooks.is_main else None
+    with run if run is not None else contextlib.nullcontext():
+        if run is not None and not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
             for stale in (BACKBONE_FILE, CARD_FILE):
                 (out / stale).unlink(missing_ok=True)
         dataset, molecules, corpus_sha = _corpus(corpus, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
-        raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config)
+        with hooks.main_first():
+            raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
         split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
         if not split.train or not split.valid:
             raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "
@@ -240,7 +251,7 @@ def pretrain(
         recipe = {"pretrain": dataclasses.asdict(config), "train": dataclasses.asdict(train_config)}
         meta = CheckpointMeta(preset.featurizer, preset.relation, kept,
                               {"pretraining": {"targets": config.generator, "scaler": scaler.to_dict(), "recipe": recipe}})
-        trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, mask_share=config.mask_share)
+        trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share)
         quiet = _UndefinedR2Filter()
         logger.addFilter(quiet)
         try:
@@ -250,6 +261,8 @@ def pretrain(
         valid = Subset(dataset, split.valid)
         r2, defined = heldout_r2(values[split.valid], trainer.predict(valid))
         heldout = trainer.evaluate(valid)
+        if not hooks.is_main:
+            return PretrainResult({}, trainer.model, out)
         backbone = out / BACKBONE_FILE
         save_checkpoint(backbone, trainer.model, meta)
         card = {
@@ -268,7 +281,7 @@ def pretrain(
             "best_epoch": result.best_epoch,
             "wall_time_s": round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
             "descriptor_time_s": round(descriptor_seconds, 1),
-            "hardware": _hardware(trainer.device),
+            "hardware": _hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
             **json_safe({"heldout_r2": r2, "heldout_rmse": heldout["rmse"]}),  # undefined: null
             "heldout_r2_descriptors": defined,
             "library_version": __version__,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
+from ..distributed import DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
 from ..pretrained import describe, list_pretrained
 from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
 from ..run_config import resolve_run_config
 from .common import TRAIN_FLAGS, add_logging_options, bounded
+from .train import without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
@@ -46,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
     run.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
+    run.add_argument("--nproc", type=bounded(int, 1), default=1, help="DDP processes on this machine (or start with torchrun ... -m dgl_graphtx pretrain ...)")
     add_logging_options(run)
     run.set_defaults(func=run_pretrain)
 
@@ -56,7 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    """Run ``pretrain`` with parsed ``args``."""
+    """Run ``pretrain`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
+    if args.nproc != 1:
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     flags = {key: getattr(args, flag.lstrip("-").replace("-", "_")) for flag, key, _ in TRAIN_FLAGS if flag in SHARED_FLAGS}
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.no_progress or args.quiet:
@@ -72,8 +78,14 @@ def run_pretrain(args: argparse.Namespace) -> int:
                               subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
                               notes=args.notes)
     out = Path(args.out)
-    result = pretrain(corpus, out, config.as_preset(), config.train, settings, name=args.name, smiles_col=smiles_col,
-                      overwrite=args.overwrite, resume=args.resume)
+    with process_hooks(config.train.device) as hooks:
+        train = config.train
+        if isinstance(hooks, DistributedContext):
+            train = dataclasses.replace(train, device=str(hooks.device), progress=train.progress and hooks.is_main)
+        result = pretrain(corpus, out, config.as_preset(), train, settings, name=args.name, smiles_col=smiles_col,
+                          overwrite=args.overwrite, resume=args.resume, hooks=hooks)
+        if not hooks.is_main:
+            return 0
     print(describe(result.card))
     print(f"backbone: {out / 'backbone.pt'}; model card: {out / 'card.json'}")
     return 0
