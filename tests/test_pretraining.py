@@ -182,3 +182,20 @@ def test_shipped_backbones_load_offline_with_a_correct_card(card, tmp_path):
     assert code == 0 and card["name"] in stdout
     code, _, err = run_cli(["embed", "--checkpoint", card["name"], "CCO", "--output", tmp_path / "e.npy", "-q"])
     assert code == 0, err
+
+
+def test_pretraining_reads_a_featurized_store(corpus, tmp_path):
+    from dgl_graphtx.datasets import featurize_to_store
+
+    preset = get_preset("gradformer", **TINY)
+    smiles = corpus.read_text().split()[:20] + ["C1CC"]  # one invalid molecule: left out of the store
+    store = featurize_to_store(smiles, tmp_path / "store", featurizer=preset.featurizer, relation=preset.relation,
+                               shard_size=8, progress=False)
+    result = pretrain(store, tmp_path / "run", preset, TrainConfig(epochs=1, batch_size=8, progress=False),
+                      PretrainConfig(valid_share=0.25))
+    assert result.card["corpus"]["molecules"] == 20
+    # the targets are the descriptors of the store's molecules, in store order
+    stored = np.load(tmp_path / "run" / "descriptors.npz")["values"]
+    np.testing.assert_array_equal(stored, compute_features(["rdkit2d"], smiles[:20]))
+    with pytest.raises(ConfigError, match="featurized with other settings"):
+        pretrain(store, tmp_path / "other", get_preset("grpe", **TINY), TrainConfig(epochs=1, progress=False))
