@@ -166,8 +166,9 @@ def checkpoints_in(path: PathLike) -> List[Path]:
 
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
-                     identifiers: Optional[Sequence[str]] = None) -> pd.DataFrame:
-    """Mean prediction of several predictors with a ``<target>_std`` column per target.
+                     identifiers: Optional[Sequence[str]] = None, features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """Mean prediction of several predictors with a ``<target>_std`` column per target
+    (``features``: the user feature columns of models trained with them, see :meth:`Predictor.predict`).
 
     Example:
         >>> import tempfile
@@ -182,5 +183,6 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
-    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers) for i, p in enumerate(predictors)]
+    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
+              for i, p in enumerate(predictors)]
     return ensemble_table(tables, names)

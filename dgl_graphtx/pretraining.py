@@ -30,6 +30,7 @@ from ._version import __version__
 from .atomic_io import atomic_write_text
 from .checkpoint import CheckpointMeta, save_checkpoint
 from .datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
+from .datasets.sharded_store import MANIFEST
 from .errors import ConfigError
 from .featurize.descriptors import FeatureScaler, compute_features, feature_names
 from .models import Preset, build_model
@@ -159,8 +160,7 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
         if dataset.featurizer.config != preset.featurizer or dataset.relation != preset.relation:
             raise ConfigError(f"store {path} was featurized with other settings than the {preset.model.variant} model "
                               "needs; featurize it with that model's featurizer and relation settings")
-        manifest = next(p for p in sorted(path.iterdir()) if p.is_file() and p.suffix == ".json")
-        return dataset, list(dataset.identifiers), file_sha256(manifest)
+        return dataset, list(dataset.identifiers), file_sha256(path / MANIFEST)
     table = read_molecules(path, smiles_col)
     rows = list(range(len(table)))
     if subset is not None and subset < len(rows):

@@ -162,3 +162,19 @@ def test_sdf_atom_properties_are_read_from_records(tmp_path):
     np.testing.assert_allclose(sdf_atom_properties(["charge"])(reread)[:, 0], [-0.4, 0.1, 0.05])
     with pytest.raises(ConfigError, match="no atom property 'spin'"):
         sdf_atom_properties(["spin"])(reread)
+
+
+def test_ensemble_with_feature_columns_predicts_and_requires_them(frame, tmp_path):
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "ens"
+    code, _, err = run_cli(["train", csv, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
+                            "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2",
+                            "--features-cols", "calc", "--ensemble-size", "2", "-q"])
+    assert code == 0, err
+    code, _, err = run_cli(["predict", "--checkpoint", out, "--input", csv, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    assert pd.read_csv(tmp_path / "p.csv")["expt_std"].notna().all()
+    no_calc = tmp_path / "no_calc.csv"
+    frame[["smiles"]].to_csv(no_calc, index=False)
+    assert_one_error_line(run_cli(["predict", "--checkpoint", out, "--input", no_calc]), "feature column 'calc'")

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if len(predictors) > 1:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
-        result = ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers)
+        result = ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers, features=features)
         if writer is None:
             print_table(result)
             return 0
