@@ -101,6 +101,9 @@ ALTERNATIVES = {
     "train.num_workers": ("1", 1, []),
     "train.progress": ("false", False, []),
     "train.on_nonfinite": ("skip", "skip", []),
+    "train.from_pretrained": ("gradformer-tiny-moses3k", "gradformer-tiny-moses3k", []),
+    "train.freeze_backbone_epochs": ("2", 2, []),
+    "train.backbone_lr_scale": ("0.1", 0.1, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }
