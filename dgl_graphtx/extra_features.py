@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -157,7 +157,7 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
         bad = np.flatnonzero(np.isnan(values) & ~blank)
         if len(bad):
             row = int(bad[0])
-            raise ConfigError(f"row {row} ({ids[row]!r}): feature column {name!r} holds {raw.iloc[row]!r}, not a number; fix or blank it")
+            raise ConfigError(f"molecule {ids[row]!r}: feature column {name!r} holds {raw.iloc[row]!r}, not a number; fix or blank it")
         out[:, col] = values
     return out
 
@@ -249,7 +249,6 @@ class ExtraFeatureValues:
     graphs: PackedGraphs
     molecule: Optional[np.ndarray] = None
     atom: Optional[np.ndarray] = None
-    fitted: Optional[FittedExtraFeatures] = field(default=None, repr=False)
 
     def fit(self, train_rows: Sequence[int]) -> FittedExtraFeatures:
         """Fit the scalers on the dataset rows ``train_rows`` and attach scaled values to the dataset."""
@@ -261,9 +260,9 @@ class ExtraFeatureValues:
             offsets, counts = self.graphs.node_offsets.numpy(), self.graphs.num_nodes.numpy()
             nodes = np.concatenate([np.arange(offsets[r], offsets[r] + counts[r]) for r in rows]) if len(rows) else np.zeros(0, np.int64)
             atom_scaler = FeatureScaler.fit(self.atom[nodes], self.spec.atom_names, self.spec.scaling)
-        self.fitted = FittedExtraFeatures(self.spec, mol_scaler, atom_scaler)
-        self.fitted.attach(self.graphs, self.molecule, self.atom)
-        return self.fitted
+        fitted = FittedExtraFeatures(self.spec, mol_scaler, atom_scaler)
+        fitted.attach(self.graphs, self.molecule, self.atom)
+        return fitted
 
 
 def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[MoleculeLike],

@@ -2,6 +2,8 @@
 their scaling stored in checkpoints and reused at prediction time, and the command line."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -178,3 +180,12 @@ def test_ensemble_with_feature_columns_predicts_and_requires_them(frame, tmp_pat
     no_calc = tmp_path / "no_calc.csv"
     frame[["smiles"]].to_csv(no_calc, index=False)
     assert_one_error_line(run_cli(["predict", "--checkpoint", out, "--input", no_calc]), "feature column 'calc'")
+
+
+def test_text_in_a_feature_column_is_an_error_naming_molecule_and_column(frame):
+    ds = MoleculeDataset.from_dataframe(frame[:3], target_cols=["expt"], progress=False)
+    bad = frame[:3].assign(calc=["1.0", "abc", ""])
+    with pytest.raises(ConfigError, match=re.escape(f"molecule {frame['smiles'][1]!r}: feature column 'calc' holds 'abc'")):
+        add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad)
+    values = add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad.assign(calc=["1.0", "", "3"]))
+    assert values.molecule[:, 0].tolist()[0] == 1.0 and np.isnan(values.molecule[1, 0])  # blank: missing, imputed when scaled

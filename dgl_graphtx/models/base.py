@@ -153,7 +153,8 @@ class MoleculeModel(nn.Module):
 
     @torch.no_grad()
     def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
-        """The representation the head reads, in eval mode: ``(molecules [B, d], atoms [N, d])``.
+        """The pooled representation, in eval mode: ``(molecules [B, d], atoms [N, d])`` (the head
+        reads it together with the molecule-level extra features, if the model has any).
 
         Example:
             >>> from dgl_graphtx.featurize import smiles_to_graphs
