@@ -199,3 +199,17 @@ def test_pretraining_reads_a_featurized_store(corpus, tmp_path):
     np.testing.assert_array_equal(stored, compute_features(["rdkit2d"], smiles[:20]))
     with pytest.raises(ConfigError, match="featurized with other settings"):
         pretrain(store, tmp_path / "other", get_preset("grpe", **TINY), TrainConfig(epochs=1, progress=False))
+
+
+def test_cli_pretrain_writes_backbone_and_card(corpus, tmp_path):
+    out = tmp_path / "pt"
+    code, stdout, err = run_cli(["pretrain", corpus, "--out", out, "--model", "vanilla", "--set", "model.num_layers=1",
+                                 "model.hidden_dim=16", "model.num_heads=2", "--epochs", "1", "--valid-share", "0.25",
+                                 "--corpus-licence", "CC0", "--notes", "cli test", "-q"])
+    assert code == 0, err
+    card = json.loads((out / "card.json").read_text())
+    assert card["corpus"]["licence"] == "CC0" and card["notes"] == "cli test" and card["variant"] == "vanilla"
+    assert "held-out descriptor R2" in stdout and get_pretrained(out).card == card
+    assert_one_error_line(run_cli(["pretrain", "moses", "--moses-dir", tmp_path / "none", "--out", tmp_path / "m"]),
+                          "no molsets wheel", "pip download --no-deps molsets")
+    assert_one_error_line(run_cli(["pretrain", tmp_path / "missing.smi", "--out", tmp_path / "m"]), "not found")
