@@ -239,11 +239,13 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
 
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
-                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None) -> pd.DataFrame:
+                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
+                     features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Mean prediction of several predictors with a ``<target>_std`` column per target: the
     members' spread, combined with their own mean variance when they predict a std. A
     ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
-    the std and adds ``<target>_lo`` / ``<target>_hi``.
+    the std and adds ``<target>_lo`` / ``<target>_hi``. ``features``: the user feature columns
+    of models trained with them (see :meth:`Predictor.predict`).
 
     Example:
         >>> import tempfile
@@ -258,6 +260,7 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
-    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers) for i, p in enumerate(predictors)]
+    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
+              for i, p in enumerate(predictors)]
     out = combine_members(tables, names)
     return _with_intervals(out, names, calibration, after="") if calibration is not None else out

@@ -53,10 +53,11 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
     config = first.model.config
     names, task = first.target_names, config.task
     labels = apply_class_labels(table.targets(names), first.class_labels)
+    given = dict(progress=progress, identifiers=table.identifiers, features=table.columns)
     if len(predictors) > 1:
-        predicted = ensemble_predict(predictors, table.molecules, progress=progress, identifiers=table.identifiers)
+        predicted = ensemble_predict(predictors, table.molecules, **given)
     else:
-        predicted = first.predict(table.molecules, progress=progress, identifiers=table.identifiers)
+        predicted = first.predict(table.molecules, **given)
     valid = predicted["error"].isna().to_numpy()
     measured = labels.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     y_true, y_pred = measured[valid], prediction_values(task, config.num_classes, names, predicted.loc[valid])

@@ -16,6 +16,7 @@ from .datasets import MoleculeDataset, Split, kennard_stone_split, kmeans_split,
 from .domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
+from .pretrained import start_from_pretrained
 from .run_folder import RunFolder
 from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
 from .training.target_metrics import per_target_metrics
@@ -144,12 +145,17 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     run = out_dir if isinstance(out_dir, RunFolder) else None
     out = run.path if run is not None else (Path(out_dir) if out_dir is not None else None)
     seed_everything(train_config.seed)
-    model = build_model(preset.model)
+    extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.extra_features.add_extra_features
+    fitted = extras.fit(parts.train) if extras is not None else None
+    model = build_model(fitted.model_config(preset.model) if fitted is not None else preset.model)
+    pretrained = start_from_pretrained(model, train_config.from_pretrained, dataset) if train_config.from_pretrained else None
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
              **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
-             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {})}
+             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {}),
+             **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
+             **({"pretrained": pretrained} if pretrained is not None else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, evidential_reg=uncertainty.evidential_reg)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)

@@ -25,6 +25,7 @@ from .datasets import PackedGraphs, read_molecules
 from .devices import resolve_compute, resolve_device
 from .domain import Domain
 from .errors import ConfigError, InvalidMoleculeError
+from .extra_features import AtomFunction, FittedExtraFeatures
 from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
 from .featurize.molecule import MoleculeLike, to_mol
 from .nn.graph_tensors import on_device
@@ -134,6 +135,8 @@ class Predictor:
             column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
             interval) when the checkpoint holds a calibration for the method.
         mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
+        atom_function: the function giving atom-level extra features, for a model trained with
+            one (see :mod:`dgl_graphtx.extra_features`).
 
     Example:
         >>> import tempfile
@@ -158,6 +161,7 @@ class Predictor:
         compute: str = "auto",
         uncertainty: Optional[str] = None,
         mc_samples: Optional[int] = None,
+        atom_function: Optional[AtomFunction] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -184,6 +188,9 @@ class Predictor:
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
+        stored = loaded.meta.extra.get("extra_features")
+        self.extras = FittedExtraFeatures.from_dict(stored) if stored else None
+        self.atom_function = atom_function
 
     @property
     def target_names(self) -> List[str]:
@@ -202,12 +209,15 @@ class Predictor:
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
+        features: Optional[pd.DataFrame] = None,
     ) -> pd.DataFrame:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns the ``carried`` columns (ids and kept columns, one row per input, e.g.
         :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
-        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``."""
-        chunks = list(self.predict_chunks(molecules, progress, identifiers, carried))
+        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``.
+        ``features``: a table, one row per input, holding the user feature columns the model was
+        trained with (``--features-cols``)."""
+        chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
         if not chunks:
             empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{n: np.zeros(0) for n in self.target_names},
                                   "error": [], "warning": []})
@@ -220,11 +230,14 @@ class Predictor:
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
+        features: Optional[pd.DataFrame] = None,
     ) -> Iterator[pd.DataFrame]:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
+        self._check_feature_columns(features)
         for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
-            yield with_carried_columns(self._predict_chunk(chunk, names), carried, start)
+            table = self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
+            yield with_carried_columns(table, carried, start)
 
     def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
                      progress: bool = False, id_col: Optional[str] = None, keep_cols: Sequence[str] = ()) -> pd.DataFrame:
@@ -246,8 +259,9 @@ class Predictor:
             ((8, 6), ['name', 'smiles', 'canonical_smiles'])
         """
         table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
+        self._check_feature_columns(table.columns, str(path))
         return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
-                            carried=table.carried_columns(id_col, keep_cols))
+                            carried=table.carried_columns(id_col, keep_cols), features=table.columns)
 
     def embed(
         self,
@@ -275,7 +289,7 @@ class Predictor:
         """
         tables, pooled, per_atom = [], [], []
         for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
-            done = self._featurize(chunk)
+            done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
             if done.rows:
@@ -330,7 +344,20 @@ class Predictor:
                 start += len(chunk)
                 bar.update(len(chunk))
 
-    def _featurize(self, molecules: Sequence[MoleculeLike]) -> Featurized:
+    def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
+        """One clear error when the model reads a user feature column that ``features`` lacks."""
+        needed = list(self.extras.spec.columns) if self.extras is not None else []
+        missing = [c for c in needed if features is None or c not in features.columns]
+        if missing:
+            raise ConfigError(f"the model reads the feature column {missing[0]!r} (trained with --features-cols "
+                              f"{','.join(needed)}); {source} lacks it: add the column to the input")
+
+    @staticmethod
+    def _feature_rows(features: Optional[pd.DataFrame], start: int, count: int) -> Optional[pd.DataFrame]:
+        return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
+
+    def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
+                   molecule_level: bool = True) -> Featurized:
         errors: List[Optional[str]] = [None] * len(molecules)
         graphs, relations, rows = [], [], []
         for row, featurized, error in featurize_each(self.featurizer, molecules):
@@ -342,7 +369,12 @@ class Predictor:
             rows.append(row)
         if not rows:
             return Featurized(errors, rows, None, None)
-        return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
+        packed = PackedGraphs.from_graphs(graphs)
+        if self.extras is not None:
+            chosen = features.iloc[rows].reset_index(drop=True) if features is not None else None
+            self.extras.compute_and_attach(packed, [molecules[r] for r in rows], chosen,
+                                           [describe_molecule(molecules[r]) for r in rows], self.atom_function, molecule_level)
+        return Featurized(errors, rows, packed, PackedGraphs.from_graphs(relations))
 
     @property
     def _width(self) -> int:
@@ -351,9 +383,10 @@ class Predictor:
         has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
         return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
 
-    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str]) -> pd.DataFrame:
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
+                       features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), self._width), np.nan)
-        done = self._featurize(molecules)
+        done = self._featurize(molecules, features)
         errors = done.errors
         if done.rows:
             for batch in self._batches(done.relations.num_edges):

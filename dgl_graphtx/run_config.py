@@ -30,6 +30,7 @@ import yaml
 
 from .errors import ConfigError
 from .experiment import SPLITS
+from .extra_features import ExtraFeatures
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
@@ -95,6 +96,11 @@ class DataConfig:
             ``group_col``.
         group_col: column of group names that cross-validation folds keep together.
         weight_col: column of per-molecule loss weights (blank: 1).
+        features_generators: molecule-level extra feature generators (``rdkit2d``,
+            ``morgan_counts``; see docs/features.md).
+        features_cols: input columns (or SD properties) used as molecule-level extra features.
+        atom_properties: SDF atom properties used as atom-level extra features.
+        features_scaling: ``standard`` or ``robust`` scaling of the extra features.
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -116,8 +122,13 @@ class DataConfig:
     cv: int = 0
     group_col: Optional[str] = None
     weight_col: Optional[str] = None
+    features_generators: Tuple[str, ...] = ()
+    features_cols: Tuple[str, ...] = ()
+    atom_properties: Tuple[str, ...] = ()
+    features_scaling: str = "standard"
 
     def __post_init__(self) -> None:
+        self.extra_features  # checks the generator specs and the scaling
         if self.subset is not None and not self.is_qm9:
             raise ConfigError("data.subset (--subset) applies to the qm9 data source only")
         if self.subset is not None and self.subset < 1:
@@ -140,6 +151,11 @@ class DataConfig:
     def is_qm9(self) -> bool:
         """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
         return self.path == "qm9"
+
+    @property
+    def extra_features(self) -> ExtraFeatures:
+        """The extra features these settings ask for."""
+        return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
 
     @property
     def predefined(self) -> bool:

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the final atom states as NPZ.",
     )
     embed.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
-    add_checkpoint_option(embed, ensembles=False)
+    add_checkpoint_option(embed, ensembles=False, pretrained=True)
     embed.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
     add_input_options(embed)
     add_carry_options(embed)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     table_format(output, FORMATS)
     if args.atoms and Path(args.atoms).suffix.lower() != ".npz":
         raise GraphTxError(f"--atoms must name a .npz file, got {args.atoms}")
-    predictor = load_predictors(args, "embed", batch_size=args.batch_size)[0]
+    predictor = load_predictors(args, "embed", pretrained=True, batch_size=args.batch_size)[0]
     table = read_input(args, args.input, predictor) if args.input else None
     molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (args.smiles, None)
     embeddings = predictor.embed(molecules, atoms=bool(args.atoms), progress=verbosity(args) >= 0, identifiers=identifiers,

@@ -12,15 +12,19 @@ from ..checkpoint_paths import resolve_checkpoints, single_checkpoint
 from ..datasets import MoleculeTable, read_molecules
 from ..errors import ConfigError
 from ..predict import Predictor
+from ..pretrained import get_pretrained, is_pretrained_reference
 from .common import split_targets
 
 CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
 
 
-def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool) -> None:
-    """``--checkpoint``: a file or a folder; where ``ensembles`` are averaged it may be repeated."""
+def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool, pretrained: bool = False) -> None:
+    """``--checkpoint``: a file or a folder; where ``ensembles`` are averaged it may be repeated;
+    with ``pretrained`` also a pretrained backbone (a shipped name or a 'pretrain' folder)."""
     more = ("; repeat it to combine checkpoints: the ensemble mean, with a <target>_std column" if ensembles
             else "; this command reads one model, so a folder must hold one best.pt")
+    if pretrained:
+        more += "; or a pretrained model: a name from 'dgl-graphtx pretrained' or a folder written by 'pretrain'"
     parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH", help=CHECKPOINT_HELP + more)
 
 
@@ -32,9 +36,12 @@ def add_carry_options(parser: argparse.ArgumentParser) -> None:
                         help="more input columns / SD properties copied to the output")
 
 
-def load_predictors(args: argparse.Namespace, use: Optional[str] = None, **kwargs) -> List[Predictor]:
+def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrained: bool = False, **kwargs) -> List[Predictor]:
     """The predictors of ``args.checkpoint`` (every model of an ensemble; exactly one when ``use``
-    names a command that reads one model)."""
+    names a command that reads one model); with ``pretrained``, a shipped backbone's name or a
+    'pretrain' folder (its ``backbone.pt``, hash-checked) is read too."""
+    if pretrained and len(args.checkpoint) == 1 and is_pretrained_reference(args.checkpoint[0]):
+        return [Predictor(get_pretrained(args.checkpoint[0]).checkpoint, device=args.device, **kwargs)]
     paths = [single_checkpoint(args.checkpoint, use)] if use else resolve_checkpoints(args.checkpoint)
     return [Predictor(path, device=args.device, **kwargs) for path in paths]
 

@@ -66,12 +66,14 @@ def run(args: argparse.Namespace) -> int:
     table = read_input(args, args.input, predictors[0]) if args.input else None
     carried = carried_columns(args, table)
     molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (list(args.smiles), None)
+    features = table.columns if table is not None else None
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     if len(predictors) > 1:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
         result = with_carried_columns(ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers,
-                                                       calibration=stored_calibration(args.checkpoint)), carried, 0)
+                                                       calibration=stored_calibration(args.checkpoint), features=features),
+                                      carried, 0)
         if parquet:
             write_table(result, args.output)
         elif writer is None:
@@ -84,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     predictor = predictors[0]
     if parquet:
-        result = write_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried), args.output)
+        result = write_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried, features=features),
+                             args.output)
         print(f"wrote {len(molecules)} predictions to {result}")
         return 0
     if writer is None:
-        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried))
+        print_table(predictor.predict(molecules, progress=show, identifiers=identifiers, carried=carried, features=features))
         return 0
     if writer.rows_done > len(molecules):
         raise GraphTxError(f"{writer.partial} holds {writer.rows_done} rows but the input has {len(molecules)}; "
@@ -96,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     start, invalid, unusual = writer.rows_done, 0, 0
     rest = identifiers[start:] if identifiers is not None else None
     remaining = carried.iloc[start:].reset_index(drop=True) if carried is not None else None
-    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest, carried=remaining):
+    rest_features = features.iloc[start:].reset_index(drop=True) if features is not None else None
+    for table in predictor.predict_chunks(molecules[start:], progress=show, identifiers=rest, carried=remaining,
+                                          features=rest_features):
         writer.append(table)
         invalid += int(table["error"].notna().sum())
         unusual += int(table["warning"].notna().sum())

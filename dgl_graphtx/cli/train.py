@@ -15,6 +15,8 @@ from ..errors import GraphTxError
 from ..cross_validation import cross_validate
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
+from ..extra_features import add_features_from_files
+from ..pretrained import pretrained_run_config
 from ..logs import log_to_file
 from ..models.variants import option_sections
 from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
@@ -101,6 +103,9 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     data = config.data
     if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
         raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
+    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
+                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
         check_store_settings(data.path, dataset, config.featurizer, config.relation)
@@ -112,10 +117,15 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                   progress=config.train.progress)
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
-    return load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                         split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
-                         positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
-                         weight_col=data.weight_col, group_col=data.group_col, **kwargs)
+    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                                   split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
+                                   positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
+                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
+    if data.extra_features.any:
+        files = [p for p in (data.path, data.valid, data.test) if p is not None]
+        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
+                                config.featurizer.explicit_hydrogens)
+    return dataset, split
 
 
 def store_flags(args: argparse.Namespace) -> dict:
@@ -152,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not config.data.targets:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
+    if config.train.from_pretrained:
+        config = pretrained_run_config(config)
     if args.resume and not config.ensemble.single:
         raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
     if config.model.task == "multiclass" and not config.ensemble.single:

@@ -62,6 +62,9 @@ class PackedGraphs:
         self.dst = dst.to(torch.int32)
         self.ndata = dict(ndata)
         self.edata = dict(edata)
+        #: Per-graph rows (``[num_graphs, ...]``, e.g. molecule-level extra features), copied to
+        #: every node of their graph as ``ndata`` when graphs are taken out; not part of the state.
+        self.graph_data: Dict[str, torch.Tensor] = {}
         self.node_offsets = _exclusive_cumsum(self.num_nodes)
         self.edge_offsets = _exclusive_cumsum(self.num_edges)
         total_n, total_e = int(self.num_nodes.sum()), int(self.num_edges.sum())
@@ -108,6 +111,8 @@ class PackedGraphs:
         )
         for key, value in self.ndata.items():
             g.ndata[key] = value[n0 : n0 + n]
+        for key, value in self.graph_data.items():
+            g.ndata[key] = value[index].expand(n, *value.shape[1:]).contiguous()
         for key, value in self.edata.items():
             g.edata[key] = value[e0 : e0 + e]
         return g
@@ -130,6 +135,8 @@ class PackedGraphs:
         )
         for key, value in self.ndata.items():
             g.ndata[key] = value[node_idx]
+        for key, value in self.graph_data.items():
+            g.ndata[key] = torch.repeat_interleave(value[idx], n_sel, dim=0, output_size=node_idx.numel())
         for key, value in self.edata.items():
             g.edata[key] = value[edge_idx]
         g.set_batch_num_nodes(n_sel)

@@ -14,6 +14,11 @@ from ..nn.graph_tensors import GraphLike
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 
+#: Node data holding each molecule's extra features (the same row on all of its atoms) and each
+#: atom's extra features; see :mod:`dgl_graphtx.extra_features`.
+MOLECULE_FEATURES = "mol_features"
+ATOM_FEATURES = "atom_extra"
+
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer).
 Encoded = Tuple[torch.Tensor, Optional[torch.Tensor], List[torch.Tensor]]
@@ -38,12 +43,40 @@ class MoleculeModel(nn.Module):
         self.input_mlp = (
             nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
         )
-        if config.head_layers == 1:
-            self.head = nn.Linear(d, config.output_width)
-        else:
-            self.head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, config.output_width))
+        self.atom_extra_encoder = nn.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
+        self.head = self.new_head(config.output_width)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
+
+    def new_head(self, outputs: int) -> nn.Module:
+        """A freshly initialised output head reading the pooled embedding (and the molecule-level
+        extra features) for ``outputs`` values (``config.output_width``)."""
+        d, width = self.config.hidden_dim, self.config.hidden_dim + self.config.molecule_features
+        if self.config.head_layers == 1:
+            return nn.Linear(width, outputs)
+        return nn.Sequential(nn.Linear(width, d), nn.GELU(), nn.Linear(d, outputs))
+
+    def _node_input(self, graph: GraphLike, key: str, width: int, what: str) -> torch.Tensor:
+        if key not in graph.ndata:
+            raise ConfigError(f"model expects {width} {what} extra features in ndata[{key!r}]: build the data "
+                              "with the same extra features (see dgl_graphtx.extra_features)")
+        values = graph.ndata[key]
+        if values.shape[-1] != width:
+            raise ConfigError(f"model expects {width} {what} extra features, the data holds {values.shape[-1]}")
+        return values.to(next(self.parameters()).dtype)
+
+    def molecule_inputs(self, graph: GraphLike) -> torch.Tensor:
+        """Molecule-level extra features ``[B, F]``: the row on each molecule's first atom."""
+        values = self._node_input(graph, MOLECULE_FEATURES, self.config.molecule_features, "molecule-level")
+        counts = graph.batch_num_nodes()
+        return values[torch.cumsum(counts, 0) - counts]
+
+    def readout(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
+        """What the head reads ``[B, d + F]``: :meth:`pool` and the molecule-level extra features."""
+        pooled = self.pool(graph, atoms, virtual)
+        if not self.config.molecule_features:
+            return pooled
+        return torch.cat([pooled, self.molecule_inputs(graph).to(pooled.dtype)], dim=-1)
 
     def structural_encoding(self, graph: GraphLike) -> Optional[torch.Tensor]:
         """The random-walk encodings ``[N, k]`` of ``ndata["rwse"]`` (BatchNorm-ed with
@@ -61,6 +94,8 @@ class MoleculeModel(nn.Module):
         """Input node states ``[N, d]`` from ``ndata["feat"]`` plus the encoded ``rwse`` (default:
         :meth:`structural_encoding`)."""
         x = self.atom_encoder(graph.ndata["feat"])
+        if self.atom_extra_encoder is not None:
+            x = x + self.atom_extra_encoder(self._node_input(graph, ATOM_FEATURES, self.config.atom_extra_features, "atom-level"))
         if self.rwse_encoder is not None:
             rwse = self.structural_encoding(graph) if rwse is None else rwse
             x = x + self.rwse_encoder(rwse)
@@ -78,7 +113,7 @@ class MoleculeModel(nn.Module):
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
-        out = self.head(self.pool(graph, atoms, virtual))
+        out = self.head(self.readout(graph, atoms, virtual))
         out = out if distribution else out[:, : self.config.prediction_width]
         return (out, attentions) if return_attention else out
 
@@ -119,7 +154,8 @@ class MoleculeModel(nn.Module):
 
     @torch.no_grad()
     def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
-        """The representation the head reads, in eval mode: ``(molecules [B, d], atoms [N, d])``.
+        """The pooled representation, in eval mode: ``(molecules [B, d], atoms [N, d])`` (the head
+        reads it together with the molecule-level extra features, if the model has any).
 
         Example:
             >>> from dgl_graphtx.featurize import smiles_to_graphs

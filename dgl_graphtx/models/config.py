@@ -67,6 +67,10 @@ class ModelSettings:
         head_layers: 1 (Linear) or 2 (MLP) output layers.
         uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
             (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
+        molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
+            see :mod:`dgl_graphtx.extra_features`) concatenated to the pooled embedding before the head.
+        atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
+            projected and added to the atom encodings.
     """
 
     variant: str = "grpe"
@@ -90,6 +94,8 @@ class ModelSettings:
     input_mlp: bool = False
     head_layers: int = 1
     uncertainty_head: str = "none"
+    molecule_features: int = 0
+    atom_extra_features: int = 0
 
     @property
     def prediction_width(self) -> int:
@@ -118,6 +124,8 @@ class ModelSettings:
         check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
         check_number("num_tasks", self.num_tasks, 1, MAX_TASKS, integer=True)
         check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
+        check_number("molecule_features", self.molecule_features, 0, MAX_CATEGORIES, integer=True)
+        check_number("atom_extra_features", self.atom_extra_features, 0, MAX_WIDTH, integer=True)
         _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
         spec = variant_spec(self.variant)
         _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")

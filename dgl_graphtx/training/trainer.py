@@ -77,6 +77,10 @@ class TrainConfig(TrainRecipe):
         metrics: metrics to report (default: all of the task's); the first is the one early
             stopping and the best checkpoint watch.
         task_weights: loss weight of each target (default: 1 each).
+        from_pretrained: name of a shipped pretrained model or path of a pretrained backbone whose
+            weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
+        freeze_backbone_epochs: train only the head for this many first epochs.
+        backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -94,6 +98,9 @@ class TrainConfig(TrainRecipe):
     loss: str = "auto"
     metrics: Tuple[str, ...] = ()
     task_weights: Tuple[float, ...] = ()
+    from_pretrained: Optional[str] = None
+    freeze_backbone_epochs: int = 0
+    backbone_lr_scale: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -102,6 +109,8 @@ class TrainConfig(TrainRecipe):
             raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         for weight in self.task_weights:
             check_number("each task weight", weight, 0)
+        check_number("freeze_backbone_epochs", self.freeze_backbone_epochs, 0, integer=True)
+        check_number("backbone_lr_scale", self.backbone_lr_scale, 0, 1000)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -373,7 +382,7 @@ class Trainer:
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
-        optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        optimizer = torch.optim.AdamW(self._parameter_groups(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
@@ -421,10 +430,21 @@ class Trainer:
             plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
         return TrainResult(frame, state.best_epoch, state.best_metrics)
 
+    def _backbone_parameters(self) -> List[torch.nn.Parameter]:
+        head = {id(p) for p in self.model.head.parameters()}
+        return [p for p in self.model.parameters() if id(p) not in head]
+
+    def _parameter_groups(self) -> List[Dict[str, Any]]:
+        """One group, or (with ``backbone_lr_scale`` != 1) the backbone at the scaled rate and the head."""
+        if self.config.backbone_lr_scale == 1.0:
+            return [{"params": list(self.model.parameters())}]
+        return [{"params": self._backbone_parameters(), "lr": self.config.lr * self.config.backbone_lr_scale},
+                {"params": list(self.model.head.parameters())}]
+
     def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The training loss of one batch: the uncertainty head's distribution loss, or the chosen
         loss with its weights (``rows``: the batch's dataset rows, for per-molecule weights and
-        censoring). Override to change it."""
+        censoring). Override to change it, as pretraining does."""
         target = self.model.normalize_targets(batch.labels)
         head = self.model.config.uncertainty_head
         if head != "none":
@@ -444,7 +464,7 @@ class Trainer:
         """Mean training loss (over all processes), the learning rate of the epoch's last step, and
         the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``)."""
         self.model.train()
-        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[0]["lr"]
+        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[-1]["lr"]
         for index, batch in enumerate(loader, start=1):
             rows = batch.rows if isinstance(batch, IndexedBatch) else None
             batch = (batch.batch if rows is not None else batch).to(self.device)
@@ -454,6 +474,9 @@ class Trainer:
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
             if problem is None:
                 loss.backward()
+                if epoch <= self.config.freeze_backbone_epochs:  # AdamW leaves parameters without a gradient alone
+                    for parameter in self._backbone_parameters():
+                        parameter.grad = None
                 norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
                 problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
             if problem is not None:
@@ -467,7 +490,7 @@ class Trainer:
                 optimizer.zero_grad(set_to_none=True)
                 skipped += 1
                 continue
-            lr = optimizer.param_groups[0]["lr"]
+            lr = optimizer.param_groups[-1]["lr"]
             optimizer.step()
             scheduler.step()
             total += float(loss.detach()) * batch.batch_size

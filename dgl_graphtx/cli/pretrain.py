@@ -1,0 +1,101 @@
+"""``dgl-graphtx pretrain`` (descriptor pretraining of a backbone) and ``dgl-graphtx pretrained``
+(the backbones shipped in the package)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from ..distributed import DistributedContext, launch_local, process_hooks
+from ..errors import GraphTxError
+from ..pretrained import describe, list_pretrained
+from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
+from ..run_config import resolve_run_config
+from .common import TRAIN_FLAGS, add_logging_options, bounded
+from .train import without_option
+
+
+#: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
+SHARED_FLAGS = ("--model", "--preset", "--seed", "--epochs", "--batch-size", "--lr", "--device", "--on-nonfinite")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``pretrain`` and ``pretrained`` sub-commands to ``sub``."""
+    run = sub.add_parser(
+        "pretrain", help="pretrain a backbone on RDKit 2-D descriptors of unlabelled molecules",
+        description="Train a backbone to regress normalised RDKit 2-D descriptors (a random share masked out of the loss "
+                    "at every step); writes backbone.pt, card.json (model card), log.csv and last.pt (resumable) to --out. "
+                    "See docs/pretraining.md.",
+    )
+    run.add_argument("corpus", help="SMILES file (.smi, CSV/TSV with a SMILES column, SDF), a store written by "
+                                    "'dgl-graphtx featurize', or 'moses' (the MOSES training set read from the molsets "
+                                    "wheel in --moses-dir)")
+    run.add_argument("--out", required=True, help="output folder")
+    run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
+    run.add_argument("--smiles-col", default=None, help="SMILES column of a table (default: smiles; SMILES for moses)")
+    run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
+    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=0.15, help="share of descriptor targets left out of each step's loss (default: 0.15)")
+    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=0.05, help="held-out share for descriptor R2 and epoch selection (default: 0.05)")
+    run.add_argument("--workers", type=bounded(int, 1), default=1, help="processes computing descriptors (default: 1)")
+    run.add_argument("--corpus-name", help="corpus name in the card (default: the file name; MOSES for moses)")
+    run.add_argument("--corpus-licence", help="licence of the corpus, recorded in the card (default: unknown; MIT for moses)")
+    run.add_argument("--notes", default="", help="free text for the model card (how and why the model was made)")
+    run.add_argument("--moses-dir", default=".cache/moses", help="folder with the molsets wheel (pip download --no-deps molsets -d DIR)")
+    run.add_argument("--config", help="TOML or YAML file with sections preset, model, featurizer, relation, train")
+    run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[], help="override config fields, e.g. model.num_layers=2")
+    for flag, key, kwargs in TRAIN_FLAGS:
+        if flag in SHARED_FLAGS:
+            run.add_argument(flag, default=None, **kwargs)
+    run.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
+    run.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
+    run.add_argument("--nproc", type=bounded(int, 1), default=1, help="DDP processes on this machine (or start with torchrun ... -m dgl_graphtx pretrain ...)")
+    add_logging_options(run)
+    run.set_defaults(func=run_pretrain)
+
+    listing = sub.add_parser("pretrained", help="list the pretrained backbones shipped in the package",
+                             description="Pretrained backbones usable offline with train --from-pretrained NAME and "
+                                         "embed --checkpoint NAME; their model cards are in dgl_graphtx/pretrained/NAME/card.json.")
+    listing.set_defaults(func=run_list)
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    """Run ``pretrain`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
+    if args.nproc != 1:
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
+    flags = {key: getattr(args, flag.lstrip("-").replace("-", "_")) for flag, key, _ in TRAIN_FLAGS if flag in SHARED_FLAGS}
+    flags = {k: v for k, v in flags.items() if v is not None}
+    if args.no_progress or args.quiet:
+        flags["train.progress"] = False
+    config = resolve_run_config(args.config, args.set, flags)
+    corpus, smiles_col, name, licence = args.corpus, args.smiles_col or "smiles", args.corpus_name, args.corpus_licence
+    if args.corpus == "moses":
+        corpus = moses_corpus(args.moses_dir, args.moses_dir)
+        smiles_col, name, licence = args.smiles_col or "SMILES", name or "MOSES", licence or MOSES_LICENCE
+    elif not Path(args.corpus).exists():
+        raise GraphTxError(f"corpus {args.corpus} not found: give a SMILES file, a featurized store or 'moses'")
+    settings = PretrainConfig(mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
+                              subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
+                              notes=args.notes)
+    out = Path(args.out)
+    with process_hooks(config.train.device) as hooks:
+        train = config.train
+        if isinstance(hooks, DistributedContext):
+            train = dataclasses.replace(train, device=str(hooks.device), progress=train.progress and hooks.is_main)
+        result = pretrain(corpus, out, config.as_preset(), train, settings, name=args.name, smiles_col=smiles_col,
+                          overwrite=args.overwrite, resume=args.resume, hooks=hooks)
+        if not hooks.is_main:
+            return 0
+    print(describe(result.card))
+    print(f"backbone: {out / 'backbone.pt'}; model card: {out / 'card.json'}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """Run ``pretrained``: one line per shipped model."""
+    cards = list_pretrained()
+    if not cards:
+        print("no pretrained models are shipped in this installation")
+    for card in cards:
+        print(describe(card))
+    return 0
