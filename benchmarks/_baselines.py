@@ -19,7 +19,8 @@ class AttentiveFPBaseline(nn.Module):
     def __init__(self, node_feat_size: int = CANONICAL_ATOM_FEATURES, edge_feat_size: int = CANONICAL_BOND_FEATURES,
                  num_tasks: int = 1, graph_feat_size: int = 200, dropout: float = 0.1) -> None:
         super().__init__()
-        self.config = SimpleNamespace(task="regression", num_tasks=num_tasks)
+        self.config = SimpleNamespace(task="regression", num_tasks=num_tasks, prediction_width=num_tasks,
+                                      uncertainty_head="none")
         self.net = AttentiveFPPredictor(node_feat_size, edge_feat_size, num_layers=2, num_timesteps=2,
                                         graph_feat_size=graph_feat_size, n_tasks=num_tasks, dropout=dropout)
         self.register_buffer("target_mean", torch.zeros(num_tasks))

@@ -85,7 +85,7 @@ def _locate(name_or_path: PathLike) -> Tuple[Path, Path]:
 
 def is_pretrained_reference(name_or_path: PathLike) -> bool:
     """Whether ``name_or_path`` names a pretrained backbone rather than a trained checkpoint: a
-    shipped name, or a folder holding ``backbone.pt`` and no ``best.pt``.
+    shipped name, or a folder written by ``dgl-graphtx pretrain`` (it holds ``backbone.pt``).
 
     Example:
         >>> is_pretrained_reference("gradformer-tiny-moses3k"), is_pretrained_reference("runs/x/best.pt")
@@ -95,7 +95,7 @@ def is_pretrained_reference(name_or_path: PathLike) -> bool:
     if "/" not in text and (PRETRAINED_DIR / text / CARD_FILE).is_file():
         return True
     path = Path(text)
-    return path.is_dir() and (path / BACKBONE_FILE).is_file() and not (path / "best.pt").is_file()
+    return path.is_dir() and (path / BACKBONE_FILE).is_file()
 
 
 def get_pretrained(name_or_path: PathLike) -> Pretrained:

@@ -277,7 +277,7 @@ class Trainer:
         if config.task_weights and len(config.task_weights) != model.config.num_tasks:
             raise ConfigError(f"{len(config.task_weights)} task weight(s) {list(config.task_weights)} for "
                               f"{model.config.num_tasks} target(s); give one weight per target (--task-weights)")
-        head = model.config.uncertainty_head
+        self.uncertainty_head = head = model.config.uncertainty_head
         if head != "none" and (config.loss != "auto" or config.task_weights):
             raise ConfigError(f"the {head} uncertainty head trains on its own likelihood: drop --loss {config.loss} / "
                               "--task-weights, or train without --uncertainty " + head)
@@ -374,8 +374,8 @@ class Trainer:
                 logger.warning("validation set: %s", note)
         self._prepare_labels(train_set)
         self._loss_inputs = LossInputs.of(train_set)
-        if self._loss_inputs is not None and self.model.config.uncertainty_head != "none":
-            raise ConfigError(f"the {self.model.config.uncertainty_head} uncertainty head trains on its own likelihood, "
+        if self._loss_inputs is not None and self.uncertainty_head != "none":
+            raise ConfigError(f"the {self.uncertainty_head} uncertainty head trains on its own likelihood, "
                               "without sample weights or censored labels: drop --weight-col / --loss bounded_mse")
         if self._loss_inputs is not None:
             train_set = RowIndexed(train_set)
@@ -446,9 +446,8 @@ class Trainer:
         loss with its weights (``rows``: the batch's dataset rows, for per-molecule weights and
         censoring). Override to change it, as pretraining does."""
         target = self.model.normalize_targets(batch.labels)
-        head = self.model.config.uncertainty_head
-        if head != "none":
-            return head_loss(head, output, target, batch.mask, self.evidential_reg)
+        if self.uncertainty_head != "none":
+            return head_loss(self.uncertainty_head, output, target, batch.mask, self.evidential_reg)
         extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
@@ -468,7 +467,10 @@ class Trainer:
         for index, batch in enumerate(loader, start=1):
             rows = batch.rows if isinstance(batch, IndexedBatch) else None
             batch = (batch.batch if rows is not None else batch).to(self.device)
-            output = module(batch.graph, batch.relation_graph, distribution=self.model.config.uncertainty_head != "none")
+            if self.uncertainty_head != "none":  # the whole distribution for the head's likelihood
+                output = module(batch.graph, batch.relation_graph, distribution=True)
+            else:
+                output = module(batch.graph, batch.relation_graph)
             loss = self.batch_loss(output, batch, rows)
             optimizer.zero_grad(set_to_none=True)
             problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
@@ -584,7 +586,7 @@ class Trainer:
         of them (each row predicted exactly once).
         """
         self.model.eval()
-        outputs = [torch.zeros(0, self.model.config.output_width)]
+        outputs = [torch.zeros(0, self.model.config.prediction_width)]
         local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))
         if len(local):
             for batch in self.loader(local):

@@ -255,7 +255,7 @@ def test_predictor_applies_a_stored_regression_calibration(tmp_path):
     extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mve")), "calibration": calibration.to_dict()}}
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"], extra))
     table = Predictor(path).predict(["CCO", "c1ccccc1", "not a smiles"])
-    assert list(table.columns) == ["smiles", "y", "y_std", "y_lo", "y_hi", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "y", "y_std", "y_lo", "y_hi", "error", "warning"]
     g, rel = smiles_to_graphs("CCO", preset.featurizer, preset.relation)
     with torch.no_grad():
         raw = model.eval()(g, rel, distribution=True)
@@ -265,7 +265,7 @@ def test_predictor_applies_a_stored_regression_calibration(tmp_path):
     assert table["y_lo"][0] == pytest.approx(2 * table["y"][0] - table["y_hi"][0], rel=1e-6)
     assert np.isnan(table.loc[2, ["y", "y_std", "y_lo", "y_hi"]].astype(float)).all()
     plain = Predictor(path, uncertainty="none").predict(["CCO"])
-    assert list(plain.columns) == ["smiles", "y", "error", "warning"] and plain["y"][0] == pytest.approx(table["y"][0])
+    assert list(plain.columns) == ["smiles", "canonical_smiles", "y", "error", "warning"] and plain["y"][0] == pytest.approx(table["y"][0])
 
 
 def test_predictor_applies_a_stored_temperature(tmp_path):
@@ -275,7 +275,7 @@ def test_predictor_applies_a_stored_temperature(tmp_path):
     extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4)), "calibration": calibration.to_dict()}}
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["active"], extra))
     table = Predictor(path).predict(["CCO"])
-    assert list(table.columns) == ["smiles", "active", "active_std", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "active", "active_std", "error", "warning"]
     g, rel = smiles_to_graphs("CCO", preset.featurizer, preset.relation)
     logit = float(model.eval()(g, rel).detach()[0, 0])  # no dropout in the tiny preset: every pass is the same
     assert table["active"][0] == pytest.approx(1 / (1 + math.exp(-logit / 3.0)), rel=1e-5)
