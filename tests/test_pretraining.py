@@ -136,6 +136,16 @@ def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path):
         train_and_evaluate(other, grpe, scaled, out_dir=tmp_path / "bad")
 
 
+def test_the_fine_tuning_run_chooses_its_head_kind(backbone):
+    """Task, classes and uncertainty head are the run's, not the backbone's (a descriptor regressor)."""
+    pretrained = get_pretrained(backbone)
+    base = get_preset("grpe", task="multiclass", num_classes=3)
+    preset = pretrained_preset(pretrained, base)
+    assert (preset.model.task, preset.model.num_classes, preset.model.output_width) == ("multiclass", 3, 3)
+    mve = pretrained_preset(pretrained, get_preset("grpe", uncertainty_head="mve"))
+    assert mve.model.uncertainty_head == "mve" and mve.model.output_width == 2
+
+
 def test_cli_fine_tune_records_the_choice_and_enforces_settings(backbone, tmp_path):
     csv = tmp_path / "d.csv"
     freesolv()[:50][["smiles", "expt"]].to_csv(csv, index=False)

@@ -27,7 +27,8 @@ BACKBONE_FILE = "backbone.pt"
 CARD_FILE = "card.json"
 
 #: Model settings a fine-tuning run chooses itself; everything else comes from the backbone.
-HEAD_FIELDS = ("num_tasks", "task", "head_layers", "molecule_features", "atom_extra_features", "dropout", "attn_dropout")
+HEAD_FIELDS = ("num_tasks", "task", "num_classes", "uncertainty_head", "head_layers", "molecule_features", "atom_extra_features",
+               "dropout", "attn_dropout")
 
 
 class Pretrained(NamedTuple):
