@@ -59,6 +59,7 @@ from _timing import median, time_repeats  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset, collate_molecule_tensors  # noqa: E402
 from dgl_graphtx.devices import resolve_device  # noqa: E402
+from dgl_graphtx.errors import ConfigError  # noqa: E402
 from dgl_graphtx.models import PRESETS, Preset, build_model, get_preset  # noqa: E402
 from dgl_graphtx.training.trainer import masked_loss  # noqa: E402
 
@@ -69,7 +70,7 @@ DEFAULT_CONFIGS = ["grpe-tiny", "grpe-standard", "moire-2d", "moire-qm9", "gradf
 #: Heavy-atom ranges of the two molecule sizes.
 SIZES = {"MolHIV-sized": (24, 27), "QM9-sized": (8, 9)}
 COLUMNS = [("model", "model"), ("config", "preset / config"), ("molecules", "molecules"), ("batch", "batch"),
-           ("train", "train graphs/s"), ("infer", "inference graphs/s"), ("peak_mib", "peak MiB"),
+           ("params", "params"), ("train", "train graphs/s"), ("infer", "inference graphs/s"), ("peak_mib", "peak MiB"),
            ("train_ratio", "train ours/authors"), ("infer_ratio", "inference ours/authors")]
 EPOCH_TARGET_S = 10.0
 
@@ -136,6 +137,7 @@ class Measured:
     train: float
     infer: float
     peak_mib: float
+    params: int
 
 
 class Device:
@@ -183,7 +185,8 @@ def measure(model: torch.nn.Module, batches: Sequence[Any], forward: Callable[[t
     train = median(time_repeats(train_step, args.repeats, args.warmup))
     model.eval()
     infer = median(time_repeats(infer_step, args.repeats, args.warmup))
-    return Measured(batch_size / train, batch_size / infer, device.peak_mib())
+    params = sum(p.numel() for p in model.parameters())
+    return Measured(batch_size / train, batch_size / infer, device.peak_mib(), params)
 
 
 def measure_ours(preset: Preset, chunks: Sequence[Sequence[Any]], device: Device, args: argparse.Namespace) -> Measured:
@@ -231,7 +234,8 @@ def run_config(name: str, size: str, pools: MoleculePools, device: Device, args:
     base = {"model": variant, "molecules": molecules, "batch": batch_size, "device": str(device.device)}
     ours = measure_ours(preset, chunks, device, args)
     rows: List[Dict[str, object]] = [{**base, "config": f"ours {preset_name} ({m.num_layers}/{m.hidden_dim}/{m.num_heads})",
-                                      "train": ours.train, "infer": ours.infer, "peak_mib": ours.peak_mib}]
+                                      "params": ours.params, "train": ours.train, "infer": ours.infer,
+                                      "peak_mib": ours.peak_mib}]
     if args.no_authors or not is_paired(variant, preset_name):
         return rows
     try:
@@ -241,7 +245,7 @@ def run_config(name: str, size: str, pools: MoleculePools, device: Device, args:
         return rows
     if network.note:
         print(f"  {network.label}: {network.note}")
-    rows.append({**base, "model": network.label, "config": f"authors ({network.config})", "train": theirs.train,
+    rows.append({**base, "model": network.label, "config": f"authors ({network.config})", "params": theirs.params, "train": theirs.train,
                  "infer": theirs.infer, "peak_mib": theirs.peak_mib, "train_ratio": ours.train / theirs.train,
                  "infer_ratio": ours.infer / theirs.infer})
     return rows
@@ -334,7 +338,10 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, object]]:
         parse_config(name)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = Device(args.device)
+    try:
+        device = Device(args.device)
+    except ConfigError as err:
+        raise SystemExit(f"--device: {err}") from None
     env = {**environment(), "device": device_name(device)}
     print_environment(env, "GPU speed (ours on the tensor path, the authors' networks beside)")
     pools = MoleculePools(args)
