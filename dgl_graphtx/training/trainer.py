@@ -13,11 +13,11 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler, Subset
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 
 from ..atomic_io import atomic_to_csv
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from ..datasets import MoleculeBatch, collate_molecule_tensors, collate_molecules
+from ..datasets import EdgeBudgetBatchSampler, MoleculeBatch, collate_molecule_tensors, collate_molecules, relation_edge_counts
 from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
@@ -81,6 +81,10 @@ class TrainConfig(TrainRecipe):
             weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
         freeze_backbone_epochs: train only the head for this many first epochs.
         backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
+        batch_edges: most relation-graph edges per batch, on top of ``batch_size`` (see
+            :class:`~dgl_graphtx.datasets.EdgeBudgetBatchSampler`; the rule prediction batches
+            by), which bounds the memory of a step on large molecules. ``None``: batches of
+            ``batch_size`` molecules only. Single-process runs only.
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -101,6 +105,7 @@ class TrainConfig(TrainRecipe):
     from_pretrained: Optional[str] = None
     freeze_backbone_epochs: int = 0
     backbone_lr_scale: float = 1.0
+    batch_edges: Optional[int] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -111,6 +116,8 @@ class TrainConfig(TrainRecipe):
             check_number("each task weight", weight, 0)
         check_number("freeze_backbone_epochs", self.freeze_backbone_epochs, 0, integer=True)
         check_number("backbone_lr_scale", self.backbone_lr_scale, 0, 1000)
+        if self.batch_edges is not None:
+            check_number("batch_edges", self.batch_edges, 1, integer=True)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -297,16 +304,14 @@ class Trainer:
         batch_size = batch_size or self.config.batch_size
         rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
-        return DataLoader(
-            dataset,
-            batch_size=batch_size,
-            shuffle=shuffle and sampler is None,
-            sampler=sampler,
-            collate_fn=collate,
-            num_workers=self.config.num_workers,
-            generator=generator,
-            drop_last=drop_last,
-        )
+        workers = self.config.num_workers
+        if self.config.batch_edges is not None:
+            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)
+            batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
+                                             drop_last_single=shuffle or sampler is not None)
+            return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=workers)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
+                          collate_fn=collate, num_workers=workers, generator=generator, drop_last=drop_last)
 
     def _target_names(self, count: int) -> List[str]:
         return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
@@ -362,6 +367,9 @@ class Trainer:
         """
         cfg = self.config
         hooks = self.hooks
+        if cfg.batch_edges is not None and hooks.world_size > 1:
+            raise ConfigError("batch_edges gives each process its own number of batches, which distributed training "
+                              "cannot synchronise; train with one process, or without batch_edges")
         torch.manual_seed(cfg.seed + hooks.rank)
         names = self.meta.target_names if self.meta is not None else None
         for part in (train_set, valid_set):
