@@ -113,6 +113,7 @@ ALTERNATIVES = {
     "train.from_pretrained": ("gradformer-tiny-moses3k", "gradformer-tiny-moses3k", []),
     "train.freeze_backbone_epochs": ("2", 2, []),
     "train.backbone_lr_scale": ("0.1", 0.1, []),
+    "train.batch_edges": ("5000", 5000, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }
