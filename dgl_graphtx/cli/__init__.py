@@ -14,6 +14,7 @@ from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
 from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
+from ..threads import set_threads
 from .common import verbosity
 
 SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, presets, pretrain, info, demo)
@@ -46,6 +47,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     configure_logging(verbosity(args))
+    if hasattr(args, "threads"):  # before torch starts its thread pool; processes started later inherit it
+        set_threads(args.threads)
     try:
         return args.func(args)
     except GraphTxError as err:

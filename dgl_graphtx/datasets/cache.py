@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
@@ -16,6 +17,19 @@ logger = logging.getLogger("dgl_graphtx")
 #: Bump when the layout or the meaning of cached payloads changes (2: atoms in canonical order,
 #: with ``input_atom``).
 CACHE_FORMAT = 2
+
+
+def default_cache_dir() -> Path:
+    """Where featurized datasets are cached when no folder is named: ``$XDG_CACHE_HOME/dgl_graphtx/datasets``
+    (``~/.cache/dgl_graphtx/datasets`` when ``XDG_CACHE_HOME`` is unset), shared by all runs of
+    this user, so reruns and resumes over an unchanged file skip featurization.
+
+    Example:
+        >>> default_cache_dir().parts[-2:]
+        ('dgl_graphtx', 'datasets')
+    """
+    root = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(root) if root else Path.home() / ".cache") / "dgl_graphtx" / "datasets"
 
 
 def cache_key(settings: Dict[str, Any]) -> str:

@@ -223,8 +223,8 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
     if resume and not journal.exists():
         logger.info("no %s yet: starting a new search", journal)
     out.mkdir(parents=True, exist_ok=True)
-    cache = base.data.cache_dir or str((out / "cache").resolve())
-    base = replace(base, data=replace(base.data, cache_dir=cache), train=replace(base.train, progress=False))
+    cache = base.data.dataset_cache or str((out / "cache").resolve())
+    base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
     if not resume or not (out / BASE_CONFIG).exists():
         base.save(out / BASE_CONFIG)
     elif resolve_run_config(out / BASE_CONFIG) != base:
