@@ -11,12 +11,13 @@ from typing import Any, Dict, Optional, Union
 import torch
 
 from ..atomic_io import atomic_torch_save
+from .compact import narrow_integers, widen_integers
 
 logger = logging.getLogger("dgl_graphtx")
 
 #: Bump when the layout or the meaning of cached payloads changes (2: atoms in canonical order,
-#: with ``input_atom``).
-CACHE_FORMAT = 2
+#: with ``input_atom``; 3: integer tensors stored narrowed, see :mod:`.compact`).
+CACHE_FORMAT = 3
 
 
 def default_cache_dir() -> Path:
@@ -60,9 +61,10 @@ def load_cached(path: Path) -> Optional[Dict[str, Any]]:
     if not isinstance(payload, dict) or payload.get("cache_format") != CACHE_FORMAT:
         logger.warning("ignoring dataset cache %s written in another format; rebuilding it", path)
         return None
-    return payload
+    return widen_integers(payload)
 
 
 def save_cached(path: Path, payload: Dict[str, Any]) -> None:
-    """Write ``payload`` atomically (concurrent readers never see half a file)."""
-    atomic_torch_save({"cache_format": CACHE_FORMAT, **payload}, path)
+    """Write ``payload`` atomically (concurrent readers never see half a file), its integer tensors
+    in the smallest dtype holding their values (:func:`load_cached` restores the original dtypes)."""
+    atomic_torch_save({"cache_format": CACHE_FORMAT, **narrow_integers(payload)}, path)
