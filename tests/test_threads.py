@@ -88,3 +88,14 @@ def test_trainer_applies_train_config_threads():
     assert torch.get_num_threads() == 1
     Trainer(seeded_model(tiny_preset("vanilla", "tiny", num_layers=1)), TrainConfig(progress=False))  # None: left alone
     assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("argv", [["train", "d.csv", "--out", "o"], ["hpopt", "d.csv", "--out", "o"],
+                                  ["pretrain", "c.smi", "--out", "o"], ["predict", "C", "--checkpoint", "m.pt"],
+                                  ["embed", "C", "--checkpoint", "m.pt", "--output", "e.csv"],
+                                  ["evaluate", "d.csv", "--checkpoint", "m.pt"]])
+def test_every_training_and_prediction_command_takes_threads(argv):
+    from dgl_graphtx.cli import build_parser
+
+    assert build_parser().parse_args([*argv, "--threads", "3"]).threads == 3
+    assert build_parser().parse_args(argv).threads is None
