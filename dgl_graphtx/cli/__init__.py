@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from ..threads import set_threads
+from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
 
 SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, presets, pretrain, info, demo)

@@ -22,8 +22,8 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
-from ..uncertainty import UncertaintyConfig, head_loss
 from ..threads import resolve_threads, set_threads
+from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .hooks import ProcessHooks
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
