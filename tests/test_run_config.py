@@ -39,6 +39,7 @@ ALTERNATIVES = {
     "data.valid": ("v.csv", "v.csv", ["data.test=t.csv"]),
     "data.test": ("t.csv", "t.csv", ["data.valid=v.csv"]),
     "data.cache_dir": ("cache", "cache", []),
+    "data.cache": ("false", False, []),
     "data.cv": ("5", 5, []),
     "data.group_col": ("series", "series", ["data.cv=3"]),
     "data.weight_col": ("w", "w", []),
@@ -113,6 +114,7 @@ ALTERNATIVES = {
     "train.from_pretrained": ("gradformer-tiny-moses3k", "gradformer-tiny-moses3k", []),
     "train.freeze_backbone_epochs": ("2", 2, []),
     "train.backbone_lr_scale": ("0.1", 0.1, []),
+    "train.threads": ("2", 2, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }

@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import CheckpointError, ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .hooks import ProcessHooks
@@ -29,7 +30,7 @@ from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
 from .losses import LOSSES, resolve_loss, weighted_loss
 from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
 from .plots import plot_learning_curve
-from .resume import TrainingState, capture_rng_state, restore_rng_state
+from .resume import TrainingState, capture_rng_state, check_resume_settings, restore_rng_state
 from .schedule import SCHEDULES, lr_factor
 
 logger = logging.getLogger("dgl_graphtx")
@@ -38,9 +39,6 @@ logger = logging.getLogger("dgl_graphtx")
 ON_NONFINITE = ("stop", "skip")
 
 PathLike = Union[str, Path]
-
-#: TrainConfig fields that may differ between a run and its resumption.
-RESUMABLE_CHANGES = ("device", "compute", "num_workers", "progress")
 
 
 @dataclass(frozen=True)
@@ -81,6 +79,10 @@ class TrainConfig(TrainRecipe):
             weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
         freeze_backbone_epochs: train only the head for this many first epochs.
         backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
+        threads: torch intra-op threads of the training process (of every DDP rank), set by
+            :class:`Trainer` through :func:`~dgl_graphtx.threads.set_threads`; ``None`` leaves
+            torch's setting alone (the CLI resolves it: ``--threads``, else ``OMP_NUM_THREADS``,
+            else 1, and records the number in ``config.yaml``).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -101,9 +103,12 @@ class TrainConfig(TrainRecipe):
     from_pretrained: Optional[str] = None
     freeze_backbone_epochs: int = 0
     backbone_lr_scale: float = 1.0
+    threads: Optional[int] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.threads is not None:
+            resolve_threads(self.threads)  # checks it
         object.__setattr__(self, "pos_weight", parse_pos_weight(self.pos_weight))
         if self.loss not in LOSSES:
             raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
@@ -264,6 +269,8 @@ class Trainer:
         evidential_reg: float = UncertaintyConfig.evidential_reg,
     ) -> None:
         self.config = config
+        if config.threads is not None:
+            set_threads(config.threads)
         self.evidential_reg = evidential_reg
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
@@ -552,13 +559,7 @@ class Trainer:
             raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
         if loaded.model.config != self.model.config:
             raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
-        saved = loaded.meta.extra.get("train_config", {})
-        changed = [k for k, v in asdict(self.config).items() if k in saved and saved[k] != v and k not in RESUMABLE_CHANGES]
-        if changed:
-            raise ConfigError(
-                f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
-                f"resume with the same settings (now {', '.join(f'{k}={getattr(self.config, k)!r}' for k in changed)})"
-            )
+        check_resume_settings(path, loaded.meta.extra.get("train_config", {}), self.config)
         raw = loaded.training_state
         self.model.load_state_dict(loaded.model.state_dict())
         optimizer.load_state_dict(raw["optimizer"])
