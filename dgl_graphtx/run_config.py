@@ -35,6 +35,7 @@ from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import ModelConfig, Preset, get_preset
 from .models.presets import DEFAULT_MODEL, PRESETS
 from .models.variants import VARIANT_SPECS, option_sections
+from .datasets.cache import default_cache_dir
 from .relation_graph import RelationConfig
 from .settings_files import get_dotted as _get
 from .settings_files import merge as _merge
@@ -86,7 +87,9 @@ class DataConfig:
         fractions: train/valid/test fractions of a random or scaffold split.
         split_col: column saying ``train``/``valid``/``test`` for every row.
         valid, test: separate validation and test files (given together; ``path`` is then all training).
-        cache_dir: folder caching featurized molecules.
+        cache_dir: folder caching featurized molecules (default: the user's cache,
+            :func:`~dgl_graphtx.datasets.cache.default_cache_dir`).
+        cache: cache featurized molecules at all (``False``: featurize on every run; ``--no-cache``).
         subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
             train on this many molecules drawn with ``train.seed``.
         positive_label: classification with text classes: the value that becomes 1 (two text
@@ -117,6 +120,7 @@ class DataConfig:
     valid: Optional[str] = None
     test: Optional[str] = None
     cache_dir: Optional[str] = None
+    cache: bool = True
     subset: Optional[int] = None
     positive_label: Optional[str] = None
     cv: int = 0
@@ -129,6 +133,8 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         self.extra_features  # checks the generator specs and the scaling
+        if self.cache_dir is not None and not self.cache:
+            raise ConfigError("data.cache_dir (--cache-dir) names a cache folder but data.cache is off (--no-cache): give one of them")
         if self.subset is not None and not self.is_qm9:
             raise ConfigError("data.subset (--subset) applies to the qm9 data source only")
         if self.subset is not None and self.subset < 1:
@@ -156,6 +162,19 @@ class DataConfig:
     def extra_features(self) -> ExtraFeatures:
         """The extra features these settings ask for."""
         return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
+
+    @property
+    def dataset_cache(self) -> Optional[str]:
+        """The folder featurized molecules are cached in: ``cache_dir``, else the user's cache
+        folder, or ``None`` with ``cache=False``.
+
+        Example:
+            >>> DataConfig(cache_dir="c").dataset_cache, DataConfig(cache=False).dataset_cache
+            ('c', None)
+        """
+        if not self.cache:
+            return None
+        return self.cache_dir if self.cache_dir is not None else str(default_cache_dir())
 
     @property
     def predefined(self) -> bool:

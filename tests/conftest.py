@@ -116,3 +116,16 @@ def sdf_mols(sdf_path) -> List[Chem.Mol]:
     mols = list(Chem.SDMolSupplier(str(sdf_path), removeHs=True))
     assert all(m is not None for m in mols)
     return mols
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache_in_tmp(tmp_path_factory):
+    """The user's dataset cache (``$XDG_CACHE_HOME``, used by ``train`` by default) in a temporary
+    folder: tests never write into the real home folder."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous

@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
+from ..threads import set_threads
 from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
 
@@ -46,6 +47,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     configure_logging(verbosity(args))
+    if hasattr(args, "threads"):  # before torch starts its thread pool; processes started later inherit it
+        set_threads(args.threads)
     try:
         return args.func(args)
     except GraphTxError as err:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -11,6 +12,8 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
+from ..run_config import RunConfig
+from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
 from ..validation import check_number, describe_range
@@ -78,6 +81,12 @@ def pos_weight_option(text: str) -> Union[str, float]:
     return bounded(float, 0, None, low_open=True)(text)
 
 
+#: ``--threads`` of every command that trains or predicts.
+THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with --nproc); loader workers use 1 each "
+                f"(default: $OMP_NUM_THREADS if set, else {DEFAULT_THREADS}: measured fastest per process, and far "
+                "faster as soon as anything else runs on the cores; see docs/training.md)")
+
+
 #: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
@@ -105,7 +114,10 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--device", "train.device", dict(type=device_option, help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
     ("--subset", "data.subset", dict(type=bounded(int, 1), help="qm9 only: train on this many molecules drawn with --seed")),
     ("--on-nonfinite", "train.on_nonfinite", dict(choices=("stop", "skip"), help="NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: stop)")),
-    ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules")),
+    ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules, keyed by file content and settings "
+                                                "(default: $XDG_CACHE_HOME/dgl_graphtx/datasets, i.e. ~/.cache/dgl_graphtx/datasets)")),
+    ("--no-cache", "data.cache", dict(action="store_const", const=False, help="featurize again on every run instead of reading the cache")),
+    ("--threads", "train.threads", dict(type=bounded(int, 1), metavar="N", help=THREADS_HELP)),
     ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx pretrain') with a new head; its architecture, featurizer and relation settings are used")),
     ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help="with --from-pretrained: train only the head for the first K epochs (default: 0)")),
     ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help="learning rate of the backbone relative to --lr (default: 1)")),
@@ -130,6 +142,24 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     for flag, key, kwargs in TRAIN_FLAGS:
         parser.add_argument(flag, default=None, **kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads N`` of the commands that predict (``train`` has it among :data:`TRAIN_FLAGS`);
+    the CLI's entry point applies it before the command runs."""
+    parser.add_argument("--threads", type=bounded(int, 1), default=None, metavar="N", help=THREADS_HELP)
+
+
+def with_threads(config: RunConfig) -> RunConfig:
+    """``config`` with its ``train.threads`` resolved and applied to this process (see
+    :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
+
+    Example:
+        >>> from dgl_graphtx.run_config import resolve_run_config
+        >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
+        1
+    """
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=set_threads(config.train.threads)))
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import json
 
 from ..evaluation import evaluate_table
 from ..table_output import table_format, write_table
-from .common import add_input_options, add_logging_options, device_option, verbosity
+from .common import add_input_options, add_logging_options, add_threads_option, device_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
 
@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_carry_options(evaluate)
     evaluate.add_argument("--output", help="per-molecule table: .csv, .tsv or .parquet")
     evaluate.add_argument("--device", type=device_option, default="auto")
+    add_threads_option(evaluate)
     add_logging_options(evaluate)
     evaluate.set_defaults(func=run)
 

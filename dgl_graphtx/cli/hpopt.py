@@ -10,7 +10,7 @@ from ..hpopt.space import COMMON
 from ..models.variants import VARIANT_SPECS
 from ..logs import log_to_file
 from ..run_config import resolve_run_config
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics, with_threads
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from .train import _absolute
 
     flags = explicit_train_flags(args)
-    config = _absolute(resolve_run_config(args.config, args.set, flags))
+    config = with_threads(_absolute(resolve_run_config(args.config, args.set, flags)))
     fixed = set(flags) | {item.split("=", 1)[0].strip() for item in args.set}
     space = [p for p in search_space(config.model.variant) if p.key not in fixed and p.key.split(".")[0] not in fixed]
     if config.data.path is None or not config.data.targets:

@@ -12,7 +12,7 @@ from ..featurize import SizeLimits
 from ..predict import with_carried_columns
 from ..table_output import table_format, table_separator, write_table
 from ..uncertainty import METHODS
-from .common import add_input_options, add_logging_options, bounded, device_option, print_table, verbosity
+from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
 logger = logging.getLogger("dgl_graphtx")
@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_carry_options(predict)
     predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
     predict.add_argument("--device", type=device_option, default="auto")
+    add_threads_option(predict)
     predict.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
     predict.add_argument("--batch-edges", type=bounded(int, 1), default=2_000_000,
                          help="most relation-graph edges per forward pass, bounding its memory (default: 2,000,000)")

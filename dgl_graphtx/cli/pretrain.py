@@ -11,12 +11,12 @@ from ..errors import GraphTxError
 from ..pretrained import describe, list_pretrained
 from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
 from ..run_config import resolve_run_config
-from .common import TRAIN_FLAGS, add_logging_options, bounded
+from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads
 from .train import without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
-SHARED_FLAGS = ("--model", "--preset", "--seed", "--epochs", "--batch-size", "--lr", "--device", "--on-nonfinite")
+SHARED_FLAGS = ("--model", "--preset", "--seed", "--epochs", "--batch-size", "--lr", "--device", "--on-nonfinite", "--threads")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.no_progress or args.quiet:
         flags["train.progress"] = False
-    config = resolve_run_config(args.config, args.set, flags)
+    config = with_threads(resolve_run_config(args.config, args.set, flags))
     corpus, smiles_col, name, licence = args.corpus, args.smiles_col or "smiles", args.corpus_name, args.corpus_licence
     if args.corpus == "moses":
         corpus = moses_corpus(args.moses_dir, args.moses_dir)

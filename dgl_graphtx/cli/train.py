@@ -21,9 +21,10 @@ from ..logs import log_to_file
 from ..models.variants import option_sections
 from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
 from ..run_folder import RunFolder
+from ..training.resume import check_resumable_run
 from ..training.target_metrics import per_target_lines
 from ..uncertainty.evaluation import format_uncertainty
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics, with_threads
 from .store_recipe import check_store_settings, read_store_recipe, recipe_flags
 
 logger = logging.getLogger("dgl_graphtx")
@@ -113,7 +114,7 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
             raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
                                f"use --targets {','.join(dataset.target_names)}")
         return dataset, None
-    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.cache_dir,
+    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
                   progress=config.train.progress)
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
@@ -141,7 +142,8 @@ def store_flags(args: argparse.Namespace) -> dict:
 
 def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
     """Per-process settings of a distributed run: the device torchrun gave this rank, progress on
-    rank 0 only, and a shared featurization cache (rank 0 featurizes, the others read it)."""
+    rank 0 only, and a shared featurization cache (rank 0 featurizes, the others read it; in
+    ``OUT/cache`` with ``--no-cache``)."""
     if not isinstance(hooks, DistributedContext):
         return config
     if config.data.cv:
@@ -149,7 +151,7 @@ def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
     if not config.ensemble.single:
         raise GraphTxError("ensembles (--ensemble-size/--replicates) train in one process; drop --nproc or torchrun")
     train = dataclasses.replace(config.train, device=str(hooks.device), progress=config.train.progress and hooks.is_main)
-    data = config.data if config.data.cache_dir else dataclasses.replace(config.data, cache_dir=str((out / "cache").resolve()))
+    data = config.data if config.data.cache else dataclasses.replace(config.data, cache_dir=str((out / "cache").resolve()), cache=True)
     return dataclasses.replace(config, train=train, data=data)
 
 
@@ -157,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
     if args.nproc != 1:
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
-    config = resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)})
+    config = with_threads(resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)}))
     if config.data.path is None:
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not config.data.targets:
@@ -176,12 +178,15 @@ def run(args: argparse.Namespace) -> int:
         config = _for_process(_absolute(config), hooks, out)
         # the main process checks and locks the output folder before any featurization or training
         single = config.ensemble.single and not cv
+        if args.resume and single:  # before featurizing: a mismatch is refused at once, config.yaml untouched
+            check_resumable_run(out, config.train)
         folder = RunFolder(out, args.overwrite, resume=args.resume) if hooks.is_main and single else None
         with folder if folder is not None else contextlib.nullcontext(), \
                 log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
-                logger.info("dgl_graphtx %s: training %s (preset %s) on %s; configuration in %s", __version__,
-                            config.model.variant, config.preset.name or default_preset_name(config.model.variant), config.data.path, out / "config.yaml")
+                logger.info("dgl_graphtx %s: training %s (preset %s) on %s with %d thread(s) per process; configuration in %s",
+                            __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
+                            config.data.path, config.train.threads, out / "config.yaml")
                 config.save(out / "config.yaml")
             data = config.data
             with hooks.main_first():

@@ -4,18 +4,33 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 import torch
 
 from ..atomic_io import atomic_torch_save
+from .compact import narrow_integers, widen_integers
 
 logger = logging.getLogger("dgl_graphtx")
 
 #: Bump when the layout or the meaning of cached payloads changes (2: atoms in canonical order,
-#: with ``input_atom``).
-CACHE_FORMAT = 2
+#: with ``input_atom``; 3: integer tensors stored narrowed, see :mod:`.compact`).
+CACHE_FORMAT = 3
+
+
+def default_cache_dir() -> Path:
+    """Where featurized datasets are cached when no folder is named: ``$XDG_CACHE_HOME/dgl_graphtx/datasets``
+    (``~/.cache/dgl_graphtx/datasets`` when ``XDG_CACHE_HOME`` is unset), shared by all runs of
+    this user, so reruns and resumes over an unchanged file skip featurization.
+
+    Example:
+        >>> default_cache_dir().parts[-2:]
+        ('dgl_graphtx', 'datasets')
+    """
+    root = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(root) if root else Path.home() / ".cache") / "dgl_graphtx" / "datasets"
 
 
 def cache_key(settings: Dict[str, Any]) -> str:
@@ -46,9 +61,10 @@ def load_cached(path: Path) -> Optional[Dict[str, Any]]:
     if not isinstance(payload, dict) or payload.get("cache_format") != CACHE_FORMAT:
         logger.warning("ignoring dataset cache %s written in another format; rebuilding it", path)
         return None
-    return payload
+    return widen_integers(payload)
 
 
 def save_cached(path: Path, payload: Dict[str, Any]) -> None:
-    """Write ``payload`` atomically (concurrent readers never see half a file)."""
-    atomic_torch_save({"cache_format": CACHE_FORMAT, **payload}, path)
+    """Write ``payload`` atomically (concurrent readers never see half a file), its integer tensors
+    in the smallest dtype holding their values (:func:`load_cached` restores the original dtypes)."""
+    atomic_torch_save({"cache_format": CACHE_FORMAT, **narrow_integers(payload)}, path)

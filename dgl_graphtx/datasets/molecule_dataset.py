@@ -209,9 +209,10 @@ class MoleculeDataset(Dataset):
             if path is not None:
                 save_cached(path, payload)
                 logger.info("cached featurized dataset at %s", path)
-        elif strict:
+        else:
+            logger.info("featurized molecules read from the cache %s", path)
             skipped = InputReport.from_state_dict(payload["report"]).skipped
-            if skipped:
+            if strict and skipped:
                 raise self._strict_error(skipped[0])
         self.cache_file: Optional[Path] = path
         self._load_payload(payload)

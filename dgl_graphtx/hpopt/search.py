@@ -199,6 +199,10 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
         _optimize(Path(out), space, settings, direction, worker, trials, deadline)
 
 
+def _with_threads(config: RunConfig, threads: Optional[int]) -> RunConfig:
+    return replace(config, train=replace(config.train, threads=threads))
+
+
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
                           space: Optional[Sequence[Param]] = None, resume: bool = False) -> SearchResult:
     """Search ``space`` (default: :func:`~dgl_graphtx.hpopt.search_space` of the base model) around
@@ -223,11 +227,11 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
     if resume and not journal.exists():
         logger.info("no %s yet: starting a new search", journal)
     out.mkdir(parents=True, exist_ok=True)
-    cache = base.data.cache_dir or str((out / "cache").resolve())
-    base = replace(base, data=replace(base.data, cache_dir=cache), train=replace(base.train, progress=False))
+    cache = base.data.dataset_cache or str((out / "cache").resolve())
+    base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
     if not resume or not (out / BASE_CONFIG).exists():
         base.save(out / BASE_CONFIG)
-    elif resolve_run_config(out / BASE_CONFIG) != base:
+    elif _with_threads(resolve_run_config(out / BASE_CONFIG), base.train.threads) != base:  # any --threads may continue it
         raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
     space = tuple(space) if space is not None else search_space(base.model.variant)
     metric = resolve_metrics(base.model.task, base.train.metrics)[0]

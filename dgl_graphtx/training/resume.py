@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
+
+from ..checkpoint import load_checkpoint
+from ..errors import ConfigError
+
+#: TrainConfig fields that may differ between a run and its resumption.
+RESUMABLE_CHANGES = ("device", "compute", "num_workers", "progress", "threads")
 
 
 def capture_rng_state() -> Dict[str, Any]:
@@ -103,3 +110,39 @@ class TrainingState:
             best_weights=state["best_weights"],
             finished=bool(state["finished"]),
         )
+
+
+def check_resume_settings(path: Path, saved: Dict[str, Any], config: Any) -> None:
+    """Refuse to resume the run of ``path`` (its ``last.pt``) with training settings ``config`` (a
+    ``TrainConfig``) that differ from ``saved`` (the ``train_config`` the checkpoint recorded) in
+    anything but :data:`RESUMABLE_CHANGES`; one :class:`~dgl_graphtx.errors.ConfigError` names them.
+
+    Example:
+        >>> from dgl_graphtx.training import TrainConfig
+        >>> check_resume_settings(Path("last.pt"), {"epochs": 5, "device": "cuda"}, TrainConfig(epochs=5))
+        >>> check_resume_settings(Path("last.pt"), {"epochs": 5}, TrainConfig(epochs=9))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: last.pt was trained with epochs=5; resume with the same settings (now epochs=9)
+    """
+    current = asdict(config)
+    changed = [k for k, v in current.items() if k in saved and saved[k] != v and k not in RESUMABLE_CHANGES]
+    if changed:
+        raise ConfigError(
+            f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
+            f"resume with the same settings (now {', '.join(f'{k}={current[k]!r}' for k in changed)})"
+        )
+
+
+def check_resumable_run(out_dir: Path, config: Any) -> None:
+    """Before any data are loaded: refuse to resume the run in ``out_dir`` when its ``last.pt``
+    was trained with other settings than ``config`` (see :func:`check_resume_settings`).
+    Nothing to check when there is no ``last.pt`` yet (the run then starts afresh).
+
+    Example:
+        >>> from dgl_graphtx.training import TrainConfig
+        >>> check_resumable_run(Path("no-such-run"), TrainConfig())
+    """
+    path = Path(out_dir) / "last.pt"
+    if path.is_file():
+        check_resume_settings(path, load_checkpoint(path, map_location="cpu").meta.extra.get("train_config", {}), config)

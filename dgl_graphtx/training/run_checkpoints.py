@@ -14,14 +14,11 @@ from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..errors import CheckpointError, ConfigError
 from ..models import MoleculeModel
 from .hooks import ProcessHooks
-from .resume import TrainingState, capture_rng_state, restore_rng_state
+from .resume import TrainingState, capture_rng_state, check_resume_settings, restore_rng_state
 
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
-
-#: TrainConfig fields that may differ between a run and its resumption.
-RESUMABLE_CHANGES = ("device", "compute", "num_workers", "progress")
 
 
 class RunCheckpoints:
@@ -32,7 +29,7 @@ class RunCheckpoints:
         out_dir: the run's folder (``None``: nothing is written).
         meta: featurizer / relation settings and target names stored in every checkpoint.
         config: the run's settings (a dataclass such as ``TrainConfig``), stored as ``train_config``
-            and compared on resumption: only :data:`RESUMABLE_CHANGES` may differ.
+            and compared on resumption (see :func:`~dgl_graphtx.training.resume.check_resume_settings`).
         hooks: cooperation with the other processes of the run.
 
     Example:
@@ -97,7 +94,7 @@ class RunCheckpoints:
             raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
         if loaded.model.config != model.config:
             raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
-        self._check_same_settings(path, loaded.meta.extra.get("train_config", {}))
+        check_resume_settings(path, loaded.meta.extra.get("train_config", {}), self.config)
         raw = loaded.training_state
         model.load_state_dict(loaded.model.state_dict())
         optimizer.load_state_dict(raw["optimizer"])
@@ -111,12 +108,3 @@ class RunCheckpoints:
         if self.hooks.is_main:
             logger.info("resuming from %s after epoch %d", path, state.epoch)
         return state
-
-    def _check_same_settings(self, path: Path, saved: Dict[str, Any]) -> None:
-        """One error naming every setting (but :data:`RESUMABLE_CHANGES`) that differs from the saved run's."""
-        changed = [k for k, v in asdict(self.config).items() if k in saved and saved[k] != v and k not in RESUMABLE_CHANGES]
-        if changed:
-            raise ConfigError(
-                f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
-                f"resume with the same settings (now {', '.join(f'{k}={getattr(self.config, k)!r}' for k in changed)})"
-            )

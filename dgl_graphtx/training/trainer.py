@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .hooks import ProcessHooks
@@ -39,6 +40,7 @@ logger = logging.getLogger("dgl_graphtx")
 ON_NONFINITE = ("stop", "skip")
 
 PathLike = Union[str, Path]
+
 
 @dataclass(frozen=True)
 class TrainConfig(TrainRecipe):
@@ -78,6 +80,10 @@ class TrainConfig(TrainRecipe):
             weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
         freeze_backbone_epochs: train only the head for this many first epochs.
         backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
+        threads: torch intra-op threads of the training process (of every DDP rank), set by
+            :class:`Trainer` through :func:`~dgl_graphtx.threads.set_threads`; ``None`` leaves
+            torch's setting alone (the CLI resolves it: ``--threads``, else ``OMP_NUM_THREADS``,
+            else 1, and records the number in ``config.yaml``).
         batch_edges: most relation-graph edges per batch, on top of ``batch_size`` (see
             :class:`~dgl_graphtx.datasets.EdgeBudgetBatchSampler`; the rule prediction batches
             by), which bounds the memory of a step on large molecules. ``None``: batches of
@@ -102,10 +108,13 @@ class TrainConfig(TrainRecipe):
     from_pretrained: Optional[str] = None
     freeze_backbone_epochs: int = 0
     backbone_lr_scale: float = 1.0
+    threads: Optional[int] = None
     batch_edges: Optional[int] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.threads is not None:
+            resolve_threads(self.threads)  # checks it
         object.__setattr__(self, "pos_weight", parse_pos_weight(self.pos_weight))
         if self.loss not in LOSSES:
             raise ConfigError(f"loss must be one of {LOSSES}, got {self.loss!r}")
@@ -268,6 +277,8 @@ class Trainer:
         evidential_reg: float = UncertaintyConfig.evidential_reg,
     ) -> None:
         self.config = config
+        if config.threads is not None:
+            set_threads(config.threads)
         self.evidential_reg = evidential_reg
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)

@@ -428,6 +428,8 @@ def test_stale_cache_not_reused_after_csv_change(tmp_path):
 
 
 def test_corrupt_cache_is_ignored_and_rebuilt(tmp_path, caplog):
+    from dgl_graphtx.datasets.cache import load_cached
+
     cache = tmp_path / "cache"
     smiles = ["CCO", "C1CC", "CC"]
     first = MoleculeDataset(smiles, [[1.0], [2.0], [3.0]], cache_dir=cache, progress=False)
@@ -439,7 +441,7 @@ def test_corrupt_cache_is_ignored_and_rebuilt(tmp_path, caplog):
     assert len(rebuilt) == 2 and rebuilt.report.num_skipped == 1
     assert [rebuilt[i][2].item() for i in range(2)] == [1.0, 3.0]
     # the rebuilt cache is a valid file again
-    payload = torch.load(rebuilt.cache_file, map_location="cpu", weights_only=True)
+    payload = load_cached(rebuilt.cache_file)
     assert isinstance(payload, dict) and payload["rows"].tolist() == [0, 2]
 
 
