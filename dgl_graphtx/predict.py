@@ -8,26 +8,28 @@ NaN and an ``error`` saying why, and everything else is predicted.
 """
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
-from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import pandas as pd
 import torch
 from rdkit import Chem
-from tqdm.auto import tqdm
 
 from .checkpoint import LoadedCheckpoint, load_checkpoint
 from .checkpoint_paths import single_checkpoint
 from .datasets.class_labels import ClassLabels, class_labels_from_meta
-from .datasets import PackedGraphs, read_molecules
+from .datasets import EdgeBudgetBatchSampler, read_molecules
+from .datasets.featurized import Featurized, featurize_and_pack
 from .devices import resolve_compute, resolve_device
 from .domain import Domain
 from .errors import ConfigError, InvalidMoleculeError
 from .extra_features import AtomFunction, FittedExtraFeatures
-from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule, featurize_each
+from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from .featurize.molecule import MoleculeLike, to_mol
+from .input_chunks import input_chunks
 from .nn.graph_tensors import on_device
 from .training.outputs import prediction_frame
 from .uncertainty import Calibration
@@ -39,6 +41,8 @@ from .validation import check_number
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+#: What one batch step gives (predictions, or embeddings).
+BatchResult = TypeVar("BatchResult")
 
 
 def is_out_of_memory(err: BaseException) -> bool:
@@ -98,16 +102,6 @@ class Embeddings(NamedTuple):
     table: pd.DataFrame
     molecules: np.ndarray
     atoms: Optional[List[Optional[np.ndarray]]]
-
-
-class Featurized(NamedTuple):
-    """One chunk of inputs featurized: per-row errors, the rows that were featurized, and their
-    graphs and relation graphs packed (position ``p`` holds input row ``rows[p]``)."""
-
-    errors: List[Optional[str]]
-    rows: List[int]
-    graphs: Optional[PackedGraphs]
-    relations: Optional[PackedGraphs]
 
 
 class Predictor:
@@ -235,7 +229,7 @@ class Predictor:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
         self._check_feature_columns(features)
-        for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
             table = self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
             yield with_carried_columns(table, carried, start)
 
@@ -288,21 +282,20 @@ class Predictor:
             ((2, 16), (3, 16), None, [False, True])
         """
         tables, pooled, per_atom = [], [], []
-        for start, chunk, names in self._chunks(molecules, progress, identifiers, carried):
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
             done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
-            if done.rows:
-                for batch in self._batches(done.relations.num_edges):
-                    index = torch.tensor(batch, dtype=torch.int64)
-                    graph = on_device(done.graphs.batch(index), self.device, self.compute)
-                    relation = on_device(done.relations.batch(index), self.device, self.compute, blocks=True)
-                    mol_states, atom_states = self.model.embed(graph, relation)
-                    rows = [done.rows[p] for p in batch]
-                    vectors[rows] = mol_states.cpu().float().numpy()
-                    if atoms:
-                        for row, part in zip(rows, torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist())):
-                            states[row] = part.float().numpy()
+            for batch in self._batches(done):
+                for positions, result, error in self._forward(done, batch, functools.partial(self._embed_batch, atoms=atoms)):
+                    rows = [done.rows[p] for p in positions]
+                    if error is not None:
+                        for row in rows:
+                            done.errors[row] = error
+                        continue
+                    vectors[rows], parts = result
+                    for row, part in zip(rows, parts):
+                        states[row] = part
             table = pd.DataFrame({"smiles": names, "canonical_smiles": [canonical_smiles(m) for m in chunk], "error": done.errors})
             tables.append(with_carried_columns(table, carried, start))
             pooled.append(vectors)
@@ -312,37 +305,6 @@ class Predictor:
                  with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
-
-    def _chunks(
-        self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool, identifiers: Optional[Sequence[str]],
-        carried: Optional[pd.DataFrame] = None,
-    ) -> Iterator[Tuple[int, List[MoleculeLike], List[str]]]:
-        """Consecutive chunks of ``chunk_size`` inputs: the first one's position, the inputs, and
-        the names reports give them."""
-        single = isinstance(molecules, (str, bytes, Chem.Mol))
-        try:
-            items = iter([molecules] if single else molecules)
-        except TypeError:
-            raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
-                              f"got {type(molecules).__name__} {molecules!r}") from None
-        total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
-        if identifiers is not None and total is not None and len(identifiers) != total:
-            raise ConfigError(f"got {len(identifiers)} identifiers for {total} molecules")
-        if carried is not None and total is not None and len(carried) != total:
-            raise ConfigError(f"got {len(carried)} rows of carried columns for {total} molecules")
-        names = iter(identifiers) if identifiers is not None else None
-        start = 0
-        with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
-            while True:
-                chunk = [m for _, m in zip(range(self.chunk_size), items)]
-                if not chunk:
-                    return
-                given = [n for _, n in zip(range(len(chunk)), names)] if names is not None else []
-                if names is not None and len(given) != len(chunk):
-                    raise ConfigError("fewer identifiers than molecules")
-                yield start, chunk, given or [describe_molecule(m) for m in chunk]
-                start += len(chunk)
-                bar.update(len(chunk))
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""
@@ -358,23 +320,12 @@ class Predictor:
 
     def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
                    molecule_level: bool = True) -> Featurized:
-        errors: List[Optional[str]] = [None] * len(molecules)
-        graphs, relations, rows = [], [], []
-        for row, featurized, error in featurize_each(self.featurizer, molecules):
-            if featurized is None:
-                errors[row] = error
-                continue
-            graphs.append(featurized[0])
-            relations.append(featurized[1])
-            rows.append(row)
-        if not rows:
-            return Featurized(errors, rows, None, None)
-        packed = PackedGraphs.from_graphs(graphs)
-        if self.extras is not None:
-            chosen = features.iloc[rows].reset_index(drop=True) if features is not None else None
-            self.extras.compute_and_attach(packed, [molecules[r] for r in rows], chosen,
-                                           [describe_molecule(molecules[r]) for r in rows], self.atom_function, molecule_level)
-        return Featurized(errors, rows, packed, PackedGraphs.from_graphs(relations))
+        done = featurize_and_pack(self.featurizer, molecules)
+        if self.extras is not None and done.rows:
+            chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
+            self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
+                                           [describe_molecule(molecules[r]) for r in done.rows], self.atom_function, molecule_level)
+        return done
 
     @property
     def _width(self) -> int:
@@ -388,17 +339,15 @@ class Predictor:
         predictions = np.full((len(molecules), self._width), np.nan)
         done = self._featurize(molecules, features)
         errors = done.errors
-        if done.rows:
-            for batch in self._batches(done.relations.num_edges):
-                for positions, values, error in self._forward(done.graphs, done.relations, batch):
-                    for position, value in zip(positions, values):
-                        row = done.rows[position]
-                        if error is None and not np.isfinite(value).all():
-                            errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
-                        elif error is None:
-                            predictions[row] = value
-                        else:
-                            errors[row] = error
+        for batch in self._batches(done):
+            for positions, values, error in self._forward(done, batch, self._predict_batch):
+                for position, row in enumerate(done.rows[p] for p in positions):
+                    if error is not None:
+                        errors[row] = error
+                    elif not np.isfinite(values[position]).all():
+                        errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
+                    else:
+                        predictions[row] = values[position]
         config = self.model.config
         point = config.prediction_width
         predicted = calibrated(config.task, UncertainPredictions(
@@ -411,46 +360,49 @@ class Predictor:
         table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
         return table
 
-    def _batches(self, edges: torch.Tensor) -> Iterator[List[int]]:
-        """Consecutive positions grouped by ``batch_size`` and the ``batch_edges`` budget."""
-        batch: List[int] = []
-        load = 0
-        for position, count in enumerate(edges.tolist()):
-            if batch and (len(batch) >= self.batch_size or load + count > self.batch_edges):
-                yield batch
-                batch, load = [], 0
-            batch.append(position)
-            load += count
-        if batch:
-            yield batch
+    def _batches(self, done: Featurized) -> Iterable[List[int]]:
+        """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""
+        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.rows else []
 
-    def _forward(self, graphs: PackedGraphs, relations: PackedGraphs, batch: List[int]) -> Iterator[Tuple[List[int], np.ndarray, Optional[str]]]:
-        """Predictions of one batch; on running out of memory the batch is split in halves, and a
-        single molecule that still does not fit gets an error instead of stopping the run."""
+    def _predict_batch(self, graph, relation) -> np.ndarray:
+        """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
+        temperature = self.calibration.temperature if self.calibration is not None else None
+        out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples, temperature)
+        output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
+        return output.cpu().double().numpy()
+
+    def _embed_batch(self, graph, relation, atoms: bool) -> Tuple[np.ndarray, List[np.ndarray]]:
+        """Molecule representations ``[B, d]`` of one batch and, with ``atoms``, each molecule's atom states."""
+        mol_states, atom_states = self.model.embed(graph, relation)
+        parts = torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist()) if atoms else []
+        return mol_states.cpu().float().numpy(), [part.float().numpy() for part in parts]
+
+    def _forward(self, done: Featurized, batch: List[int], step: Callable[[Any, Any], BatchResult]
+                 ) -> Iterator[Tuple[List[int], Optional[BatchResult], Optional[str]]]:
+        """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
+        result, None)``; on running out of memory the batch is split in halves, and a single
+        molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            temperature = self.calibration.temperature if self.calibration is not None else None
-            out = predict_with_uncertainty(self.model, on_device(graphs.batch(index), self.device, self.compute),
-                                           on_device(relations.batch(index), self.device, self.compute, blocks=True),
-                                           self.uncertainty.method, self.uncertainty.mc_samples, temperature)
-            output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
-            yield batch, output.cpu().double().numpy(), None
-            return
+            result = step(on_device(done.graphs.batch(index), self.device, self.compute),
+                          on_device(done.relations.batch(index), self.device, self.compute, blocks=True))
         except (RuntimeError, MemoryError) as err:
             if not is_out_of_memory(err):
                 raise
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
+        else:
+            yield batch, result, None
+            return
         if len(batch) == 1:
-            atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
-            logger.warning("out of memory predicting one molecule (%d atoms, %d relation edges)", atoms, edges)
-            yield batch, np.full((1, self._width), np.nan), (
-                f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
-                "lower SizeLimits or use a hops/radius relation")
+            atoms, edges = int(done.graphs.num_nodes[batch[0]]), int(done.relations.num_edges[batch[0]])
+            logger.warning("out of memory on one molecule (%d atoms, %d relation edges)", atoms, edges)
+            yield batch, None, (f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
+                                "lower SizeLimits or use a hops/radius relation")
             return
         half = len(batch) // 2
-        yield from self._forward(graphs, relations, batch[:half])
-        yield from self._forward(graphs, relations, batch[half:])
+        yield from self._forward(done, batch[:half], step)
+        yield from self._forward(done, batch[half:], step)
 
 
 def predict_smiles(

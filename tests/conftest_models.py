@@ -98,3 +98,12 @@ def seeded_model(preset: Preset, seed: int = 0):
 
     torch.manual_seed(seed)
     return build_model(preset.model)
+
+
+def tiny_checkpoint(folder, model: str, seed: int = 0, targets=("y",), **overrides):
+    """``folder/m.pt``: a seeded :func:`tiny_preset` model of variant ``model`` saved as a checkpoint."""
+    from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+
+    preset = tiny_preset(model, "tiny", **overrides)
+    return save_checkpoint(folder / "m.pt", seeded_model(preset, seed=seed),
+                           CheckpointMeta(preset.featurizer, preset.relation, list(targets)))

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from rdkit import Chem
 
-from conftest_models import freesolv_rows, seeded_model, tiny_preset
+from conftest_models import freesolv_rows, tiny_checkpoint, tiny_preset
+from memory_pressure import broken, larger_than, out_of_memory_above
 from cli_runner import assert_one_error_line, run_cli_without_runtime_warnings as run_cli
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import SizeLimits
 from dgl_graphtx.predict import Predictor, predict_smiles
@@ -20,9 +20,7 @@ NORMAL = list(freesolv_rows(0, 100)["smiles"])
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    preset = tiny_preset("vanilla", "tiny", num_layers=1)
-    path = tmp_path_factory.mktemp("pred") / "m.pt"
-    return save_checkpoint(path, seeded_model(preset, seed=7), CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+    return tiny_checkpoint(tmp_path_factory.mktemp("pred"), "vanilla", seed=7, num_layers=1)
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +58,10 @@ def test_batches_cut_by_edge_budget_give_the_same_predictions(checkpoint, refere
 
 def test_out_of_memory_batch_is_split_and_only_the_culprit_fails(checkpoint, reference, monkeypatch):
     predictor = Predictor(checkpoint, device="cpu", batch_size=64)
-    real = predictor.model.predict
     limit = 12  # "memory" enough for batches whose largest molecule has at most 12 atoms
-
-    def tight_memory(graph, relation):
-        if int(graph.batch_num_nodes().max()) > limit:
-            raise RuntimeError("[enforce fail at alloc_cpu.cpp:83] DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 GB")
-        return real(graph, relation)
-
-    monkeypatch.setattr(predictor.model, "predict", tight_memory)
+    monkeypatch.setattr(predictor.model, "predict", out_of_memory_above(predictor.model.predict, limit))
     table = predictor.predict(NORMAL)
-    sizes = np.array([Chem.MolFromSmiles(s).GetNumAtoms() for s in NORMAL])
-    culprits = sizes > limit
-    assert culprits.any() and not culprits.all()
+    culprits = larger_than(NORMAL, limit)
     assert table.loc[culprits, "error"].str.contains("out of memory").all()
     assert table.loc[~culprits, "error"].isna().all()
     np.testing.assert_allclose(table.loc[~culprits, "y"].to_numpy(), reference[~culprits], rtol=0, atol=1e-5)
@@ -80,10 +69,6 @@ def test_out_of_memory_batch_is_split_and_only_the_culprit_fails(checkpoint, ref
 
 def test_other_runtime_errors_are_not_swallowed(checkpoint, monkeypatch):
     predictor = Predictor(checkpoint, device="cpu")
-
-    def broken(graph, relation):
-        raise RuntimeError("shape mismatch: a bug, not a memory problem")
-
     monkeypatch.setattr(predictor.model, "predict", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         predictor.predict(["CCO"])

@@ -115,6 +115,7 @@ ALTERNATIVES = {
     "train.freeze_backbone_epochs": ("2", 2, []),
     "train.backbone_lr_scale": ("0.1", 0.1, []),
     "train.threads": ("2", 2, []),
+    "train.batch_edges": ("5000", 5000, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }

@@ -1,6 +1,8 @@
 """Molecule datasets: building, caching, splitting, batching, the embedded FreeSolv data, and
 QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
 from .collate import MoleculeBatch, collate_molecule_tensors, collate_molecules
+from .edge_batches import EdgeBudgetBatchSampler, relation_edge_counts
+from .featurized import Featurized, featurize_and_pack
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .labelled import load_labelled
 from .molecule_dataset import MoleculeDataset, featurization_settings
@@ -14,7 +16,9 @@ from .space_splits import kennard_stone_order, kennard_stone_split, kmeans_split
 from .splits import Split, assign_groups, murcko_scaffold, random_split, scaffold_split
 
 __all__ = [
+    "EdgeBudgetBatchSampler",
     "FREESOLV_TARGET",
+    "Featurized",
     "InputReport",
     "MoleculeBatch",
     "MoleculeDataset",
@@ -37,6 +41,7 @@ __all__ = [
     "collate_molecules",
     "example_sdf_path",
     "featurization_settings",
+    "featurize_and_pack",
     "featurize_file",
     "featurize_to_store",
     "freesolv",
@@ -46,6 +51,7 @@ __all__ = [
     "load_store",
     "murcko_scaffold",
     "qm9",
+    "relation_edge_counts",
     "random_split",
     "read_molecule_csv",
     "read_molecules",

@@ -22,12 +22,13 @@ import dgl
 
 from .._version import __version__
 from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule, featurize_each
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
 from .class_labels import ClassLabels
 from .cache import cache_path, load_cached, save_cached
 from .collate import MoleculeBatch, Sample, labels_and_mask
+from .featurized import featurize_and_pack
 from .packed import Indices, PackedGraphs
 from .readers import MoleculeTable, check_unique, read_molecules, smiles_column
 from .report import LABEL_MASKED, InputReport, RowIssue
@@ -260,27 +261,23 @@ class MoleculeDataset(Dataset):
         )
 
     def _featurize(self, molecules, ids, raw_targets, report, strict, progress) -> Dict[str, Any]:
+        def on_error(row: int, error: str) -> None:
+            issue = RowIssue(row, ids[row], error)
+            if strict:
+                raise self._strict_error(issue)
+            report.add(issue)
+
         show = sys.stderr.isatty() if progress is None else progress
-        graphs, relations, rows = [], [], []
-        for row, featurized, error in featurize_each(self.featurizer, molecules, show):
-            if featurized is None:
-                issue = RowIssue(row, ids[row], error)
-                if strict:
-                    raise self._strict_error(issue)
-                report.add(issue)
-                continue
-            graphs.append(featurized[0])
-            relations.append(featurized[1])
-            rows.append(row)
-        if not graphs:
+        done = featurize_and_pack(self.featurizer, molecules, show, on_error)
+        if not done.rows:
             raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")
         report.issues.sort(key=lambda issue: issue.row)
         return {
-            "graphs": PackedGraphs.from_graphs(graphs).state_dict(),
-            "relations": PackedGraphs.from_graphs(relations).state_dict(),
-            "labels": torch.from_numpy(raw_targets[rows].astype(np.float32)),
-            "rows": torch.tensor(rows, dtype=torch.int64),
-            "identifiers": [ids[r] for r in rows],
+            "graphs": done.graphs.state_dict(),
+            "relations": done.relations.state_dict(),
+            "labels": torch.from_numpy(raw_targets[done.rows].astype(np.float32)),
+            "rows": torch.tensor(done.rows, dtype=torch.int64),
+            "identifiers": [ids[r] for r in done.rows],
             "report": report.state_dict(),
         }
 

@@ -35,13 +35,13 @@ from tqdm.auto import tqdm
 
 from ..atomic_io import atomic_torch_save
 from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule, featurize_each
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
+from .featurized import featurize_and_pack
 from .molecule_dataset import MoleculeDataset, _coerce_targets, _content_fingerprint, featurization_settings
 from .molecule_dataset import _file_fingerprint
 from .readers import read_molecules
-from .packed import PackedGraphs
 from .report import InputReport, RowIssue
 
 logger = logging.getLogger("dgl_graphtx")
@@ -68,17 +68,12 @@ def _shard_path(root: Path, index: int) -> Path:
 def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, molecules: Sequence[Any], ids: Sequence[str],
                      labels: np.ndarray, start: int, path: Path) -> int:
     """Featurize one shard (rows ``start ...``) and write it atomically; the number of rows."""
-    graphs, relations, rows, issues = [], [], [], []
-    for offset, featurized, error in featurize_each(MoleculeFeaturizer(featurizer, relation), molecules):
-        if featurized is None:
-            issues.append(asdict(RowIssue(start + offset, ids[offset], error)))
-            continue
-        graphs.append(featurized[0])
-        relations.append(featurized[1])
-        rows.append(offset)
+    done = featurize_and_pack(MoleculeFeaturizer(featurizer, relation), molecules)
+    rows = done.rows
+    issues = [asdict(RowIssue(start + offset, ids[offset], error)) for offset, error in enumerate(done.errors) if error is not None]
     payload = {
-        "graphs": PackedGraphs.from_graphs(graphs).state_dict() if graphs else None,
-        "relations": PackedGraphs.from_graphs(relations).state_dict() if relations else None,
+        "graphs": done.graphs.state_dict() if rows else None,
+        "relations": done.relations.state_dict() if rows else None,
         "labels": torch.from_numpy(labels[rows].astype(np.float32)),
         "rows": torch.tensor(rows, dtype=torch.int64) + start,
         "identifiers": [ids[r] for r in rows],

@@ -6,20 +6,20 @@ import logging
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler, Subset
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 
 from ..atomic_io import atomic_to_csv
-from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from ..datasets import MoleculeBatch, collate_molecule_tensors, collate_molecules
+from ..checkpoint import CheckpointMeta
+from ..datasets import EdgeBudgetBatchSampler, MoleculeBatch, collate_molecule_tensors, collate_molecules, relation_edge_counts
 from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
-from ..errors import CheckpointError, ConfigError, NonFiniteError
+from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
 from ..threads import resolve_threads, set_threads
@@ -30,7 +30,8 @@ from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
 from .losses import LOSSES, resolve_loss, weighted_loss
 from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
 from .plots import plot_learning_curve
-from .resume import TrainingState, capture_rng_state, check_resume_settings, restore_rng_state
+from .resume import TrainingState
+from .run_checkpoints import RunCheckpoints
 from .schedule import SCHEDULES, lr_factor
 
 logger = logging.getLogger("dgl_graphtx")
@@ -83,6 +84,10 @@ class TrainConfig(TrainRecipe):
             :class:`Trainer` through :func:`~dgl_graphtx.threads.set_threads`; ``None`` leaves
             torch's setting alone (the CLI resolves it: ``--threads``, else ``OMP_NUM_THREADS``,
             else 1, and records the number in ``config.yaml``).
+        batch_edges: most relation-graph edges per batch, on top of ``batch_size`` (see
+            :class:`~dgl_graphtx.datasets.EdgeBudgetBatchSampler`; the rule prediction batches
+            by), which bounds the memory of a step on large molecules. ``None``: batches of
+            ``batch_size`` molecules only. Single-process runs only.
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -104,6 +109,7 @@ class TrainConfig(TrainRecipe):
     freeze_backbone_epochs: int = 0
     backbone_lr_scale: float = 1.0
     threads: Optional[int] = None
+    batch_edges: Optional[int] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -116,6 +122,8 @@ class TrainConfig(TrainRecipe):
             check_number("each task weight", weight, 0)
         check_number("freeze_backbone_epochs", self.freeze_backbone_epochs, 0, integer=True)
         check_number("backbone_lr_scale", self.backbone_lr_scale, 0, 1000)
+        if self.batch_edges is not None:
+            check_number("batch_edges", self.batch_edges, 1, integer=True)
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.on_nonfinite not in ON_NONFINITE:
@@ -291,6 +299,7 @@ class Trainer:
         self.task_weights = torch.tensor(config.task_weights, device=self.device) if config.task_weights else None
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
+        self.checkpoints = RunCheckpoints(self.out_dir, meta, config, self.hooks)
         self.pos_weight: Optional[torch.Tensor] = None
 
     # -- data ---------------------------------------------------------------------------------
@@ -304,16 +313,14 @@ class Trainer:
         batch_size = batch_size or self.config.batch_size
         rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
-        return DataLoader(
-            dataset,
-            batch_size=batch_size,
-            shuffle=shuffle and sampler is None,
-            sampler=sampler,
-            collate_fn=collate,
-            num_workers=self.config.num_workers,
-            generator=generator,
-            drop_last=drop_last,
-        )
+        workers = self.config.num_workers
+        if self.config.batch_edges is not None:
+            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)
+            batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
+                                             drop_last_single=shuffle or sampler is not None)
+            return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=workers)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
+                          collate_fn=collate, num_workers=workers, generator=generator, drop_last=drop_last)
 
     def _target_names(self, count: int) -> List[str]:
         return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
@@ -369,6 +376,9 @@ class Trainer:
         """
         cfg = self.config
         hooks = self.hooks
+        if cfg.batch_edges is not None and hooks.world_size > 1:
+            raise ConfigError("batch_edges gives each process its own number of batches, which distributed training "
+                              "cannot synchronise; train with one process, or without batch_edges")
         torch.manual_seed(cfg.seed + hooks.rank)
         names = self.meta.target_names if self.meta is not None else None
         for part in (train_set, valid_set):
@@ -394,7 +404,7 @@ class Trainer:
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
         )
-        state = self._resume(resume, optimizer, scheduler) if resume else TrainingState()
+        state = self.checkpoints.resume(resume, self.model, optimizer, scheduler) if resume else TrainingState()
         module = hooks.wrap_model(self.model)
         first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
         bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0,
@@ -419,12 +429,12 @@ class Trainer:
             self._write_log(state.history)  # before the checkpoint: a run killed in between never has a best.pt from an unlogged epoch
             if improved:
                 state.record_best(epoch, score, metrics, self.model.state_dict())
-                self._save_best(epoch, metrics)
+                self.checkpoints.save_best(self.model, epoch, metrics)
             if cfg.progress and hooks.is_main:
                 bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
-            self._save_last(state, optimizer, scheduler)
+            self.checkpoints.save_last(self.model, state, optimizer, scheduler)
             hooks.end_epoch(epoch, row)
             if stop:
                 if hooks.is_main:
@@ -519,60 +529,6 @@ class Trainer:
         if bad:
             raise NonFiniteError(f"weights became non-finite after epoch {epoch} (first: {bad[0]}); "
                                  "nothing was saved from this epoch. Lower the learning rate")
-
-    def _checkpoint_meta(self, **extra) -> CheckpointMeta:
-        extra = {**self.meta.extra, **extra, "train_config": asdict(self.config)}
-        return CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
-
-    @property
-    def _writes_checkpoints(self) -> bool:
-        return self.out_dir is not None and self.meta is not None
-
-    def _save_best(self, epoch: int, metrics: Dict[str, float]) -> None:
-        if self._writes_checkpoints and self.hooks.is_main:
-            save_checkpoint(self.out_dir / "best.pt", self.model, self._checkpoint_meta(epoch=epoch, valid_metrics=metrics))
-
-    def _save_last(self, state: TrainingState, optimizer, scheduler) -> None:
-        """``last.pt``: the latest weights and everything :meth:`fit` needs to resume."""
-        if not self._writes_checkpoints:
-            return
-        rng = self.hooks.gather_objects(capture_rng_state())  # a collective: every process calls it
-        if self.hooks.is_main:
-            payload = state.to_dict(optimizer.state_dict(), scheduler.state_dict(), rng, self.hooks.world_size)
-            meta = self._checkpoint_meta(epoch=state.epoch, valid_metrics=state.best_metrics)
-            save_checkpoint(self.out_dir / "last.pt", self.model, meta, training_state=payload)
-
-    def _resume(self, resume: Union[bool, PathLike], optimizer, scheduler) -> TrainingState:
-        """Load ``last.pt`` into the model, optimizer, scheduler and RNGs; the restored progress."""
-        if resume is True:
-            if self.out_dir is None:
-                raise ConfigError("resume=True needs the out_dir of the run to continue")
-            path = self.out_dir / "last.pt"
-            if not path.is_file():
-                if self.hooks.is_main:
-                    logger.info("no %s yet: starting a fresh run", path)
-                return TrainingState()
-        else:
-            path = Path(resume)
-        loaded = load_checkpoint(path, map_location="cpu")
-        if loaded.training_state is None:
-            raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
-        if loaded.model.config != self.model.config:
-            raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
-        check_resume_settings(path, loaded.meta.extra.get("train_config", {}), self.config)
-        raw = loaded.training_state
-        self.model.load_state_dict(loaded.model.state_dict())
-        optimizer.load_state_dict(raw["optimizer"])
-        scheduler.load_state_dict(raw["scheduler"])
-        rng = raw["rng"]
-        if raw["world_size"] != self.hooks.world_size and self.hooks.is_main:
-            logger.warning("%s was written by %d process(es), resuming with %d: the run continues but will not "
-                           "repeat the uninterrupted one exactly", path, raw["world_size"], self.hooks.world_size)
-        restore_rng_state(rng[self.hooks.rank % len(rng)])
-        state = TrainingState.from_dict(raw)
-        if self.hooks.is_main:
-            logger.info("resuming from %s after epoch %d", path, state.epoch)
-        return state
 
     def _write_log(self, history: List[Dict[str, float]]) -> None:
         if self.out_dir is not None and self.hooks.is_main:
