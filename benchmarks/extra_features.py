@@ -62,7 +62,8 @@ def markdown(results: pd.DataFrame, args: argparse.Namespace) -> str:
         cells = []
         for bench in BENCHMARKS:
             row = summary[(summary.candidate == variant) & (summary.benchmark == bench.name)]
-            cells.append("-" if row.empty else f"{row['mean'].iloc[0]:.3f} ± {row['std'].iloc[0]:.3f} (n={int(row['count'].iloc[0])})")
+            spread = "" if row.empty or int(row["count"].iloc[0]) < 2 else f" ± {row['std'].iloc[0]:.3f}"
+            cells.append("-" if row.empty else f"{row['mean'].iloc[0]:.3f}{spread} (n={int(row['count'].iloc[0])})")
         lines.append(f"| {variant} | " + " | ".join(cells) + f" | {minutes.get(variant, float('nan')):.1f} |")
     return "\n".join(lines)
 
@@ -75,14 +76,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workers", type=int, default=1, help="processes computing descriptors")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--csv", type=Path, default=REPO / "benchmarks" / "results" / "extra_features.csv")
+    parser.add_argument("--csv", type=Path, default=REPO / "benchmarks" / "extra_features" / "runs.csv",
+                        help="results, one row per run, kept in the repository so that a later session resumes (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="Lipophilicity, 300 molecules, 2 epochs, seed 0, separate CSV, no docs")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args(argv)
     benches = BENCHMARKS
     if args.quick:
         args.epochs, args.seeds, args.no_docs, benches = 2, [0], True, BENCHMARKS[:1]
-        args.csv = args.csv.with_name("extra_features_quick.csv")
+        args.csv = REPO / "benchmarks" / "results" / "extra_features_quick.csv"
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
     R.print_environment(R.environment(), "extra_features environment")
     args.csv.parent.mkdir(parents=True, exist_ok=True)
