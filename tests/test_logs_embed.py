@@ -40,7 +40,7 @@ def test_training_off_a_terminal_logs_one_line_per_epoch_and_writes_train_log(tm
     freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(data, index=False)
     common = ["--targets", "expt", "--model", "vanilla", "--epochs", "3", "--device", "cpu",
               "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"]
-    proc = _cli_subprocess("train", data, "--out", tmp_path / "run", *common)
+    proc = _cli_subprocess("train", data, "--out", tmp_path / "run", "--no-cache", *common)  # featurizes, whatever ran before
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr
     epoch_lines = [line for line in proc.stderr.splitlines() if "training: " in line and " epoch" in line]
