@@ -8,9 +8,11 @@ from typing import List, Optional
 from ..errors import GraphTxError
 from ..evaluation import evaluate_table
 from ..insight import (
+    atom_importance,
     attention_maps,
     error_table,
     plot_attention_heatmap,
+    plot_atom_importance,
     plot_attention_on_molecule,
     plot_focus_functions,
     plot_parity_residuals,
@@ -30,8 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``plot`` sub-command to ``sub``."""
     plot = sub.add_parser(
         "plot", help="figures: attention on a molecule / heat maps, MoireGT focus, Gradformer start points, parity",
-        description="attention: the attention of --query (an atom index or 'virtual') drawn on the molecule, per layer "
-                    "and head, plus the N x N heat maps; focus: MoireGT's learned f(d) per head and layer; decay: "
+        description="attention: one drawing of the molecule coloured by each atom's importance to the prediction "
+                    "(attention rollout over every layer and head), with the per-atom table <out>_atoms.csv; with "
+                    "--per-head, the attention of --query (an atom index or 'virtual') per layer and head, plus the "
+                    "N x N heat maps; focus: MoireGT's learned f(d) per head and layer; decay: "
                     "Gradformer's learned start points (and lambda); parity: parity and residual plots of a labelled file "
                     "with a per-molecule error table (<out>_errors.csv). PNG or SVG by the --out suffix.",
     )
@@ -39,15 +43,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_checkpoint_option(plot, ensembles=True)
     plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
     plot.add_argument("--smiles", help="attention: the molecule")
-    plot.add_argument("--query", default="virtual", help="attention: input atom index, or 'virtual' (default)")
-    plot.add_argument("--layers", help="attention: comma-separated layers (default: all)")
-    plot.add_argument("--heads", help="attention: comma-separated heads (default: all)")
+    plot.add_argument("--per-head", action="store_true", help="attention: per-layer, per-head panels and heat maps instead")
+    plot.add_argument("--query", default="virtual", help="attention --per-head: input atom index, or 'virtual' (default)")
+    plot.add_argument("--layers", help="attention --per-head: comma-separated layers (default: all)")
+    plot.add_argument("--heads", help="attention --per-head: comma-separated heads (default: all)")
     plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi)")
     plot.add_argument("--target", help="parity: which target (default: the first)")
     add_input_options(plot)
     plot.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
     add_logging_options(plot)
     plot.set_defaults(func=run)
+
+
+def _importance_figure(maps, out: Path) -> Path:
+    """The per-atom importance drawing at ``out`` and its table ``<out>_atoms.csv`` (printed, most important first)."""
+    table = atom_importance(maps)
+    plot_atom_importance(maps.mol, table["importance"], out, title=f"{maps.smiles}: atom importance (attention rollout)")
+    path = out.with_name(f"{out.stem}_atoms.csv")
+    table.to_csv(path, index=False)
+    top = table.sort_values("importance", ascending=False).head(5)
+    print("most important atoms: " + ", ".join(f"{r.element}{r.atom} {r.importance:.3f}" for r in top.itertuples()))
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,12 +79,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.smiles:
             raise GraphTxError("plot attention needs --smiles")
         maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
-        layers, heads = _indices(args.layers), _indices(args.heads)
-        query = args.query if args.query == "virtual" else int(args.query)
-        plot_attention_on_molecule(maps, query, out, layers, heads)
-        heatmap = out.with_name(f"{out.stem}_heatmap{out.suffix}")
-        plot_attention_heatmap(maps, heatmap, layers, heads)
-        written.append(heatmap)
+        if args.per_head:
+            layers, heads = _indices(args.layers), _indices(args.heads)
+            query = args.query if args.query == "virtual" else int(args.query)
+            plot_attention_on_molecule(maps, query, out, layers, heads)
+            heatmap = out.with_name(f"{out.stem}_heatmap{out.suffix}")
+            plot_attention_heatmap(maps, heatmap, layers, heads)
+            written.append(heatmap)
+        else:
+            written.append(_importance_figure(maps, out))
     elif args.kind == "focus":
         plot_focus_functions(predictor.model, out)
     elif args.kind == "decay":

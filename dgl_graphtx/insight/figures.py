@@ -4,6 +4,7 @@ Gradformer start points, parity and residual plots."""
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -20,10 +21,11 @@ from rdkit.Geometry import Point2D  # noqa: E402
 
 from ..models import MoleculeModel  # noqa: E402
 from .attention_maps import AttentionMaps  # noqa: E402
-from .learned_structure import decay_parameters, focus_curve, focus_parameters  # noqa: E402
+from .learned_structure import decay_parameters, focus_curve, focus_parameters, parameters_at_initial_values  # noqa: E402
 
 PathLike = Union[str, Path]
 CMAP = "viridis"
+logger = logging.getLogger("dgl_graphtx")
 
 
 def save_figure(fig: Figure, path: Optional[PathLike], dpi: int = 100) -> Figure:
@@ -83,8 +85,12 @@ def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None,
     return save_figure(fig, path)
 
 
+#: Colours of atom weights on molecule drawings (light to dark red), shared with their colour bars.
+ATOM_CMAP = matplotlib.colors.ListedColormap(matplotlib.colormaps["Reds"](np.linspace(0.1, 1.0, 256)))
+
+
 def _colour(weight: float, vmax: float) -> tuple:
-    rgba = matplotlib.colormaps["Reds"](0.1 + 0.9 * (weight / vmax if vmax > 0 else 0.0))
+    rgba = ATOM_CMAP(weight / vmax if vmax > 0 else 0.0)
     return tuple(float(v) for v in rgba[:3])
 
 
@@ -121,6 +127,37 @@ def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked
                            rawCoords=True)
     drawer.FinishDrawing()
     return plt.imread(io.BytesIO(drawer.GetDrawingText()), format="png")
+
+
+def plot_atom_importance(mol, importance: Sequence[float], path: Optional[PathLike] = None, title: str = "",
+                         size: int = 700) -> Figure:
+    """One large drawing of ``mol`` with every atom coloured by its ``importance`` (e.g.
+    :func:`~dgl_graphtx.insight.attribution.atom_importance`), atom indices and a colour bar.
+
+    Example:
+        >>> from rdkit import Chem
+        >>> fig = plot_atom_importance(Chem.MolFromSmiles("CCO"), [0.2, 0.3, 0.5], size=200)
+        >>> fig.axes[1].get_ylabel()
+        'importance (share of the prediction)'
+    """
+    weights = np.asarray(importance, dtype=float)
+    vmax = float(weights.max()) if len(weights) and weights.max() > 0 else 1.0
+    fig, ax = plt.subplots(figsize=(size / 100 + 1.2, size / 100))
+    ax.imshow(draw_molecule_weights(mol, weights, size=size, vmax=vmax))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=10)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0.0, vmax), cmap=ATOM_CMAP), ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label("importance (share of the prediction)")
+    return save_figure(fig, path)
+
+
+def _initial_values_note(model: MoleculeModel, fig: Figure, names: Sequence[str]) -> None:
+    """Say on ``fig`` when the plotted parameters never moved from their initial values."""
+    unchanged = [n for n in parameters_at_initial_values(model) if n.split(".")[-1] in names]
+    if unchanged:
+        logger.warning("%s never moved from their initial values: the figure shows the initialisation", ", ".join(unchanged))
+        fig.text(0.5, -0.04, f"{', '.join(unchanged)} at their initial values: not learned (untrained model, "
+                 "frozen parameters or no gradient)", ha="center", va="top", fontsize=8, color="firebrick")
 
 
 def plot_attention_on_molecule(maps: AttentionMaps, query: Union[int, str], path: Optional[PathLike] = None,
@@ -179,6 +216,7 @@ def plot_focus_functions(model: MoleculeModel, path: Optional[PathLike] = None, 
         ax.set(title=f"layer {layer}", xlabel=f"distance ({unit})")
         ax.legend(fontsize=5, loc="upper right")
     axes[0, 0].set_ylabel(f"f(d), {table['focus'].iloc[0]}")
+    _initial_values_note(model, fig, ("shift", "width"))
     return save_figure(fig, path)
 
 
@@ -205,6 +243,7 @@ def plot_start_points(model: MoleculeModel, path: Optional[PathLike] = None) -> 
     ax.set(xlabel="head", ylabel="start point sp (hops)", xticks=heads,
            title=f"Gradformer decay: lambda^ReLU(spd - sp), lambda = {lam:.3f}{learned}")
     ax.legend(fontsize=7)
+    _initial_values_note(model, fig, ("start", "decay_logit"))
     return save_figure(fig, path)
 
 

@@ -2,11 +2,13 @@
 points and decay ratio, per layer and head, as tables."""
 from __future__ import annotations
 
+from typing import List
+
 import pandas as pd
 import torch
 
 from ..errors import ConfigError
-from ..models import MoleculeModel
+from ..models import MoleculeModel, build_model
 from ..nn.focus import FOCUS_FUNCTIONS
 from ..nn.gradformer import DecayTerm
 from ..nn.moire import MoireTerm
@@ -68,3 +70,27 @@ def decay_parameters(model: MoleculeModel) -> pd.DataFrame:
             rows.append({"layer": layer, "head": head, "start": float(start[head]), "decay": round(decay, 6),
                          "learned_decay": bool(term.params.learn_decay)})
     return pd.DataFrame(rows)
+
+
+def parameters_at_initial_values(model: MoleculeModel, atol: float = 1e-6) -> List[str]:
+    """Names of the attention terms' parameters (focus shift and width, start points, ...) that
+    still hold their initial values, which are deterministic: compared with a freshly built model
+    of the same configuration. A figure of such parameters shows the initialisation, not
+    something learned.
+
+    Example:
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> model = build_model(get_preset("gradformer", num_layers=1, hidden_dim=16, num_heads=2).model)
+        >>> parameters_at_initial_values(model)
+        ['params.start']
+    """
+    fresh = build_model(model.config)
+    names: List[str] = []
+    moved = set()
+    for layer, initial in zip(model.attention_layers(), fresh.attention_layers()):
+        start = dict(initial.structure.named_parameters())
+        for name, value in layer.structure.named_parameters():
+            names += [name] if name not in names else []
+            if not torch.allclose(value.detach().cpu(), start[name].detach(), atol=atol, rtol=0):
+                moved.add(name)
+    return [name for name in names if name not in moved]

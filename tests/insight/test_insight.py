@@ -140,7 +140,7 @@ def test_start_points_are_the_learned_ones():
         model.blocks[0].attention.structure.params.start.copy_(torch.tensor([0.5, 1.5, 2.5, 3.5]))
     fig = plot_start_points(model)
     heights = [round(bar.get_height(), 4) for bar in fig.axes[0].patches]
-    expected = [float(v) for block in model.blocks for v in block.attention.structure.params.start]
+    expected = [float(v) for block in model.blocks for v in block.attention.structure.params.start.detach()]
     assert heights == pytest.approx(expected)
     assert "lambda = 0.500" in fig.axes[0].get_title()
 
@@ -164,7 +164,7 @@ def test_plot_command(variant, tmp_path):
     checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
     data = tmp_path / "d.csv"
     freesolv_rows(0, 10)[["smiles", "expt"]].to_csv(data, index=False)
-    code, stdout, err = run_cli(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--query", "1",
+    code, stdout, err = run_cli(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--per-head", "--query", "1",
                               "--out", tmp_path / "a.svg", "--layers", "1"])
     assert code == 0, err
     assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml") and (tmp_path / "a_heatmap.svg").is_file()
