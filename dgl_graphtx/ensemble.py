@@ -24,6 +24,7 @@ from .featurize.molecule import MoleculeLike
 from .models import Preset
 from .predict import Predictor
 from .training import TrainConfig, Trainer, compute_metrics
+from .training.target_metrics import per_target_metrics
 from .uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration
 from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, json_ready, predict_batches, report_metrics
 
@@ -42,6 +43,8 @@ class EnsembleResult:
             target the label, ``<t>_pred`` (ensemble mean) and ``<t>_std`` (spread of the members).
         metrics: one row per replicate: the ensemble's test metrics and the members' mean.
         summary: ``{metric: {"mean": .., "std": ..}}`` of the ensemble metrics over replicates.
+        per_target: ``{target: {metric: {"mean": .., "std": ..}}}``: each target's ensemble
+            metrics on its own, over replicates.
         spearman: Spearman rho of ``std`` vs ``|error|`` over all test molecules (first target;
             NaN with a single member).
         calibrations: with uncertainty ``ensemble``, each replicate's calibration (z-scale of the
@@ -55,6 +58,7 @@ class EnsembleResult:
     summary: Dict[str, Dict[str, float]]
     spearman: float
     calibrations: List[Calibration] = dataclasses.field(default_factory=list)
+    per_target: Dict[str, Dict[str, Dict[str, float]]] = dataclasses.field(default_factory=dict)
 
 
 def member_seed(seed: int, replicate: int, member: int, size: int) -> int:
@@ -154,7 +158,7 @@ def train_ensemble(
     out = Path(out_dir) if out_dir is not None else None
     names = list(dataset.target_names)
     members: List[List[ExperimentResult]] = []
-    predictions, rows = [], []
+    predictions, rows, target_rows = [], [], []
     for replicate in range(replicates):
         parts = make_split(dataset, split, fractions, train_config.seed + replicate)
         runs = []
@@ -181,25 +185,33 @@ def train_ensemble(
         table.insert(0, "replicate", replicate)
         predictions.append(table)
         labels = table[names].to_numpy(dtype=float)
-        metrics = compute_metrics(preset.model.task, labels, table[[f"{n}_pred" for n in names]].to_numpy(dtype=float))
+        predicted = table[[f"{n}_pred" for n in names]].to_numpy(dtype=float)
+        metrics = compute_metrics(preset.model.task, labels, predicted)
         member_means = {f"member_{k}": float(np.mean([r.test_metrics[k] for r in runs])) for k in metrics}
         rows.append({"replicate": replicate, **metrics, **member_means})
+        target_rows.append(per_target_metrics(preset.model.task, labels, predicted, names))
     frame = pd.concat(predictions, ignore_index=True)
     metrics_frame = pd.DataFrame(rows)
-    summary = {k: {"mean": float(metrics_frame[k].mean()), "std": float(metrics_frame[k].std(ddof=0))}
-               for k in metrics_frame.columns if k != "replicate"}
+    summary = {k: _mean_std(metrics_frame[k]) for k in metrics_frame.columns if k != "replicate"}
+    per_target = {name: {k: _mean_std(pd.Series([r[name][k] for r in target_rows])) for k in target_rows[0][name]}
+                  for name in names}
     first = names[0]
     errors = (frame[f"{first}_pred"] - frame[first]).abs()
     keep = errors.notna() & frame[f"{first}_std"].notna()
     rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if ensemble_size > 1 and keep.sum() > 2 else float("nan")
     if out is not None:
         frame.to_csv(out / "ensemble_test_predictions.csv", index=False)
-        report = {"ensemble_size": ensemble_size, "replicates": replicates, "summary": summary,
-                  "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": rows}
+        report = {"ensemble_size": ensemble_size, "replicates": replicates, "summary": json_ready(summary),
+                  "per_target": json_ready(per_target),
+                  "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready(rows)}
         if calibrate:
             report["uncertainty"] = json_ready(uncertainty_rows)
         (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
-    return EnsembleResult(members, frame, metrics_frame, summary, rho, calibrations)
+    return EnsembleResult(members, frame, metrics_frame, summary, rho, calibrations, per_target)
+
+
+def _mean_std(values: pd.Series) -> Dict[str, float]:
+    return {"mean": float(values.mean()), "std": float(values.std(ddof=0))}
 
 
 def _calibrate_spread(runs: Sequence[ExperimentResult], dataset: MoleculeDataset, parts: Split,

@@ -104,3 +104,23 @@ def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
     code, stdout, err = run_cli(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
     assert code == 0, err
     assert stdout.splitlines()[0].split()[:4] == ["smiles", "canonical_smiles", "expt", "expt_std"]
+
+
+def test_two_target_ensemble_reports_each_target_over_replicates(tmp_path):
+    preset = tiny_preset("vanilla", num_tasks=2)
+    frame = freesolv_rows(0, 50)[["smiles", "expt", "calc"]]
+    dataset = MoleculeDataset.from_dataframe(frame, target_cols=["expt", "calc"], featurizer=preset.featurizer,
+                                             relation=preset.relation, progress=False)
+    result = train_ensemble(dataset, preset, TrainConfig(epochs=1, batch_size=16, progress=False), ensemble_size=2,
+                            replicates=2, out_dir=tmp_path)
+    written = pd.read_csv(tmp_path / "ensemble_test_predictions.csv")
+    for name in ("expt", "calc"):
+        # each replicate's test part scored on this target alone, by hand from the written predictions
+        per_replicate = [regression_metrics(part[[name]].to_numpy(), part[[f"{name}_pred"]].to_numpy())
+                         for _, part in written.groupby("replicate")]
+        for metric in ("rmse", "mae"):
+            values = np.array([m[metric] for m in per_replicate])
+            assert result.per_target[name][metric]["mean"] == pytest.approx(values.mean())
+            assert result.per_target[name][metric]["std"] == pytest.approx(values.std())
+    report = json.loads((tmp_path / "ensemble_metrics.json").read_text())
+    assert report["per_target"]["calc"]["rmse"]["mean"] == pytest.approx(result.per_target["calc"]["rmse"]["mean"])

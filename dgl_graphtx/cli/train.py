@@ -230,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
     size, replicates = config.ensemble.size, config.ensemble.replicates
     print(f"ensemble of {size} model(s) x {replicates} split(s); test metrics of the ensemble mean over replicates:")
     print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
+    if len(ensemble.per_target) > 1:
+        for name, values in ensemble.per_target.items():
+            print(f"  {name}: " + ", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in values.items()))
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
     if config.uncertainty.method == "ensemble":
