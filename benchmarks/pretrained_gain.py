@@ -9,6 +9,7 @@ Candidates (``--backbone NAME|PATH``, default the shipped ``gradformer-moses50k`
 
 - ``scratch``: the backbone's architecture, featurizer and relation settings, randomly initialised;
 - ``pretrained``: the same, every weight but the head copied from the backbone;
+- ``pretrained + rdkit2d``: the same with RDKit 2-D descriptors in the readout (``--features-generators rdkit2d``);
 - ``RF (Morgan counts)``: scikit-learn's random forest (500 trees) on radius-2, 2048-bit Morgan
   count fingerprints, trained on train + validation;
 - ``AttentiveFP``: dgllife's AttentiveFP (benchmarks/_baselines.py) with the same recipe.
@@ -38,6 +39,7 @@ import default_model as D  # noqa: E402
 from _baselines import AttentiveFPBaseline  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
+from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features  # noqa: E402
 from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.featurize.descriptors import compute_features  # noqa: E402
@@ -49,7 +51,7 @@ from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, seed_eve
 REPO = Path(__file__).resolve().parents[1]
 FRACTIONS = (0.8, 0.1, 0.1)
 BENCHMARKS = D.BENCHMARKS[:2] + [D.Benchmark("BACE", "classification", "scaffold", "rocauc")] + D.BENCHMARKS[2:]
-CANDIDATES = ("scratch", "pretrained", "RF (Morgan counts)", "AttentiveFP")
+CANDIDATES = ("scratch", "pretrained", "pretrained + rdkit2d", "RF (Morgan counts)", "AttentiveFP")
 
 
 def network(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, args: argparse.Namespace) -> Dict[str, float]:
@@ -59,8 +61,10 @@ def network(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, 
     preset = pretrained_preset(backbone, base)
     dataset = MoleculeDataset.from_dataframe(frame, target_cols=["target"], featurizer=preset.featurizer,
                                              relation=preset.relation, progress=False, cache_dir=args.cache)
+    if candidate.endswith("+ rdkit2d"):
+        add_extra_features(dataset, ExtraFeatures(generators=("rdkit2d",)), list(frame["smiles"]))
     config = TrainConfig.from_recipe(preset.train, epochs=args.epochs, seed=seed, progress=False, device="cpu",
-                                     from_pretrained=args.backbone if candidate == "pretrained" else None)
+                                     from_pretrained=args.backbone if candidate.startswith("pretrained") else None)
     result = train_and_evaluate(dataset, preset, config, split=bench.split, fractions=FRACTIONS)
     return {**result.test_metrics, "best_epoch": result.train.best_epoch}
 
