@@ -125,7 +125,7 @@ def markdown(results: pd.DataFrame, args: argparse.Namespace) -> str:
              "scaffold 80/10/10; mean ± std over seeds (n given); 1 CPU thread per run on a shared 2-core machine.", "",
              "| candidate | " + " | ".join(f"{b.name} {b.metric}" for b in benches) + " | CPU-minutes (all runs) |",
              "|---|" + "---|" * (len(benches) + 1)]
-    for cand in CANDIDATES:
+    for cand in [c for c in CANDIDATES if c in set(results.candidate)]:
         cells = []
         for bench in benches:
             row = summary[(summary.candidate == cand) & (summary.benchmark == bench.name)]
