@@ -16,9 +16,12 @@ Candidates (``--backbone NAME|PATH``, default the shipped ``gradformer-moses50k`
 
 Every network run uses the recipe of the backbone's variant preset with ``--epochs``, and is tested
 once with its best-validation-epoch weights. Results are appended to ``--csv`` as each run finishes
-(an interrupted run resumes); the table goes to docs/benchmarks.md once every run is there.
+(an interrupted run resumes). Unless ``--no-docs``, docs/benchmarks.md's section is rewritten with
+one table per results file (``DOC_CSVS`` and ``--csv``).
 
 Run:  OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pretrained_gain.py --benchmarks FreeSolv --seeds 0 1 2
+      OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pretrained_gain.py --benchmarks Lipophilicity BACE BBBP --epochs 30 \\
+          --csv benchmarks/pretrained_gain/runs_scaffold.csv
       .venv/bin/python benchmarks/pretrained_gain.py --quick       (FreeSolv, 2 epochs, seed 0, no docs)
 """
 from __future__ import annotations
@@ -52,6 +55,8 @@ REPO = Path(__file__).resolve().parents[1]
 FRACTIONS = (0.8, 0.1, 0.1)
 BENCHMARKS = D.BENCHMARKS[:2] + [D.Benchmark("BACE", "classification", "scaffold", "rocauc")] + D.BENCHMARKS[2:]
 CANDIDATES = ("scratch", "pretrained", "pretrained + rdkit2d", "RF (Morgan counts)", "AttentiveFP")
+#: results files shown in docs/benchmarks.md, one table each (random-split FreeSolv; the scaffold sets)
+DOC_CSVS = (REPO / "benchmarks" / "pretrained_gain" / "runs.csv", REPO / "benchmarks" / "pretrained_gain" / "runs_scaffold.csv")
 
 
 def network(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, args: argparse.Namespace) -> Dict[str, float]:
@@ -115,17 +120,24 @@ def run_one(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, 
             "epochs": args.epochs, "minutes": round((time.perf_counter() - start) / 60, 2)}
 
 
-def markdown(results: pd.DataFrame, args: argparse.Namespace) -> str:
+def _names(benches: List[D.Benchmark]) -> str:
+    names = [b.name for b in benches]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def table(results: pd.DataFrame, source: Path) -> List[str]:
+    """One results file as a Markdown table under a line naming its sets, split and epochs (read from the rows)."""
     summary = results.groupby(["candidate", "benchmark"])["test"].agg(["mean", "std", "count"]).reset_index()
     minutes = results.groupby("candidate")["minutes"].sum()
-    benches = [b for b in BENCHMARKS if b.name in set(results.benchmark)]
-    lines = ["## Pretrained backbone vs training from scratch", "",
-             f"`benchmarks/pretrained_gain.py`: backbone `{args.backbone}`; every network run {args.epochs} epochs with the "
-             "backbone variant's preset recipe, best validation epoch tested once; FreeSolv random split, the others "
-             "scaffold 80/10/10; mean ± std over seeds (n given); 1 CPU thread per run on a shared 2-core machine.", "",
+    present = set(results.benchmark)
+    benches = [b for b in BENCHMARKS if b.name in present]
+    splits = "/".join(dict.fromkeys(b.split for b in benches))
+    epochs = ", ".join(str(e) for e in sorted(results.epochs.unique()))
+    lines = [f"{_names(benches)} ({splits} 80/10/10, {epochs} epochs; `{source.parent.name}/{source.name}`):", "",
              "| candidate | " + " | ".join(f"{b.name} {b.metric}" for b in benches) + " | CPU-minutes (all runs) |",
              "|---|" + "---|" * (len(benches) + 1)]
-    for cand in [c for c in CANDIDATES if c in set(results.candidate)]:
+    candidates = set(results.candidate)
+    for cand in [c for c in CANDIDATES if c in candidates]:
         cells = []
         for bench in benches:
             row = summary[(summary.candidate == cand) & (summary.benchmark == bench.name)]
@@ -133,6 +145,18 @@ def markdown(results: pd.DataFrame, args: argparse.Namespace) -> str:
             cells.append("-" if row.empty else f"{row['mean'].iloc[0]:.3f}" + (f" ± {std:.3f}" if np.isfinite(std) else "")
                          + f" (n={int(row['count'].iloc[0])})")
         lines.append(f"| {cand} | " + " | ".join(cells) + f" | {minutes.get(cand, float('nan')):.1f} |")
+    return lines
+
+
+def markdown(sources: List[Path], backbone: str) -> str:
+    """The docs section: one table per results file."""
+    lines = ["## Pretrained backbone vs training from scratch", "",
+             f"`benchmarks/pretrained_gain.py`: backbone `{backbone}` ([pretraining.md](pretraining.md)); every network "
+             "run uses the backbone variant's preset recipe and its best validation epoch is tested once; the in-run "
+             "random forest (Morgan counts) and dgllife's AttentiveFP share the splits; mean ± std over seeds (n given); "
+             "1 CPU thread per run on a shared 2-core machine."]
+    for source in sources:
+        lines += ["", *table(pd.read_csv(source), source)]
     return "\n".join(lines)
 
 
@@ -170,10 +194,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 row = run_one(bench, cand, seed, frame, args)
                 D.append(args.csv, row)
                 print(f"  {bench.name:13s} seed {seed}  {cand:20s} {bench.metric} {row['test']:.3f}  ({row['minutes']:.1f} min)", flush=True)
-    results = pd.read_csv(args.csv)
-    print(markdown(results, args))
+    print("\n".join(table(pd.read_csv(args.csv), args.csv)))
     if not args.no_docs:
-        R.update_section("pretrained_gain", markdown(results, args))
+        sources = [path for path in dict.fromkeys([*DOC_CSVS, args.csv]) if path.exists()]
+        R.update_section("pretrained_gain", markdown(sources, str(args.backbone)))
     return 0
 
 
