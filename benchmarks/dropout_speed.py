@@ -10,25 +10,26 @@ Run:  .venv-oldest/bin/python benchmarks/dropout_speed.py; .venv/bin/python benc
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 from typing import Callable, List
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median, time_repeats  # noqa: E402
+
+CALLS_PER_BLOCK = 200
+
 
 def microseconds_per_call(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, repeats: int) -> float:
-    """Median over ``repeats`` blocks of 200 calls, after 20 warm-up calls."""
-    for _ in range(20):
-        fn(x)
-    blocks = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(200):
+    """Median over ``repeats`` blocks of 200 calls, after one warm-up block."""
+    def block() -> None:
+        for _ in range(CALLS_PER_BLOCK):
             fn(x)
-        blocks.append((time.perf_counter() - start) / 200)
-    return 1e6 * statistics.median(blocks)
+
+    return 1e6 * median(time_repeats(block, repeats, warmup=1)) / CALLS_PER_BLOCK
 
 
 def main(argv: List[str] = None) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Callable, List
 
@@ -22,28 +21,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dgl_graphtx  # noqa: E402,F401  (before dgl)
 from _molecules import freesolv_smiles  # noqa: E402
 from _report import environment, print_environment  # noqa: E402
-from _timing import median  # noqa: E402
+from _timing import median, time_repeats  # noqa: E402
+from compute_paths import training_step  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeBatch, MoleculeDataset, collate_molecule_tensors  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
-from dgl_graphtx.training.trainer import masked_loss  # noqa: E402
+from dgl_graphtx.models import Preset, build_model, get_preset  # noqa: E402
 
 
-def training_step(compiled: bool, preset) -> Callable[[MoleculeBatch], float]:
-    """One AdamW training step of a fresh model (seed 0), eager or through ``torch.compile``."""
+def training_steps(compiled: bool, preset: Preset, batches: List[MoleculeBatch]) -> List[Callable[[], None]]:
+    """One AdamW training step per batch of a fresh model (seed 0), eager or through ``torch.compile``."""
     torch.manual_seed(0)
     model = build_model(preset.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     forward = torch.compile(model, dynamic=True) if compiled else model
-
-    def step(batch: MoleculeBatch) -> float:
-        loss = masked_loss(model.config.task, forward(batch.graph, batch.relation_graph), batch.labels, batch.mask)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
-    return step
+    return [training_step(forward, batch, optimizer, sync=lambda: None) for batch in batches]
 
 
 def main(argv: List[str] = None) -> None:
@@ -63,17 +54,9 @@ def main(argv: List[str] = None) -> None:
     batches = [collate_molecule_tensors([data[i] for i in range(k, min(k + args.batch_size, len(data)))])
                for k in range(0, len(data), args.batch_size)]
     for compiled in (False, True):
-        step = training_step(compiled, preset)
-        start = time.perf_counter()
-        for batch in batches:
-            step(batch)
-        first = time.perf_counter() - start
-        times = []
-        for _ in range(args.passes):
-            for batch in batches:
-                start = time.perf_counter()
-                step(batch)
-                times.append(time.perf_counter() - start)
+        steps = training_steps(compiled, preset, batches)
+        first = sum(t for step in steps for t in time_repeats(step, repeats=1, warmup=0))
+        times = [t for _ in range(args.passes) for step in steps for t in time_repeats(step, repeats=1, warmup=0)]
         print(f"{'compiled' if compiled else 'eager':8s}: first pass over {len(batches)} batches {first:7.1f} s; "
               f"then median step {1000 * median(times):6.1f} ms ({args.batch_size / median(times):,.0f} graphs/s)", flush=True)
 
