@@ -47,7 +47,8 @@ from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.featurize.descriptors import compute_features  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
-from dgl_graphtx.pretrained import get_pretrained, pretrained_preset  # noqa: E402
+from dgl_graphtx.inference import get_pretrained  # noqa: E402
+from dgl_graphtx.runs.fine_tuning import pretrained_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
 from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, seed_everything  # noqa: E402
 

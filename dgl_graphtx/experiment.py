@@ -13,10 +13,10 @@ from torch.utils.data import Subset
 from .atomic_io import atomic_to_csv, atomic_write_text
 from .checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from .datasets import MoleculeDataset, Split, kennard_stone_split, kmeans_split, morgan_fingerprints, random_split, scaffold_split
-from .domain import Domain
+from .inference.domain import Domain
 from .errors import ConfigError
 from .models import MoleculeModel, Preset, build_model
-from .pretrained import start_from_pretrained
+from .runs.fine_tuning import start_from_pretrained
 from .run_folder import RunFolder
 from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
 from .training.target_metrics import per_target_metrics

@@ -4,7 +4,7 @@ from the molecule alone, with a random share of the targets left out of the loss
 
 The run goes through :class:`~dgl_graphtx.training.Trainer` (resumable from ``last.pt``, DDP-ready
 through its hooks) and ends with ``backbone.pt`` and its model card ``card.json``, which
-:func:`~dgl_graphtx.pretrained.get_pretrained` loads.
+:func:`~dgl_graphtx.inference.get_pretrained` loads.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from .datasets.sharded_store import MANIFEST
 from .errors import ConfigError
 from .featurize.descriptors import FeatureScaler, compute_features, feature_names
 from .models import Preset, build_model
-from .pretrained import BACKBONE_FILE, CARD_FILE, file_sha256
+from .inference.backbones import BACKBONE_FILE, CARD_FILE, file_sha256
 from .run_folder import RunFolder
 from .training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
 from .validation import check_number

@@ -20,7 +20,7 @@ from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features, sdf_at
 from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.featurize.descriptors import FeatureScaler, compute_features
 from dgl_graphtx.models import get_preset
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.training import TrainConfig
 
 GENERATORS = ("rdkit2d", "morgan_counts:radius=1:size=32")

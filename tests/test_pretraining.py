@@ -16,7 +16,8 @@ from dgl_graphtx.errors import CheckpointError, ConfigError
 from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.featurize.descriptors import compute_features, feature_names
 from dgl_graphtx.models import build_model, get_preset
-from dgl_graphtx.pretrained import get_pretrained, list_pretrained, pretrained_preset
+from dgl_graphtx.inference import get_pretrained, list_pretrained
+from dgl_graphtx.runs.fine_tuning import pretrained_preset
 from dgl_graphtx.pretraining import MaskedDescriptorTrainer, PretrainConfig, descriptor_targets, pretrain
 from dgl_graphtx.training import TrainConfig, masked_loss
 

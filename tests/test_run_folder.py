@@ -19,7 +19,7 @@ from cli_runner import run_cli_without_runtime_warnings as run_cli
 
 import dgl_graphtx.cli.train as train_command
 from dgl_graphtx.errors import OutputError
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.run_folder import LOCK_NAME, RUN_FILES, RunFolder
 
 TRAIN = ["--targets", "expt", "--model", "vanilla", "--epochs", "1", "--batch-size", "16", "--no-progress", "--device", "cpu"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import List
 
 from ..datasets import FREESOLV_TARGET, freesolv_path
-from ..predict import Predictor
+from ..inference.predictor import Predictor
 from .common import bounded, print_table
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..distributed import DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
-from ..pretrained import describe, list_pretrained
+from ..inference.backbones import describe, list_pretrained
 from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
 from ..run_config import resolve_run_config
 from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads

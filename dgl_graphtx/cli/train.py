@@ -16,7 +16,7 @@ from ..cross_validation import cross_validate
 from ..ensemble import train_ensemble
 from ..experiment import train_and_evaluate
 from ..extra_features import add_features_from_files
-from ..pretrained import pretrained_run_config
+from ..runs.fine_tuning import pretrained_run_config
 from ..logs import log_to_file
 from ..models.variants import option_sections
 from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config

@@ -30,7 +30,7 @@ from dgl_graphtx.models.local_models import GatedGCNLayer, GINELayer
 from dgl_graphtx.nn import graph_ops
 from dgl_graphtx.nn.dense_blocks import BlockLayout
 from dgl_graphtx.nn.graph_tensors import GraphTensors
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
 from dgl_graphtx.training import TrainConfig, Trainer
 

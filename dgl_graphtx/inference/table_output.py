@@ -9,8 +9,8 @@ from typing import Sequence, Union
 
 import pandas as pd
 
-from .atomic_io import atomic_path
-from .errors import ConfigError
+from ..atomic_io import atomic_path
+from ..errors import ConfigError
 
 PathLike = Union[str, Path]
 TABLE_FORMATS = (".csv", ".tsv", ".tab", ".parquet")

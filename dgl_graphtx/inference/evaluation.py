@@ -7,12 +7,12 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .datasets import MoleculeTable
-from .datasets.class_labels import apply_class_labels
+from ..datasets import MoleculeTable
+from ..datasets.class_labels import apply_class_labels
 from .ensemble import ensemble_predict
-from .predict import Predictor, with_carried_columns
-from .training import compute_metrics, json_safe, metric_notes, prediction_values
-from .training.target_metrics import per_target_metrics
+from .predictor import Predictor, with_carried_columns
+from ..training import compute_metrics, json_safe, metric_notes, prediction_values
+from ..training.target_metrics import per_target_metrics
 
 
 class Evaluation(NamedTuple):

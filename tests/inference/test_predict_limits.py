@@ -13,7 +13,7 @@ from cli_runner import assert_one_error_line, run_cli_without_runtime_warnings a
 
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import SizeLimits
-from dgl_graphtx.predict import Predictor, predict_smiles
+from dgl_graphtx.inference import Predictor, predict_smiles
 
 NORMAL = list(freesolv_rows(0, 100)["smiles"])
 

@@ -18,7 +18,7 @@ from conftest_models import freesolv_frame, seeded_model, tiny_preset
 
 from dgl_graphtx.checkpoint import CheckpointMeta, LoadedCheckpoint
 from dgl_graphtx.featurize import MoleculeFeaturizer
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 
 WRITINGS = 5
 

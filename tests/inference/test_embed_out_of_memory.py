@@ -8,7 +8,7 @@ import pytest
 from conftest_models import freesolv_rows, tiny_checkpoint
 from memory_pressure import broken, larger_than, out_of_memory_above
 
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 
 MOLECULES = list(freesolv_rows(0, 60)["smiles"])
 

@@ -28,7 +28,7 @@ from dgl_graphtx.cli import main
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import GraphTxError
 from dgl_graphtx.featurize import SizeLimits
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 
 FUZZ_EXAMPLES = int(os.environ.get("DGL_GRAPHTX_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None,

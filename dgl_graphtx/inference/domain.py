@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from rdkit import Chem
 
-from .featurize.molecule import to_mol
+from ..featurize.molecule import to_mol
 
 #: Elements of typical organic molecules and their common counter-ions, assumed when a checkpoint
 #: does not record its training domain (H B C N O F Na Mg Si P S Cl K Ca Zn Se Br I).

@@ -8,9 +8,9 @@ import pandas as pd
 from rdkit import Chem
 from tqdm.auto import tqdm
 
-from .errors import ConfigError
-from .featurize import describe_molecule
-from .featurize.molecule import MoleculeLike
+from ..errors import ConfigError
+from ..featurize import describe_molecule
+from ..featurize.molecule import MoleculeLike
 
 
 def input_chunks(

@@ -18,25 +18,25 @@ import pandas as pd
 import torch
 from rdkit import Chem
 
-from .checkpoint import LoadedCheckpoint, load_checkpoint
+from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from .checkpoint_paths import single_checkpoint
-from .datasets.class_labels import ClassLabels, class_labels_from_meta
-from .datasets import EdgeBudgetBatchSampler, read_molecules
-from .datasets.featurized import Featurized, featurize_and_pack
-from .devices import resolve_compute, resolve_device
+from ..datasets.class_labels import ClassLabels, class_labels_from_meta
+from ..datasets import EdgeBudgetBatchSampler, read_molecules
+from ..datasets.featurized import Featurized, featurize_and_pack
+from ..devices import resolve_compute, resolve_device
 from .domain import Domain
-from .errors import ConfigError, InvalidMoleculeError
-from .extra_features import AtomFunction, FittedExtraFeatures
-from .featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
-from .featurize.molecule import MoleculeLike, to_mol
+from ..errors import ConfigError, InvalidMoleculeError
+from ..extra_features import AtomFunction, FittedExtraFeatures
+from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
+from ..featurize.molecule import MoleculeLike, to_mol
 from .input_chunks import input_chunks
-from .nn.graph_tensors import on_device
-from .training.outputs import prediction_frame
-from .uncertainty import Calibration
-from .uncertainty.config import stored_settings
-from .uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
-from .uncertainty.inference import predict_with_uncertainty
-from .validation import check_number
+from ..nn.graph_tensors import on_device
+from ..training.outputs import prediction_frame
+from ..uncertainty import Calibration
+from ..uncertainty.config import stored_settings
+from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
+from ..uncertainty.inference import predict_with_uncertainty
+from ..validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -110,7 +110,7 @@ class Predictor:
 
     Invalid molecules never raise: their predictions are NaN and the ``error`` column says why.
     Molecules unlike the training set (dummy atoms, elements it lacked, more atoms or fragments
-    than any training molecule; see :class:`~dgl_graphtx.domain.Domain`) are predicted, with the
+    than any training molecule; see :class:`~dgl_graphtx.inference.Domain`) are predicted, with the
     reason in the ``warning`` column.
 
     Args:

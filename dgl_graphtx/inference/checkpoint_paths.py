@@ -1,11 +1,11 @@
-"""What ``--checkpoint`` may name, resolved the same way by every command and by :class:`~dgl_graphtx.predict.Predictor`:
+"""What ``--checkpoint`` may name, resolved the same way by every command and by :class:`~dgl_graphtx.inference.Predictor`:
 a checkpoint file, a run folder (its ``best.pt``) or an ensemble folder (every ``best.pt`` below it)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import List, Sequence, Union
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
 
 PathLike = Union[str, Path]
 #: The checkpoint a run keeps (the best validation epoch).
