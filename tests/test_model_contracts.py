@@ -60,7 +60,7 @@ def test_presets_runs_and_checkpoints_take_the_feature_sizes_from_the_featurizer
     from dgl_graphtx.checkpoint import CheckpointMeta, validate_meta
     from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
     from dgl_graphtx.models import get_preset
-    from dgl_graphtx.run_config import resolve_run_config
+    from dgl_graphtx.runs import resolve_run_config
 
     featurizer = MoleculeFeaturizer(FeaturizerConfig(atom_features=atom_features))
     inputs = featurizer.model_inputs

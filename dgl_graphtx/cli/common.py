@@ -12,7 +12,7 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
-from ..run_config import RunConfig
+from ..runs.config import RunConfig
 from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
@@ -87,7 +87,7 @@ THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with -
                 "faster as soon as anything else runs on the cores; see docs/training.md)")
 
 
-#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
+#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.runs.config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
@@ -155,7 +155,7 @@ def with_threads(config: RunConfig) -> RunConfig:
     :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
 
     Example:
-        >>> from dgl_graphtx.run_config import resolve_run_config
+        >>> from dgl_graphtx.runs.config import resolve_run_config
         >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
         1
     """

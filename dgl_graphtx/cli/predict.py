@@ -6,9 +6,9 @@ import logging
 import sys
 
 from ..atomic_io import ProgressiveCSV
-from ..inference.ensemble import ensemble_predict, stored_calibration
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
+from ..inference.ensemble import ensemble_predict, stored_calibration
 from ..inference.predictor import with_carried_columns
 from ..inference.table_output import table_format, table_separator, write_table
 from ..uncertainty import METHODS

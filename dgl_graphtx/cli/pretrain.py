@@ -6,11 +6,11 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..distributed import DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
 from ..inference.backbones import describe, list_pretrained
-from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
-from ..run_config import resolve_run_config
+from ..runs.config import resolve_run_config
+from ..runs.distributed import DistributedContext, launch_local, process_hooks
+from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
 from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads
 from .train import without_option
 

@@ -6,26 +6,26 @@ import contextlib
 import dataclasses
 import logging
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence
 
 from .._version import __version__
-from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
-from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
+from ..datasets import is_store
 from ..errors import GraphTxError
-from ..cross_validation import cross_validate
-from ..ensemble import train_ensemble
-from ..experiment import train_and_evaluate
-from ..extra_features import add_features_from_files
-from ..runs.fine_tuning import pretrained_run_config
 from ..logs import log_to_file
 from ..models.variants import option_sections
-from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
-from ..run_folder import RunFolder
+from ..runs.config import RunConfig, default_preset_name, presets_help, resolve_run_config
+from ..runs.cross_validation import cross_validate
+from ..runs.distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
+from ..runs.ensemble import train_ensemble
+from ..runs.experiment import train_and_evaluate
+from ..runs.fine_tuning import pretrained_run_config
+from ..runs.folder import RunFolder
+from ..runs.store_recipe import read_store_recipe, recipe_flags
+from ..runs.training_data import load_training_data
 from ..training.resume import check_resumable_run
 from ..training.target_metrics import per_target_lines
 from ..uncertainty.evaluation import format_uncertainty
 from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics, with_threads
-from .store_recipe import check_store_settings, read_store_recipe, recipe_flags
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -89,46 +89,6 @@ def without_option(argv: Sequence[str], option: str) -> List[str]:
     return out
 
 
-def _absolute(run: RunConfig) -> RunConfig:
-    """The run with its file paths made absolute, so that the saved config works from anywhere."""
-    data = run.data
-    paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
-             if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
-    return dataclasses.replace(run, data=dataclasses.replace(data, **paths))
-
-
-def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Split]]:
-    """The featurized training data of a run and, when the data defines it, its split: a file
-    through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
-    geometries when ``data.path`` is ``qm9``."""
-    data = config.data
-    if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
-        raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
-    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
-        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
-                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
-    if data.path is not None and is_store(data.path):
-        dataset = load_store(data.path)
-        check_store_settings(data.path, dataset, config.featurizer, config.relation)
-        if dataset.target_names != list(data.targets):
-            raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
-                               f"use --targets {','.join(dataset.target_names)}")
-        return dataset, None
-    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
-                  progress=config.train.progress)
-    if data.is_qm9:
-        return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
-    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                                   split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
-                                   positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
-                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
-    if data.extra_features.any:
-        files = [p for p in (data.path, data.valid, data.test) if p is not None]
-        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
-                                config.featurizer.explicit_hydrogens)
-    return dataset, split
-
-
 def store_flags(args: argparse.Namespace) -> dict:
     """For ``train STORE`` naming no model anywhere (flags, ``--config``, ``--set``): the model,
     preset and atom features the store was featurized for."""
@@ -175,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("--cv trains one model per fold: drop --resume, --ensemble-size and --replicates")
     out = Path(args.out)
     with process_hooks(config.train.device, DistributedConfig(args.backend, args.dist_timeout)) as hooks:
-        config = _for_process(_absolute(config), hooks, out)
+        config = _for_process(config.with_absolute_paths(), hooks, out)
         # the main process checks and locks the output folder before any featurization or training
         single = config.ensemble.single and not cv
         if args.resume and single:  # before featurizing: a mismatch is refused at once, config.yaml untouched

@@ -3,6 +3,7 @@ QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``).
 from .collate import MoleculeBatch, collate_molecule_tensors, collate_molecules
 from .edge_batches import EdgeBudgetBatchSampler, relation_edge_counts
 from .featurized import Featurized, featurize_and_pack
+from .folds import cv_splits, folds_to_splits, group_folds, random_folds
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .labelled import load_labelled
 from .molecule_dataset import MoleculeDataset, featurization_settings
@@ -11,8 +12,8 @@ from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
 from .readers import MoleculeTable, read_molecule_csv, read_molecules, smiles_column, split_labels
 from .report import InputReport, RowIssue
 from .sharded_store import featurize_file, featurize_to_store, is_store, load_store
-from .folds import cv_splits, folds_to_splits, group_folds, random_folds
 from .space_splits import kennard_stone_order, kennard_stone_split, kmeans_split, morgan_fingerprints
+from .split_kinds import SPLITS, make_split
 from .splits import Split, assign_groups, murcko_scaffold, random_split, scaffold_split
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "QM9_ORBITAL_TARGETS",
     "QM9_TARGETS",
     "RowIssue",
+    "SPLITS",
     "Split",
     "assign_groups",
     "cv_splits",
@@ -47,6 +49,7 @@ __all__ = [
     "freesolv",
     "freesolv_path",
     "load_labelled",
+    "make_split",
     "is_store",
     "load_store",
     "murcko_scaffold",

@@ -9,10 +9,10 @@ import pandas as pd
 
 from ..datasets import MoleculeTable
 from ..datasets.class_labels import apply_class_labels
-from .ensemble import ensemble_predict
-from .predictor import Predictor, with_carried_columns
 from ..training import compute_metrics, json_safe, metric_notes, prediction_values
 from ..training.target_metrics import per_target_metrics
+from .ensemble import ensemble_predict
+from .predictor import Predictor, with_carried_columns
 
 
 class Evaluation(NamedTuple):

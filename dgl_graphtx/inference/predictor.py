@@ -19,17 +19,14 @@ import torch
 from rdkit import Chem
 
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
-from .checkpoint_paths import single_checkpoint
-from ..datasets.class_labels import ClassLabels, class_labels_from_meta
 from ..datasets import EdgeBudgetBatchSampler, read_molecules
+from ..datasets.class_labels import ClassLabels, class_labels_from_meta
 from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
-from .domain import Domain
 from ..errors import ConfigError, InvalidMoleculeError
 from ..extra_features import AtomFunction, FittedExtraFeatures
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, to_mol
-from .input_chunks import input_chunks
 from ..nn.graph_tensors import on_device
 from ..training.outputs import prediction_frame
 from ..uncertainty import Calibration
@@ -37,6 +34,9 @@ from ..uncertainty.config import stored_settings
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
 from ..uncertainty.inference import predict_with_uncertainty
 from ..validation import check_number
+from .checkpoint_paths import single_checkpoint
+from .domain import Domain
+from .input_chunks import input_chunks
 
 logger = logging.getLogger("dgl_graphtx")
 

@@ -174,7 +174,7 @@ class VariantSpec:
         uses_coordinates: whether a config of this variant reads 3-D distances (then its
             checkpoints need a featurizer with coordinates).
         search: its own knobs for ``dgl-graphtx hpopt``, searched after the shared ones
-            (:data:`~dgl_graphtx.hpopt.space.COMMON`).
+            (:data:`~dgl_graphtx.runs.hpopt.space.COMMON`).
 
     Example:
         >>> spec = VARIANT_SPECS["moire"]

@@ -9,11 +9,13 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
+from ..datasets import MoleculeDataset
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from ..inference.backbones import PathLike, Pretrained, get_pretrained, is_shipped
-from ..models import ModelConfig, MoleculeModel, Preset
+from ..models import ModelConfig, MoleculeModel, Preset, get_preset
 from ..relation_graph import RelationConfig
+from .config import PresetChoice, RunConfig
 
 #: Model settings a fine-tuning run chooses itself; everything else comes from the backbone.
 HEAD_FIELDS = ("num_tasks", "task", "num_classes", "uncertainty_head", "head_layers", "molecule_features", "atom_extra_features",
@@ -48,15 +50,20 @@ def check_pretrained_settings(pretrained: Pretrained, featurizer: FeaturizerConf
                               f"for {given}; drop the {what} settings (the pretrained model's are used)")
 
 
-def pretrained_run_config(run: Any) -> Any:
+def pretrained_run_config(run: RunConfig) -> RunConfig:
     """A :class:`~dgl_graphtx.runs.config.RunConfig` with ``train.from_pretrained`` resolved: the
     backbone's architecture, featurizer and relation settings replace the run's (its head
     settings, :data:`HEAD_FIELDS`, stay), and ``from_pretrained`` becomes the shipped name or an
     absolute path, as config.yaml records it. Featurizer or relation settings the user changed
-    from the preset's to values the backbone was not pretrained with are an error."""
-    from ..models import get_preset
-    from ..run_config import PresetChoice
+    from the preset's to values the backbone was not pretrained with are an error.
 
+    Example:
+        >>> from dgl_graphtx.runs.config import resolve_run_config
+        >>> run = resolve_run_config(overrides=["data.targets=y", "train.from_pretrained=gradformer-tiny-moses3k"])
+        >>> tuned = pretrained_run_config(run)
+        >>> tuned.model.variant, tuned.model.hidden_dim, tuned.model.num_tasks, tuned.train.from_pretrained
+        ('gradformer', 32, 1, 'gradformer-tiny-moses3k')
+    """
     pretrained = get_pretrained(run.train.from_pretrained)
     base = get_preset(run.preset.model, run.preset.name)
     check_pretrained_settings(pretrained, run.featurizer, run.relation, (base.featurizer, base.relation))
@@ -88,7 +95,7 @@ def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:
     return [key for key in target if key not in copied and not key.startswith(skip)]
 
 
-def start_from_pretrained(model: MoleculeModel, name_or_path: PathLike, dataset: Any) -> Dict[str, Any]:
+def start_from_pretrained(model: MoleculeModel, name_or_path: PathLike, dataset: MoleculeDataset) -> Dict[str, Any]:
     """Load the backbone ``name_or_path`` into ``model`` for fine-tuning on ``dataset``, after
     checking that the data was featurized as the backbone was pretrained; returns what the
     checkpoint records about it (source, name, SHA-256)."""

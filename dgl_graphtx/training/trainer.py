@@ -252,7 +252,7 @@ class Trainer:
         out_dir: folder for logs, plots and the best checkpoint.
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
-            :class:`~dgl_graphtx.distributed.DistributedContext` for DDP.
+            :class:`~dgl_graphtx.runs.distributed.DistributedContext` for DDP.
         evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
             (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
             ``evidential`` head trains on its distribution loss instead of MSE.

@@ -16,9 +16,9 @@ import dgl
 from dgl_graphtx.checkpoint import CHECKPOINT_KIND, CheckpointMeta, content_checksum, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import CheckpointError, ConfigError
-from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.featurize import MoleculeFeaturizer
 from dgl_graphtx.inference import Predictor, predict_smiles
+from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig
 
 TARGETS = ["dG_hyd", "dG_calc"]

@@ -171,7 +171,7 @@ def test_out_of_domain_inputs_get_a_warning(checkpoint):
 
 
 def test_training_domain_is_recorded_and_used(tmp_path):
-    from dgl_graphtx.experiment import train_and_evaluate
+    from dgl_graphtx.runs import train_and_evaluate
     from dgl_graphtx.datasets import MoleculeDataset
     from dgl_graphtx.training import TrainConfig
 

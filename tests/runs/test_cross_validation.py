@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from cli_runner import assert_one_error_line, run_cli
-from dgl_graphtx.cross_validation import cross_validate
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.models import get_preset
+from dgl_graphtx.runs import cross_validate
 from dgl_graphtx.training import TrainConfig
 
 SMALL = ["--model", "vanilla", "--epochs", "1", "--batch-size", "8", "--device", "cpu", "--no-progress",

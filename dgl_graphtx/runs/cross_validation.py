@@ -10,11 +10,11 @@ from typing import Hashable, List, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from .atomic_io import atomic_to_csv, atomic_write_text
-from .datasets import MoleculeDataset, cv_splits
+from ..atomic_io import atomic_to_csv, atomic_write_text
+from ..datasets import MoleculeDataset, cv_splits
+from ..models import Preset
+from ..training import TrainConfig, compute_metrics, json_safe, prediction_values
 from .experiment import ExperimentResult, train_and_evaluate
-from .models import Preset
-from .training import TrainConfig, compute_metrics, json_safe, prediction_values
 
 logger = logging.getLogger("dgl_graphtx")
 

@@ -16,15 +16,15 @@ from scipy.stats import spearmanr
 
 from torch.utils.data import Subset
 
-from .datasets import MoleculeDataset, Split
-from .errors import ConfigError
-from .experiment import ExperimentResult, make_split, train_and_evaluate
-from .models import Preset
-from .inference.ensemble import combine_members, with_intervals
-from .training import TrainConfig, Trainer, compute_metrics
-from .training.target_metrics import per_target_metrics
-from .uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration
-from .uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
+from ..datasets import MoleculeDataset, Split, make_split
+from ..errors import ConfigError
+from ..inference.ensemble import combine_members, with_intervals
+from ..models import Preset
+from ..training import TrainConfig, Trainer, compute_metrics
+from ..training.target_metrics import per_target_metrics
+from ..uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration
+from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
+from .experiment import ExperimentResult, train_and_evaluate
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -87,7 +87,7 @@ def train_ensemble(
     ``uncertainty`` with method ``ensemble`` calibrates the members' spread on each replicate's
     validation part (z-scaling and conformal intervals, written to
     ``replicate_<r>/calibration.json`` with ``out_dir``); any other method is passed to every
-    member (see :func:`~dgl_graphtx.experiment.train_and_evaluate`).
+    member (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
     Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,

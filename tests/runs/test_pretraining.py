@@ -13,12 +13,13 @@ from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.errors import CheckpointError, ConfigError
-from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.featurize.descriptors import compute_features, feature_names
-from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.inference import get_pretrained, list_pretrained
-from dgl_graphtx.runs.fine_tuning import pretrained_preset
-from dgl_graphtx.pretraining import MaskedDescriptorTrainer, PretrainConfig, descriptor_targets, pretrain
+from dgl_graphtx.models import build_model, get_preset
+from dgl_graphtx.runs import train_and_evaluate
+from dgl_graphtx.runs import pretrained_preset
+from dgl_graphtx.runs import PretrainConfig, pretrain
+from dgl_graphtx.runs.pretraining import MaskedDescriptorTrainer, descriptor_targets
 from dgl_graphtx.training import TrainConfig, masked_loss
 
 TINY = dict(num_layers=1, hidden_dim=16, num_heads=2)

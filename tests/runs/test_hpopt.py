@@ -10,9 +10,9 @@ optuna = pytest.importorskip("optuna")
 from cli_runner import assert_one_error_line, run_cli  # noqa: E402
 from dgl_graphtx.datasets import freesolv  # noqa: E402
 from dgl_graphtx.models.variants import VARIANT_NAMES  # noqa: E402
-from dgl_graphtx.hpopt import SearchSettings, as_overrides, hyperparameter_search, search_space  # noqa: E402
-from dgl_graphtx.hpopt.search import PruningHooks  # noqa: E402
-from dgl_graphtx.run_config import resolve_run_config  # noqa: E402
+from dgl_graphtx.runs import resolve_run_config  # noqa: E402
+from dgl_graphtx.runs.hpopt import SearchSettings, as_overrides, hyperparameter_search, search_space  # noqa: E402
+from dgl_graphtx.runs.hpopt.search import PruningHooks  # noqa: E402
 
 TINY = ["--model", "vanilla", "--epochs", "3", "--device", "cpu", "--no-progress",
         "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"]

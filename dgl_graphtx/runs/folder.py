@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
-from .atomic_io import atomic_write_text, describe_os_error
-from .errors import OutputError
+from ..atomic_io import atomic_write_text, describe_os_error
+from ..errors import OutputError
 
 PathLike = Union[str, Path]
 

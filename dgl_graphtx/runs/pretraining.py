@@ -26,18 +26,18 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 
-from ._version import __version__
-from .atomic_io import atomic_write_text
-from .checkpoint import CheckpointMeta, save_checkpoint
-from .datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
-from .datasets.sharded_store import MANIFEST
-from .errors import ConfigError
-from .featurize.descriptors import FeatureScaler, compute_features, feature_names
-from .models import Preset, build_model
-from .inference.backbones import BACKBONE_FILE, CARD_FILE, file_sha256
-from .run_folder import RunFolder
-from .training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
-from .validation import check_number
+from .._version import __version__
+from ..atomic_io import atomic_write_text
+from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
+from ..datasets.sharded_store import MANIFEST
+from ..errors import ConfigError
+from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE, file_sha256
+from ..models import Preset, build_model
+from ..training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
+from ..validation import check_number
+from .folder import RunFolder
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -213,7 +213,7 @@ def pretrain(
     """Pretrain ``preset``'s architecture on the descriptors of ``corpus`` (a SMILES/CSV/SDF file or a
     store written by ``dgl-graphtx featurize``) and write ``backbone.pt``, ``card.json``,
     ``log.csv``, ``last.pt`` (resumable: ``resume=True`` continues it) to ``out_dir``. With the
-    ``hooks`` of a distributed run (:func:`~dgl_graphtx.distributed.process_hooks`) every process
+    ``hooks`` of a distributed run (:func:`~dgl_graphtx.runs.distributed.process_hooks`) every process
     trains on its share of each batch; the main process computes the descriptors and writes the outputs.
 
     Example:
@@ -286,7 +286,7 @@ def pretrain(
             "heldout_r2_descriptors": defined,
             "library_version": __version__,
             "torch_version": torch.__version__,
-            "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.pretraining.pretrain",
+            "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
             "notes": config.notes,
             "sha256": file_sha256(backbone),
         }

@@ -31,8 +31,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch
 torch.set_num_threads(1)
 from dgl_graphtx.datasets import MoleculeDataset
-from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.models import get_preset
+from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig
 data, out = sys.argv[1], sys.argv[2]
 p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)

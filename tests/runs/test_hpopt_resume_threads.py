@@ -6,8 +6,8 @@ import pytest
 pytest.importorskip("optuna")
 
 from dgl_graphtx.errors import ConfigError  # noqa: E402
-from dgl_graphtx.hpopt import SearchSettings, hyperparameter_search  # noqa: E402
-from dgl_graphtx.run_config import resolve_run_config  # noqa: E402
+from dgl_graphtx.runs import resolve_run_config  # noqa: E402
+from dgl_graphtx.runs.hpopt import SearchSettings, hyperparameter_search  # noqa: E402
 
 
 class Reached(Exception):

@@ -29,9 +29,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from .devices import resolve_device
-from .errors import ConfigError
-from .training import ProcessHooks
+from ..devices import resolve_device
+from ..errors import ConfigError
+from ..training import ProcessHooks
 
 logger = logging.getLogger("dgl_graphtx")
 

@@ -28,22 +28,22 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
-from .errors import ConfigError
-from .experiment import SPLITS
-from .extra_features import ExtraFeatures
-from .featurize import FeaturizerConfig, MoleculeFeaturizer
-from .models import ModelConfig, Preset, get_preset
-from .models.presets import DEFAULT_MODEL, PRESETS
-from .models.variants import VARIANT_SPECS, option_sections
-from .datasets.cache import default_cache_dir
-from .relation_graph import RelationConfig
+from ..datasets.cache import default_cache_dir
+from ..datasets.split_kinds import SPLITS
+from ..errors import ConfigError
+from ..extra_features import ExtraFeatures
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer
+from ..models import ModelConfig, Preset, get_preset
+from ..models.presets import DEFAULT_MODEL, PRESETS
+from ..models.variants import VARIANT_SPECS, option_sections
+from ..relation_graph import RelationConfig
+from ..training import TrainConfig, resolve_loss, resolve_metrics
+from ..uncertainty import UncertaintyConfig
 from .settings_files import get_dotted as _get
 from .settings_files import merge as _merge
 from .settings_files import parse_set_items, read_settings_file, section_dict
 from .settings_files import plain as _plain
 from .settings_files import set_dotted as _set
-from .training import TrainConfig, resolve_loss, resolve_metrics
-from .uncertainty import UncertaintyConfig
 
 PathLike = Union[str, Path]
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
@@ -184,7 +184,7 @@ class DataConfig:
 
 @dataclass
 class EnsembleConfig:
-    """Ensembles and replicates (see :func:`~dgl_graphtx.ensemble.train_ensemble`).
+    """Ensembles and replicates (see :func:`~dgl_graphtx.runs.ensemble.train_ensemble`).
 
     Args:
         size: models per split, each with its own seed; predictions are their mean and spread.
@@ -240,6 +240,19 @@ class RunConfig:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
         return Preset(self.model, self.featurizer, self.relation)
 
+    def with_absolute_paths(self) -> "RunConfig":
+        """The run with its file paths made absolute, so that its saved config works from anywhere.
+
+        Example:
+            >>> run = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"]).with_absolute_paths()
+            >>> Path(run.data.path).is_absolute()
+            True
+        """
+        data = self.data
+        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+                 if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
+        return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
+
     def to_dict(self) -> Dict[str, Any]:
         """Plain nested dict in the file layout (derived model fields left out; tuples as lists)."""
         model = self.model.to_dict()
@@ -274,7 +287,7 @@ class RunConfig:
         return path
 
 
-# -- reading (the generic layer is dgl_graphtx.settings_files) --------------------------------
+# -- reading (the generic layer is dgl_graphtx.runs.settings_files) --------------------------------
 def load_config_file(path: PathLike) -> Dict[str, Any]:
     """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file of run sections into a nested dict.
 

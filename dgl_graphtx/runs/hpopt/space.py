@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Sequence, Tuple
 
-from ..models.search_params import Param
-from ..models.variants import variant_spec
+from ...models.search_params import Param
+from ...models.variants import variant_spec
 
 #: Knobs of every variant: width, depth, heads, dropout, learning rate, batch size.
 COMMON: Tuple[Param, ...] = (

@@ -1,5 +1,5 @@
 """Dataclass settings from files and ``--set``: the generic layer under
-:mod:`dgl_graphtx.run_config`. Reads TOML/YAML files of sections, parses ``section.field=value``
+:mod:`dgl_graphtx.runs.config`. Reads TOML/YAML files of sections, parses ``section.field=value``
 items, checks values against the fields of dataclasses and coerces them to the field types, and
 merges layers of settings.
 """
@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 
 import yaml
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 PathLike = Union[str, Path]
 

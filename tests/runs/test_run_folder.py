@@ -20,7 +20,8 @@ from cli_runner import run_cli_without_runtime_warnings as run_cli
 import dgl_graphtx.cli.train as train_command
 from dgl_graphtx.errors import OutputError
 from dgl_graphtx.inference import Predictor
-from dgl_graphtx.run_folder import LOCK_NAME, RUN_FILES, RunFolder
+from dgl_graphtx.runs import RunFolder
+from dgl_graphtx.runs.folder import LOCK_NAME, RUN_FILES
 
 TRAIN = ["--targets", "expt", "--model", "vanilla", "--epochs", "1", "--batch-size", "16", "--no-progress", "--device", "cpu"]
 
@@ -117,7 +118,7 @@ def test_failed_run_leaves_the_folder_as_it_found_it(tmp_path):
 def test_two_processes_racing_for_one_folder_one_wins(tmp_path):
     code = (
         "import sys, time\n"
-        "from dgl_graphtx.run_folder import RunFolder\n"
+        "from dgl_graphtx.runs.folder import RunFolder\n"
         "from dgl_graphtx.errors import OutputError\n"
         "try:\n    run = RunFolder(sys.argv[1]).open()\nexcept OutputError:\n    print('refused'); sys.exit(0)\n"
         "time.sleep(1.5); run.finish(); run.close(); print('won')\n"

@@ -10,22 +10,20 @@ from typing import Dict, List, Optional, Tuple, Union
 import pandas as pd
 from torch.utils.data import Subset
 
-from .atomic_io import atomic_to_csv, atomic_write_text
-from .checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from .datasets import MoleculeDataset, Split, kennard_stone_split, kmeans_split, morgan_fingerprints, random_split, scaffold_split
-from .inference.domain import Domain
-from .errors import ConfigError
-from .models import MoleculeModel, Preset, build_model
-from .runs.fine_tuning import start_from_pretrained
-from .run_folder import RunFolder
-from .training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
-from .training.target_metrics import per_target_metrics
-from .uncertainty import Calibration, UncertaintyConfig
-from .uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
+from ..atomic_io import atomic_to_csv, atomic_write_text
+from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from ..datasets import MoleculeDataset, Split, make_split
+from ..errors import ConfigError
+from ..inference.domain import Domain
+from ..models import MoleculeModel, Preset, build_model
+from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
+from ..training.target_metrics import per_target_metrics
+from ..uncertainty import Calibration, UncertaintyConfig
+from ..uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
+from .fine_tuning import start_from_pretrained
+from .folder import RunFolder
 
 PathLike = Union[str, Path]
-#: Split kinds :func:`make_split` computes (``kmeans`` and ``kennard_stone`` on Morgan fingerprints).
-SPLITS = ("random", "scaffold", "kmeans", "kennard_stone")
 
 
 @dataclass
@@ -42,24 +40,6 @@ class ExperimentResult:
     #: Test metrics of each target alone (``{target: {metric: value}}``).
     test_per_target: Dict[str, Dict[str, float]] = field(default_factory=dict)
     calibration: Optional[Calibration] = None
-
-
-def make_split(dataset: MoleculeDataset, kind: Union[str, Split], fractions: Tuple[float, float, float], seed: int) -> Split:
-    """Random, scaffold, k-means or Kennard-Stone split of ``dataset`` (scaffolds and Morgan
-    fingerprints from the dataset's SMILES; Kennard-Stone on fingerprints with the Jaccard
-    distance ignores ``seed``); a given :class:`Split` (e.g. from
-    :func:`~dgl_graphtx.datasets.load_labelled`) is used as it is."""
-    if isinstance(kind, Split):
-        return kind
-    if kind == "random":
-        return random_split(len(dataset), fractions, seed)
-    if kind == "scaffold":
-        return scaffold_split(dataset.identifiers, fractions, seed)
-    if kind == "kmeans":
-        return kmeans_split(morgan_fingerprints(dataset.identifiers), fractions, seed)
-    if kind == "kennard_stone":
-        return kennard_stone_split(morgan_fingerprints(dataset.identifiers), fractions, metric="jaccard")
-    raise ConfigError(f"split must be one of {SPLITS}, got {kind!r}")
 
 
 def train_and_evaluate(
@@ -82,7 +62,7 @@ def train_and_evaluate(
     With ``out_dir``: ``best.pt``, ``last.pt`` (resumable), ``log.csv``, ``learning_curve.png``,
     ``metrics.json``, ``test_predictions.csv``, ``input_report.csv`` and ``run.json`` are written
     there, each atomically, by the main process only when ``hooks`` describe a distributed run.
-    The folder is a :class:`~dgl_graphtx.run_folder.RunFolder`: locked while the run writes, and
+    The folder is a :class:`~dgl_graphtx.runs.folder.RunFolder`: locked while the run writes, and
     refused if it already holds a run unless ``overwrite=True`` or ``resume`` (which continues
     the run there, see :meth:`Trainer.fit`); pass an opened ``RunFolder`` to check the folder
     before featurizing, as the command line does.

@@ -14,13 +14,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
-from ..atomic_io import atomic_to_csv, atomic_write_text
-from ..errors import ConfigError, GraphTxError
-from ..logs import log_to_file
-from ..run_config import RunConfig, resolve_run_config
-from ..run_folder import RunFolder
-from ..training import ProcessHooks, json_safe
-from ..training.metrics import METRIC_DIRECTION, resolve_metrics
+from ...atomic_io import atomic_to_csv, atomic_write_text
+from ...errors import ConfigError, GraphTxError
+from ...logs import log_to_file
+from ...training import ProcessHooks, json_safe
+from ...training.metrics import METRIC_DIRECTION, resolve_metrics
+from ..config import RunConfig, resolve_run_config
+from ..experiment import train_and_evaluate
+from ..folder import RunFolder
+from ..training_data import load_training_data
 from .space import Param, as_overrides, search_space
 
 logger = logging.getLogger("dgl_graphtx")
@@ -128,9 +130,6 @@ class PruningHooks(ProcessHooks):
 def run_trial(config: RunConfig, run_dir: Path, hooks: ProcessHooks) -> Tuple[float, Dict[str, float], str]:
     """Train ``config`` into ``run_dir`` as ``dgl-graphtx train`` would; the validation metrics of
     the best epoch, the test metrics and the watched metric's name, as ``(value, test, metric)``."""
-    from ..cli.train import load_training_data  # the same reading path as the train command
-    from ..experiment import train_and_evaluate
-
     metric = resolve_metrics(config.model.task, config.train.metrics)[0]
     with RunFolder(run_dir) as folder, log_to_file(run_dir / "train.log"):
         config.save(run_dir / "config.yaml")
@@ -191,7 +190,7 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
             trials: int, deadline: Optional[float]) -> None:
     import torch
 
-    from ..logs import configure_logging
+    from ...logs import configure_logging
 
     torch.set_num_threads(1)
     configure_logging(0)
@@ -205,7 +204,7 @@ def _with_threads(config: RunConfig, threads: Optional[int]) -> RunConfig:
 
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
                           space: Optional[Sequence[Param]] = None, resume: bool = False) -> SearchResult:
-    """Search ``space`` (default: :func:`~dgl_graphtx.hpopt.search_space` of the base model) around
+    """Search ``space`` (default: :func:`~dgl_graphtx.runs.hpopt.search_space` of the base model) around
     the resolved configuration ``base`` with Optuna's TPE sampler, watching the first of the
     run's metrics on the validation part (``train.metrics``; RMSE or ROC-AUC by default).
 

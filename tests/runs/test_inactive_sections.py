@@ -6,7 +6,7 @@ import pytest
 from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.run_config import resolve_run_config
+from dgl_graphtx.runs import resolve_run_config
 
 
 def test_set_on_another_models_section_is_one_cli_error_naming_the_active_model(tmp_path):

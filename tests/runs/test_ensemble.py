@@ -11,11 +11,11 @@ import pytest
 from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.datasets import MoleculeDataset
-from dgl_graphtx.inference import ensemble_predict
-from dgl_graphtx.ensemble import train_ensemble
+from dgl_graphtx.datasets import make_split
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.experiment import make_split
+from dgl_graphtx.inference import ensemble_predict
 from dgl_graphtx.inference import Predictor
+from dgl_graphtx.runs import train_ensemble
 from dgl_graphtx.training import TrainConfig, regression_metrics
 from cli_runner import run_cli
 
