@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -227,11 +226,19 @@ def print_table(frame: pd.DataFrame) -> None:
         print(frame.fillna({"error": "", "warning": ""}).to_string(index=False))
 
 
-def format_metrics(metrics: Dict[str, float]) -> str:
-    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``; undefined (NaN) metrics show as ``n/a``.
+def without_option(argv: Sequence[str], option: str) -> List[str]:
+    """``argv`` without ``option VALUE`` / ``option=VALUE``.
 
     Example:
-        >>> format_metrics({"rmse": 1.0, "mae": 0.5, "r2": float("nan")})
-        'rmse 1.0000, mae 0.5000, r2 n/a'
+        >>> without_option(["train", "x.csv", "--nproc", "2", "--epochs=3"], "--nproc")
+        ['train', 'x.csv', '--epochs=3']
     """
-    return ", ".join(f"{k} {v:.4f}" if math.isfinite(v) else f"{k} n/a" for k, v in metrics.items())
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == option:
+            skip = True
+        elif not token.startswith(option + "="):
+            out.append(token)
+    return out

@@ -10,7 +10,8 @@ from ..logs import log_to_file
 from ..models.variants import VARIANT_SPECS
 from ..runs.config import resolve_run_config
 from ..runs.hpopt.space import COMMON
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics, with_threads
+from ..training.target_metrics import format_metrics
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, with_threads
 
 logger = logging.getLogger("dgl_graphtx")
 

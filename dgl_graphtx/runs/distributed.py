@@ -16,6 +16,7 @@ Everything distributed lives here; the trainer only talks to the
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import os
@@ -31,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..devices import resolve_device
 from ..errors import ConfigError
-from ..training import ProcessHooks
+from ..training import ProcessHooks, TrainConfig
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -209,6 +210,19 @@ def process_hooks(device: Union[str, torch.device] = "auto", config: Distributed
         return
     with DistributedContext.from_environment(device, config) as context:
         yield context
+
+
+def process_settings(train: TrainConfig, hooks: ProcessHooks) -> TrainConfig:
+    """``train`` for this process of a distributed job: the device torchrun gave its rank, and
+    progress output on the main process only; unchanged in a single process.
+
+    Example:
+        >>> process_settings(TrainConfig(epochs=3), ProcessHooks()) == TrainConfig(epochs=3)
+        True
+    """
+    if not isinstance(hooks, DistributedContext):
+        return train
+    return dataclasses.replace(train, device=str(hooks.device), progress=train.progress and hooks.is_main)
 
 
 def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.0) -> int:

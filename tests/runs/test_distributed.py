@@ -22,7 +22,7 @@ import torch
 from distributed_job import EPOCHS, run_job
 
 from dgl_graphtx.checkpoint import load_checkpoint
-from dgl_graphtx.cli.train import without_option
+from dgl_graphtx.cli.common import without_option
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, launch_local

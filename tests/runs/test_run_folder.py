@@ -17,7 +17,7 @@ from cli_runner import assert_one_error_line
 from cli_fixtures import checkpoint, data_csv, workdir  # noqa: F401  (module fixtures)
 from cli_runner import run_cli_without_runtime_warnings as run_cli
 
-import dgl_graphtx.cli.train as train_command
+import dgl_graphtx.runs.from_config as from_config
 from dgl_graphtx.errors import OutputError
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs import RunFolder
@@ -43,7 +43,7 @@ def no_featurizing(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("featurization started before the output location was checked")
 
-    monkeypatch.setattr(train_command, "load_training_data", refuse)
+    monkeypatch.setattr(from_config, "load_training_data", refuse)
     monkeypatch.setattr(Predictor, "predict", refuse)
 
 
