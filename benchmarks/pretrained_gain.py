@@ -43,7 +43,7 @@ from _baselines import AttentiveFPBaseline  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
 from dgl_graphtx.datasets import make_split  # noqa: E402
-from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features  # noqa: E402
+from dgl_graphtx.datasets import ExtraFeatures, add_extra_features  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.featurize.descriptors import compute_features  # noqa: E402
 from dgl_graphtx.inference import get_pretrained  # noqa: E402

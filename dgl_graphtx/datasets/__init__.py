@@ -2,6 +2,7 @@
 QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
 from .collate import MoleculeBatch, collate_molecule_tensors, collate_molecules
 from .edge_batches import EdgeBudgetBatchSampler, relation_edge_counts
+from .extra_features import ExtraFeatures, add_extra_features
 from .featurized import Featurized, featurize_and_pack
 from .folds import cv_splits, folds_to_splits, group_folds, random_folds
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
@@ -18,6 +19,7 @@ from .splits import Split, assign_groups, murcko_scaffold, random_split, scaffol
 
 __all__ = [
     "EdgeBudgetBatchSampler",
+    "ExtraFeatures",
     "FREESOLV_TARGET",
     "Featurized",
     "InputReport",
@@ -30,6 +32,7 @@ __all__ = [
     "RowIssue",
     "SPLITS",
     "Split",
+    "add_extra_features",
     "assign_groups",
     "cv_splits",
     "folds_to_splits",

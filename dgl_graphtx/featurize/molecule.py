@@ -42,6 +42,11 @@ MoleculeLike = Union[str, Chem.Mol, RejectedMolecule]
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
 
+#: Node data holding the extra features (see :mod:`dgl_graphtx.datasets.extra_features`), which
+#: models read: each molecule's (the same row on all of its atoms) and each atom's own.
+EXTRA_MOLECULE_FEATURES = "mol_features"
+EXTRA_ATOM_FEATURES = "atom_extra"
+
 
 def parse_smiles(smiles: str) -> Chem.Mol:
     """Parse and sanitize a SMILES string, raising :class:`InvalidMoleculeError` with RDKit's reason.

@@ -21,10 +21,10 @@ from rdkit import Chem
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..datasets import EdgeBudgetBatchSampler, read_molecules
 from ..datasets.class_labels import ClassLabels, class_labels_from_meta
+from ..datasets.extra_features import AtomFunction, FittedExtraFeatures
 from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
-from ..extra_features import AtomFunction, FittedExtraFeatures
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, to_mol
 from ..nn.graph_tensors import on_device
@@ -130,7 +130,7 @@ class Predictor:
             interval) when the checkpoint holds a calibration for the method.
         mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
         atom_function: the function giving atom-level extra features, for a model trained with
-            one (see :mod:`dgl_graphtx.extra_features`).
+            one (see :mod:`dgl_graphtx.datasets.extra_features`).
 
     Example:
         >>> import tempfile

@@ -68,7 +68,7 @@ class ModelSettings:
         uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
             (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
         molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
-            see :mod:`dgl_graphtx.extra_features`) concatenated to the pooled embedding before the head.
+            see :mod:`dgl_graphtx.datasets.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
             projected and added to the atom encodings.
     """

@@ -29,9 +29,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from ..datasets.cache import default_cache_dir
+from ..datasets.extra_features import ExtraFeatures
 from ..datasets.split_kinds import SPLITS
 from ..errors import ConfigError
-from ..extra_features import ExtraFeatures
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
 from ..models.presets import DEFAULT_MODEL, PRESETS

@@ -125,9 +125,10 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     run = out_dir if isinstance(out_dir, RunFolder) else None
     out = run.path if run is not None else (Path(out_dir) if out_dir is not None else None)
     seed_everything(train_config.seed)
-    extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.extra_features.add_extra_features
+    extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.datasets.add_extra_features
     fitted = extras.fit(parts.train) if extras is not None else None
-    model = build_model(fitted.model_config(preset.model) if fitted is not None else preset.model)
+    model = build_model(preset.model if fitted is None else dataclasses.replace(
+        preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
     pretrained = start_from_pretrained(model, train_config.from_pretrained, dataset) if train_config.from_pretrained else None
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
+from ..datasets.extra_features import add_features_from_files
 from ..errors import GraphTxError
-from ..extra_features import add_features_from_files
 from .config import RunConfig
 from .store_recipe import check_store_settings
 

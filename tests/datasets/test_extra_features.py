@@ -14,8 +14,9 @@ from rdkit import Chem
 from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
+from dgl_graphtx.datasets import ExtraFeatures, add_extra_features
+from dgl_graphtx.datasets.extra_features import sdf_atom_properties
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features, sdf_atom_properties
 from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.featurize.descriptors import FeatureScaler, compute_features
 from dgl_graphtx.inference import Predictor

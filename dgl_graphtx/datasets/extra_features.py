@@ -29,13 +29,11 @@ import pandas as pd
 import torch
 from rdkit import Chem
 
-from .datasets.packed import PackedGraphs
-from .datasets.readers import read_molecules
-from .errors import ConfigError
-from .featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
-from .featurize.molecule import MoleculeLike, to_mol
-from .models.base import ATOM_FEATURES, MOLECULE_FEATURES
-from .models.config import ModelConfig
+from ..errors import ConfigError
+from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, to_mol
+from .packed import PackedGraphs
+from .readers import read_molecules
 
 #: A user function giving atom-level features: ``fn(mol) -> [mol.GetNumAtoms(), A]`` in the atom
 #: order of ``mol`` (the molecule as read from the input).
@@ -202,17 +200,12 @@ class FittedExtraFeatures:
     molecule_scaler: Optional[FeatureScaler] = None
     atom_scaler: Optional[FeatureScaler] = None
 
-    def model_config(self, config: ModelConfig) -> ModelConfig:
-        """``config`` with the extra feature widths this model reads."""
-        return dataclasses.replace(config, molecule_features=len(self.spec.molecule_names),
-                                   atom_extra_features=len(self.spec.atom_names))
-
     def attach(self, graphs: PackedGraphs, molecule_raw: Optional[np.ndarray], atom_raw: Optional[np.ndarray]) -> None:
         """Scale raw values and put them on ``graphs`` (every graph taken out then carries them)."""
         if self.molecule_scaler is not None:
-            graphs.graph_data[MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(molecule_raw))
+            graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(molecule_raw))
         if self.atom_scaler is not None:
-            graphs.ndata[ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
+            graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
 
     def compute_and_attach(self, graphs: PackedGraphs, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame],
                            ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True) -> None:
@@ -220,10 +213,10 @@ class FittedExtraFeatures:
         (only the atom-level ones without ``molecule_level``)."""
         if self.molecule_scaler is not None and molecule_level:
             raw = molecule_values(self.spec, molecules, frame, ids)
-            graphs.graph_data[MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
+            graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
         if self.atom_scaler is not None:
             raw = atom_values(self.spec, molecules, graphs, atom_function)
-            graphs.ndata[ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(raw))
+            graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(raw))
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain dict (JSON- and ``weights_only``-safe)."""
