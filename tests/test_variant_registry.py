@@ -69,8 +69,11 @@ def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
     from dgl_graphtx.errors import ConfigError
 
     three_d, hops = get_preset("moire", "3d"), get_preset("moire", "2d")
-    assert VARIANT_SPECS["moire"].uses_coordinates(three_d.model) and not VARIANT_SPECS["moire"].uses_coordinates(hops.model)
-    assert not any(VARIANT_SPECS[name].uses_coordinates(get_preset(name).model) for name in VARIANT_NAMES if name != "moire")
+    def reads_coordinates(model):
+        return VARIANT_SPECS[model.variant].uses_coordinates(model, model.options)
+
+    assert reads_coordinates(three_d.model) and not reads_coordinates(hops.model)
+    assert not any(reads_coordinates(get_preset(name).model) for name in VARIANT_NAMES if name != "moire")
     validate_meta(three_d.model, CheckpointMeta(three_d.featurizer, three_d.relation, ["y"]))
     with pytest.raises(ConfigError, match="3-D distances needs a featurizer with coordinates"):
         validate_meta(three_d.model, CheckpointMeta(hops.featurizer, three_d.relation, ["y"]))
