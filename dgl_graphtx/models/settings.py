@@ -7,9 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ..bond_classes import BondVocabulary
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
+from ..relation_graph.bond_classes import BondVocabulary
 from ..validation import check_number
 
 READOUTS = ("virtual", "mean", "max", "sum")

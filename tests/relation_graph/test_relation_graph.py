@@ -11,12 +11,12 @@ from rdkit import Chem
 
 import dgl
 from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES, edge_index, in_graph_order, rdkit_spd, relation_pairs
-from dgl_graphtx.bond_classes import BondVocabulary
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MOLECULE_BOND_VOCAB, FeaturizerConfig, MoleculeFeaturizer
 from dgl_graphtx.relation_graph import (
     SPD_UNREACHABLE,
     SPD_VIRTUAL,
+    BondVocabulary,
     RelationConfig,
     build_relation_graph,
     shortest_path_lengths,

@@ -10,13 +10,13 @@ candidates. Edge data:
   ``radius`` mode, hop counts above ``RelationConfig.spd_cap`` are not searched: such pairs (in
   the same connected component, more than ``spd_cap`` hops apart) get :data:`SPD_BEYOND_CAP`.
 * ``bond`` (int64): bond class of bonded pairs, else ``NO_EDGE`` / ``SELF`` / ``VIRTUAL``
-  (see :class:`~dgl_graphtx.bond_classes.BondVocabulary`).
+  (see :class:`~dgl_graphtx.relation_graph.bond_classes.BondVocabulary`).
 * ``dist`` (float32, only when coordinates exist): Euclidean distance; 0 on virtual-node pairs.
 
 Node data: ``is_virtual`` (bool).
 
 Construction cost: ``complete`` mode builds dense ``N x N`` tables (molecules; refused above an
-edge budget); ``hops`` and ``radius`` modes search pairs sparsely (:mod:`dgl_graphtx.pair_search`)
+edge budget); ``hops`` and ``radius`` modes search pairs sparsely (:mod:`dgl_graphtx.relation_graph.pair_search`)
 in time and memory that grow with the kept edges, so graphs of 10^5 nodes build in seconds.
 """
 from __future__ import annotations
@@ -31,11 +31,11 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from . import _dgl_env  # noqa: F401
+from .. import _dgl_env  # noqa: F401
 import dgl
 
+from ..errors import ConfigError
 from .bond_classes import BondVocabulary
-from .errors import ConfigError
 from .pair_search import hop_balls, radius_pairs, undirected_adjacency
 
 SPD_UNREACHABLE = -1

@@ -13,7 +13,6 @@ import dgl
 from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES
 from relation_reference import dense_hops, dense_relation
 from dgl_graphtx import relation_graph
-from dgl_graphtx.bond_classes import BondVocabulary
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MOLECULE_BOND_VOCAB, FeaturizerConfig, MoleculeFeaturizer
 from dgl_graphtx.nn import DecayParameters, DecayTerm, MoireTerm, SpatialClasses
@@ -22,6 +21,7 @@ from dgl_graphtx.relation_graph import (
     DEFAULT_SPD_CAP,
     SPD_BEYOND_CAP,
     SPD_UNREACHABLE,
+    BondVocabulary,
     RelationConfig,
     build_relation_graph,
 )
