@@ -25,10 +25,12 @@ from .ensemble import EnsembleResult, train_ensemble
 from .experiment import ExperimentResult, train_and_evaluate
 from .fine_tuning import pretrained_run_config
 from .folder import RunFolder
-from .pretraining import PathLike, PretrainConfig, PretrainResult, pretrain
+from .pretraining import PretrainConfig, PretrainResult, pretrain
 from .training_data import load_training_data
 
 logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
 
 #: What a training run gives: one model's result, an ensemble's, or a cross-validation's.
 RunResult = Union[ExperimentResult, EnsembleResult, CVResult]
