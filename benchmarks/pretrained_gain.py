@@ -42,13 +42,15 @@ import default_model as D  # noqa: E402
 from _baselines import AttentiveFPBaseline  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
-from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features  # noqa: E402
-from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
+from dgl_graphtx.datasets import make_split  # noqa: E402
+from dgl_graphtx.datasets import ExtraFeatures, add_extra_features  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
 from dgl_graphtx.featurize.descriptors import compute_features  # noqa: E402
+from dgl_graphtx.inference import get_pretrained  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
-from dgl_graphtx.pretrained import get_pretrained, pretrained_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
+from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
+from dgl_graphtx.runs import pretrained_preset  # noqa: E402
 from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, seed_everything  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

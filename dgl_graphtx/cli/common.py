@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -12,7 +11,7 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
-from ..run_config import RunConfig
+from ..runs.config import RunConfig
 from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
@@ -87,7 +86,7 @@ THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with -
                 "faster as soon as anything else runs on the cores; see docs/training.md)")
 
 
-#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
+#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.runs.config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
@@ -155,7 +154,7 @@ def with_threads(config: RunConfig) -> RunConfig:
     :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
 
     Example:
-        >>> from dgl_graphtx.run_config import resolve_run_config
+        >>> from dgl_graphtx.runs.config import resolve_run_config
         >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
         1
     """
@@ -227,11 +226,19 @@ def print_table(frame: pd.DataFrame) -> None:
         print(frame.fillna({"error": "", "warning": ""}).to_string(index=False))
 
 
-def format_metrics(metrics: Dict[str, float]) -> str:
-    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``; undefined (NaN) metrics show as ``n/a``.
+def without_option(argv: Sequence[str], option: str) -> List[str]:
+    """``argv`` without ``option VALUE`` / ``option=VALUE``.
 
     Example:
-        >>> format_metrics({"rmse": 1.0, "mae": 0.5, "r2": float("nan")})
-        'rmse 1.0000, mae 0.5000, r2 n/a'
+        >>> without_option(["train", "x.csv", "--nproc", "2", "--epochs=3"], "--nproc")
+        ['train', 'x.csv', '--epochs=3']
     """
-    return ", ".join(f"{k} {v:.4f}" if math.isfinite(v) else f"{k} n/a" for k, v in metrics.items())
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == option:
+            skip = True
+        elif not token.startswith(option + "="):
+            out.append(token)
+    return out

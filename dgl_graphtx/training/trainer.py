@@ -77,7 +77,7 @@ class TrainConfig(TrainRecipe):
             stopping and the best checkpoint watch.
         task_weights: loss weight of each target (default: 1 each).
         from_pretrained: name of a shipped pretrained model or path of a pretrained backbone whose
-            weights initialise everything but the head (see :mod:`dgl_graphtx.pretrained`).
+            weights initialise everything but the head (see :mod:`dgl_graphtx.inference.backbones`).
         freeze_backbone_epochs: train only the head for this many first epochs.
         backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
         threads: torch intra-op threads of the training process (of every DDP rank), set by
@@ -243,7 +243,7 @@ class Trainer:
     Regression targets are standardised with training-set statistics stored in the model.
     After :meth:`fit` the model holds the weights of the best validation epoch. With ``out_dir``,
     the trainer writes ``log.csv`` (one row per epoch), ``learning_curve.png`` and, when ``meta``
-    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.predict.Predictor`) and
+    is given, ``best.pt`` (a checkpoint usable by :class:`~dgl_graphtx.inference.Predictor`) and
     ``last.pt`` (the latest epoch with the state :meth:`fit` resumes from).
 
     Args:
@@ -252,7 +252,7 @@ class Trainer:
         out_dir: folder for logs, plots and the best checkpoint.
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
-            :class:`~dgl_graphtx.distributed.DistributedContext` for DDP.
+            :class:`~dgl_graphtx.runs.distributed.DistributedContext` for DDP.
         evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
             (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
             ``evidential`` head trains on its distribution loss instead of MSE.
