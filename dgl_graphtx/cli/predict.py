@@ -8,10 +8,11 @@ import sys
 from ..atomic_io import ProgressiveCSV
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
+from ..inference.cross_conformal import stored_cv_plus
 from ..inference.ensemble import ensemble_predict, stored_calibration
 from ..inference.predictor import with_carried_columns
 from ..inference.table_output import table_format, table_separator, write_table
-from ..uncertainty import METHODS
+from ..uncertainty import METHODS, uncertainty_method
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
                          help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
-    predict.add_argument("--uncertainty", choices=[m for m in METHODS if m != "ensemble"], default=None,
+    predict.add_argument("--uncertainty", choices=[m for m in METHODS if uncertainty_method(m).std != "members"], default=None,
                          help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
     predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         if args.resume:
             raise GraphTxError("--resume works with one checkpoint; an ensemble's predictions are written at once")
         result = with_carried_columns(ensemble_predict(predictors, molecules, progress=show, identifiers=identifiers,
-                                                       calibration=stored_calibration(args.checkpoint), features=features),
+                                                       calibration=stored_calibration(args.checkpoint), features=features,
+                                                       cv_plus=stored_cv_plus(args.checkpoint)),
                                       carried, 0)
         if parquet:
             write_table(result, args.output)

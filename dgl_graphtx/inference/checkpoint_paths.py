@@ -2,6 +2,7 @@
 a checkpoint file, a run folder (its ``best.pt``) or an ensemble folder (every ``best.pt`` below it)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Sequence, Union
 
@@ -12,9 +13,20 @@ PathLike = Union[str, Path]
 BEST = "best.pt"
 
 
+def natural_key(path: PathLike) -> List[Union[int, str]]:
+    """Sort key of a path with its numbers compared as numbers (``fold_2`` before ``fold_10``).
+
+    Example:
+        >>> sorted(["fold_10/best.pt", "fold_2/best.pt"], key=natural_key)
+        ['fold_2/best.pt', 'fold_10/best.pt']
+    """
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
 def checkpoints_in(path: PathLike) -> List[Path]:
     """``path`` itself if it is a file; a run folder's ``best.pt``; else every ``best.pt`` below
-    the folder (an ensemble's members, sorted).
+    the folder (an ensemble's members or a cross-validation's folds, in the order of their
+    numbers: ``fold_2`` before ``fold_10``).
 
     Example:
         >>> checkpoints_in("no/such/folder")
@@ -27,7 +39,7 @@ def checkpoints_in(path: PathLike) -> List[Path]:
         return [path]
     if (path / BEST).is_file():
         return [path / BEST]
-    found = sorted(path.rglob(BEST)) if path.is_dir() else []
+    found = sorted(path.rglob(BEST), key=natural_key) if path.is_dir() else []
     if not found:
         last = " (it holds last.pt only: the run has not finished an epoch with a validation score)" if (path / "last.pt").is_file() else ""
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")

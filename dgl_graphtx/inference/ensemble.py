@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..featurize.molecule import MoleculeLike
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
+from .cross_conformal import CVPlus
 from .predictor import Predictor
 
 PathLike = Union[str, Path]
@@ -91,11 +92,13 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
-                     features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+                     features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> pd.DataFrame:
     """Mean prediction of several predictors with a ``<target>_std`` column per target: the
     members' spread, combined with their own mean variance when they predict a std. A
     ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
-    the std and adds ``<target>_lo`` / ``<target>_hi``. ``features``: the user feature columns
+    the std and adds ``<target>_lo`` / ``<target>_hi``; with ``cv_plus`` (the predictors are a
+    cross-validation's fold models, in fold order: :func:`~dgl_graphtx.inference.cross_conformal.stored_cv_plus`)
+    ``<target>_lo`` / ``<target>_hi`` are CV+ intervals. ``features``: the user feature columns
     of models trained with them (see :meth:`Predictor.predict`).
 
     Example:
@@ -114,4 +117,13 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
               for i, p in enumerate(predictors)]
     out = combine_members(tables, names)
+    if cv_plus is not None:
+        if len(tables) != len(cv_plus.checkpoints):
+            raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(tables)}")
+        for name in names:
+            stds = np.stack([t[f"{name}_std"].to_numpy(float) for t in tables]) if f"{name}_std" in tables[0] else None
+            lo, hi = cv_plus.intervals(name, np.stack([t[name].to_numpy(float) for t in tables]), stds)
+            add_uncertainty_columns(out, [name], UncertainPredictions(lo[:, None], None, lo[:, None], hi[:, None]),
+                                    after=lambda n: f"{n}_std")
+        return out
     return with_intervals(out, names, calibration, after="") if calibration is not None else out
