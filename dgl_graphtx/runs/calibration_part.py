@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
-from ..datasets import MoleculeDataset, Split, carve
+from ..datasets import MoleculeDataset, Split, carve, molecule_groups
 from ..errors import ConfigError
 from ..uncertainty import UncertaintyConfig
 
@@ -63,10 +63,11 @@ def carve_calibration(parts: Split, uncertainty: UncertaintyConfig, size: int, s
 
 
 def calibration_part(dataset: MoleculeDataset, parts: Split, uncertainty: UncertaintyConfig, seed: int,
-                     groups: Optional[Sequence[Hashable]] = None,
-                     given: GivenCalibration = None) -> Tuple[Split, Optional[CalibrationPart]]:
+                     groups: Optional[Sequence[Hashable]] = None, given: GivenCalibration = None,
+                     kind: Union[None, str, Split] = None) -> Tuple[Split, Optional[CalibrationPart]]:
     """The split a run trains with and its calibration molecules (``None`` without an uncertainty
-    method): ``given`` rows or dataset, else a share carved by :func:`carve_calibration`.
+    method): ``given`` rows or dataset, else a share carved by :func:`carve_calibration`, keeping
+    ``groups`` whole, or without them those of the split kind ``kind`` (none for a given :class:`Split`).
 
     Example:
         >>> ds = MoleculeDataset(["C", "CC", "CCC", "CCCC", "CCO", "CCN"], [[float(i)] for i in range(6)], progress=False)
@@ -92,6 +93,8 @@ def calibration_part(dataset: MoleculeDataset, parts: Split, uncertainty: Uncert
         if not parts.train or not parts.valid:
             raise ConfigError("the given calibration rows leave no training or validation molecules")
         return parts, CalibrationPart(dataset, rows, "given rows")
+    if groups is None and isinstance(kind, str):
+        groups = molecule_groups(kind, dataset.identifiers, seed)
     size = round(uncertainty.calibration_share * len(dataset))
     parts, carved = carve_calibration(parts, uncertainty, size, seed, groups)
     return parts, CalibrationPart(dataset, carved, f"carved from {uncertainty.calibration_from}")

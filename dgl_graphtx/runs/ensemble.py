@@ -16,7 +16,7 @@ from scipy.stats import spearmanr
 
 from torch.utils.data import Subset
 
-from ..datasets import MoleculeDataset, Split, make_split, molecule_groups
+from ..datasets import MoleculeDataset, Split, make_split
 from ..errors import ConfigError
 from ..inference.ensemble import combine_members, with_intervals
 from ..models import Preset
@@ -125,10 +125,8 @@ def train_ensemble(
     predictions, rows, target_rows = [], [], []
     for replicate in range(replicates):
         seed = train_config.seed + replicate
-        parts = make_split(dataset, split, fractions, seed)
-        groups = molecule_groups(split, dataset.identifiers, seed) if isinstance(split, str) and calibration is None \
-            and uncertainty is not None and uncertainty.active else None
-        parts, part = calibration_part(dataset, parts, uncertainty or UncertaintyConfig(), seed, groups, calibration)
+        parts, part = calibration_part(dataset, make_split(dataset, split, fractions, seed), uncertainty or UncertaintyConfig(),
+                                       seed, given=calibration, kind=split)
         given = (part.indices if part.dataset is dataset else part.dataset) if part is not None and not calibrate else None
         runs = []
         for member in range(ensemble_size):
@@ -139,16 +137,12 @@ def train_ensemble(
                                            fractions, member_dir, uncertainty=member_uncertainty, calibration=given))
         members.append(runs)
         table = combine_members([r.test_predictions for r in runs], names, value="_pred")
-        if calibrate and part is not None:
+        if calibrate and part is not None and uncertainty is not None:
             calibration_fit = _calibrate_spread(runs, part, uncertainty, train_config)
             calibrations.append(calibration_fit)
             table = with_intervals(table, names, calibration_fit)
-            labels_now = table[names].to_numpy(dtype=float)
-            predicted_now = UncertainPredictions(*[table[[f"{n}_{s}" for n in names]].to_numpy(dtype=float)
-                                                   for s in ("pred", "std", "lo", "hi")])
-            uncertainty_rows.append({"replicate": replicate, "calibration": calibration_fit.to_dict(),
-                                     "calibrated_on": part.record(),
-                                     "test": report_metrics("regression", labels_now, predicted_now, names)})
+            uncertainty_rows.append({"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
+                                     "test": _interval_metrics(table, names)})
             if out is not None:
                 (out / f"replicate_{replicate}" / "calibration.json").write_text(
                     json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
@@ -178,6 +172,12 @@ def train_ensemble(
             report["uncertainty"] = json_ready(uncertainty_rows)
         (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
     return EnsembleResult(members, frame, metrics_frame, summary, rho, calibrations, per_target)
+
+
+def _interval_metrics(table: pd.DataFrame, names: Sequence[str]) -> Dict[str, Dict[str, float]]:
+    """The test metrics of an ensemble's calibrated ``<t>_pred`` / ``_std`` / ``_lo`` / ``_hi`` columns."""
+    columns = [table[[f"{n}_{s}" for n in names]].to_numpy(dtype=float) for s in ("pred", "std", "lo", "hi")]
+    return report_metrics("regression", table[list(names)].to_numpy(dtype=float), UncertainPredictions(*columns), names)
 
 
 def _mean_std(values: pd.Series) -> Dict[str, float]:

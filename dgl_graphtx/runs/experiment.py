@@ -13,7 +13,7 @@ from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
-from ..datasets import MoleculeDataset, Split, make_split, molecule_groups
+from ..datasets import MoleculeDataset, Split, make_split
 from ..errors import ConfigError
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
@@ -125,9 +125,7 @@ def train_and_evaluate(
     if not parts.train or not parts.valid or not parts.test:
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
-    groups = molecule_groups(split, dataset.identifiers, train_config.seed) if isinstance(split, str) and uncertainty.active \
-        and calibration is None else None
-    parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, groups, calibration)
+    parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, given=calibration, kind=split)
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
         return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part)

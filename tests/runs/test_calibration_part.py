@@ -118,3 +118,20 @@ def test_calibration_settings_are_checked_first(data_csv, tmp_path):
                                    "--set", "uncertainty.calibration_share=0", *SMALL]), "uncertainty.calibration_share")
     assert_one_error_line(run_cli(["train", data_csv, "--targets", "expt", "--out", tmp_path / "c", "--uncertainty", "mve",
                                    "--cv", "3", "--calibration", data_csv, *SMALL]), "--cv", "--calibration")
+
+
+def test_ensemble_members_share_one_calibration_part_that_none_trains_on(tmp_path):
+    from dgl_graphtx.runs import train_ensemble
+
+    preset = tiny_preset("vanilla")
+    dataset = _dataset(preset)
+    result = train_ensemble(dataset, preset, TrainConfig(epochs=1, progress=False), ensemble_size=2,
+                            uncertainty=UncertaintyConfig("mve"))
+    first, second = (run.calibration_part.indices for run in result.members[0])
+    assert first == second and len(first) == 12
+    for run in result.members[0]:
+        assert not set(first) & set(run.split.train + run.split.valid + run.split.test)
+    spread = train_ensemble(dataset, preset, TrainConfig(epochs=1, progress=False), ensemble_size=2,
+                            uncertainty=UncertaintyConfig("ensemble"), out_dir=tmp_path / "ens")
+    record = json.loads((tmp_path / "ens" / "ensemble_metrics.json").read_text())["uncertainty"][0]["calibrated_on"]
+    assert record["count"] == 12 and not set(record["rows"]) & set(spread.members[0][0].split.train)
