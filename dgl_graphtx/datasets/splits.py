@@ -107,13 +107,16 @@ def assign_groups(groups: Sequence[Sequence[int]], n_train: int, n_valid: int) -
 
 def carve(indices: Sequence[int], size: int, seed: int = 0, groups: Optional[Sequence[Hashable]] = None) -> Tuple[List[int], List[int]]:
     """``(kept, carved)``: about ``size`` of ``indices`` set apart, drawn with ``seed``. With
-    ``groups`` (one value per dataset row, e.g. scaffolds), whole groups are carved: they are
-    taken in an order shuffled by ``seed``, each while it fits in ``size``, and groups larger
-    than ``size`` stay (so a large scaffold set never leaves its part, as in the scaffold split);
-    when none fits, the smallest group is carved, so that a part asked for is never empty.
+    ``groups`` (one value per dataset row, e.g. scaffolds), whole groups are carved, made like
+    the validation and test parts of :func:`scaffold_split`: groups larger than half of ``size``
+    stay (one large scaffold set would otherwise make up most of the carved part), the others are
+    taken in an order shuffled by ``seed``, each while it fits in ``size``; when none fits, the
+    smallest group is carved, so that a part asked for is never empty.
 
     Example:
-        >>> carve(range(6), 2, seed=0, groups=["a", "a", "b", "c", "c", "c"])
+        >>> carve(range(8), 4, seed=0, groups=["a", "a", "b", "c", "c", "c", "d", "e"])  # c (3 > 4 / 2) stays
+        ([2, 3, 4, 5], [0, 1, 6, 7])
+        >>> carve(range(6), 1, groups=["a", "a", "b", "b", "b", "b"])  # none fits: the smallest group
         ([2, 3, 4, 5], [0, 1])
         >>> len(carve(range(10), 3)[1])
         3
@@ -131,7 +134,7 @@ def carve(indices: Sequence[int], size: int, seed: int = 0, groups: Optional[Seq
         np.random.default_rng(seed).shuffle(sets)
         carved = []
         for group in sets:
-            if len(carved) + len(group) <= size:
+            if len(group) <= size / 2 and len(carved) + len(group) <= size:
                 carved.extend(group)
         if not carved and size > 0 and sets:
             carved = list(min(sets, key=len))

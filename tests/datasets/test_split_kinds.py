@@ -46,3 +46,13 @@ def test_a_kind_added_to_the_table_splits_folds_and_carves(monkeypatch):
         assert not parts[0] & parts[2] and not parts[1] & parts[2] and not parts[0] & parts[1]
     kept, carved = carve(split.train, 5, seed=0, groups=groups)
     assert carved and not {groups[i] for i in carved} & {groups[i] for i in kept}
+
+
+def test_carving_leaves_groups_larger_than_half_the_part():
+    # as the scaffold split's validation and test parts: a set of 6 never makes up a carved part of 8
+    # (before, it was carved whenever it came early in the shuffled order, e.g. a series of 54
+    # polychlorinated biphenyls made up half of a solubility set's calibration part)
+    groups = ["big"] * 6 + [f"single_{i}" for i in range(10)]
+    for seed in range(10):
+        kept, carved = carve(range(16), 8, seed, groups)
+        assert len(carved) == 8 and set(range(6)) <= set(kept)

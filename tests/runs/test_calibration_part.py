@@ -70,6 +70,10 @@ def test_a_scaffold_split_carves_whole_scaffolds():
     carved = {scaffolds[i] for i in part.indices}
     rest = {scaffolds[i] for i in result.split.train + result.split.valid + result.split.test}
     assert part.indices and not carved & rest  # every carved scaffold left the other parts whole
+    # made like the scaffold split's test part: no scaffold set larger than half the part is carved
+    sizes = {s: scaffolds.count(s) for s in carved}
+    assert max(sizes.values()) <= round(0.15 * 120) / 2
+    assert max(scaffolds.count(s) for s in set(scaffolds)) > round(0.15 * 120) / 2  # there was one to leave
     assert not set(part.indices) & set(result.split.train + result.split.valid + result.split.test)
 
 
