@@ -304,14 +304,27 @@ def run_table(runs: pd.DataFrame) -> List[str]:
     return lines
 
 
-def source_table(runs: pd.DataFrame) -> List[str]:
-    lines = ["| calibration carved from | runs | RMSE | coverage, mean (min) | width | best epoch |", "|---|---|---|---|---|---|"]
+def equal_coverage_width(path: Path) -> float:
+    """The mean test width at exactly 90% test coverage with the run's own normalised scores: the
+    width a model's std allows once its calibration is perfect, so that two models compare at
+    equal coverage."""
+    test = pd.read_csv(path).query("part == 'test'")
+    scores = np.abs(test.y - test["mean"]) / test["std"]
+    return float(2 * np.quantile(scores, COVERAGE) * test["std"].mean())
+
+
+def source_table(runs: pd.DataFrame, folder: Path) -> List[str]:
+    lines = ["| calibration carved from | runs | trains on | RMSE | coverage, mean (min) | width | width at 90% test coverage | "
+             "best epoch |", "|---|---|---|---|---|---|---|---|"]
     sets = runs[runs.phase == "source"].set.unique()
     for source, phase in (("train", "splits"), ("valid", "source")):
         rows = runs[(runs.phase == phase) & (runs.source == source) & runs.set.isin(sets) & (runs.split == "random")]
         if len(rows):
-            lines.append(f"| {source} ({', '.join(sets)}) | {len(rows)} | {_fmt(rows.rmse.mean())} | {_fmt(rows.coverage.mean())} "
-                         f"({_fmt(rows.coverage.min())}) | {_fmt(rows.width.mean())} | {rows.best_epoch.mean():.1f} |")
+            equal = np.mean([equal_coverage_width(folder / "molecules" / f"{r.phase}_{r.set}_{r.split}_{r.seed}_{r.source}.csv.gz")
+                             for r in rows.itertuples()])
+            lines.append(f"| {source} ({', '.join(sets)}) | {len(rows)} | {rows.n_train.mean():.0f} | {_fmt(rows.rmse.mean())} | "
+                         f"{_fmt(rows.coverage.mean())} ({_fmt(rows.coverage.min())}) | {_fmt(rows.width.mean())} | {_fmt(equal)} | "
+                         f"{rows.best_epoch.mean():.1f} |")
     return lines
 
 
@@ -349,7 +362,7 @@ def report(args: argparse.Namespace) -> str:
              "exchangeable data (beta-binomial, given its calibration and test sizes).", "",
              "Random splits:", "", *split_table(runs, "random"), "", "Scaffold splits:", "", *split_table(runs, "scaffold"), ""]
     if (runs.phase == "source").any():
-        lines += ["Where the calibration molecules come from (random splits, same seeds):", "", *source_table(runs), ""]
+        lines += ["Where the calibration molecules come from (random splits, same seeds):", "", *source_table(runs, args.csv.parent), ""]
     if len(shift):
         lines += ["A shift-aware calibration on the same models (offline, `mondrian.csv`): the calibration molecules cut "
                   "into three equal-count bins of their nearest-neighbour Tanimoto similarity to the training part, each bin "
