@@ -15,7 +15,7 @@ calibration and test sizes, :func:`dgl_graphtx.uncertainty.coverage_spread`). Ph
 - ``splits``: every set x seed with random and scaffold 80/10/10 splits (calibration carved from
   the training part, 10% of the data);
 - ``source``: the calibration carved from the validation part instead (5% select, 5% calibrate),
-  on two sets, to choose the default source;
+  on two sets, random and scaffold splits, to choose the default source;
 - ``cv``: RDKit's solubility training file (Huuskonen, 1,025 molecules) with ``--cv 5`` against five
   single random splits; the external test file (257 molecules) measures CV+ and split-conformal
   intervals.
@@ -329,12 +329,12 @@ def equal_coverage_width(path: Path) -> float:
     return float(2 * np.quantile(scores, COVERAGE) * test["std"].mean())
 
 
-def source_table(runs: pd.DataFrame, folder: Path) -> List[str]:
+def source_table(runs: pd.DataFrame, folder: Path, split: str) -> List[str]:
     lines = ["| calibration carved from | runs | trains on | RMSE | coverage, mean (min) | width | width at 90% test coverage | "
              "best epoch |", "|---|---|---|---|---|---|---|---|"]
     sets = runs[runs.phase == "source"].set.unique()
     for source, phase in (("train", "splits"), ("valid", "source")):
-        rows = runs[(runs.phase == phase) & (runs.source == source) & runs.set.isin(sets) & (runs.split == "random")]
+        rows = runs[(runs.phase == phase) & (runs.source == source) & runs.set.isin(sets) & (runs.split == split)]
         if len(rows):
             equal = np.mean([equal_coverage_width(folder / "molecules" / f"{r.phase}_{r.set}_{r.split}_{r.seed}_{r.source}.csv.gz")
                              for r in rows.itertuples()])
@@ -383,7 +383,9 @@ def report(args: argparse.Namespace) -> str:
              "exchangeable data (beta-binomial, given its calibration and test sizes).", "",
              "Random splits:", "", *split_table(runs, "random"), "", "Scaffold splits:", "", *split_table(runs, "scaffold"), ""]
     if (runs.phase == "source").any():
-        lines += ["Where the calibration molecules come from (random splits, same seeds):", "", *source_table(runs, args.csv.parent), ""]
+        for split in runs[runs.phase == "source"].split.unique():
+            lines += [f"Where the calibration molecules come from ({split} splits, same seeds):", "",
+                      *source_table(runs, args.csv.parent, split), ""]
     if len(shift):
         lines += ["A shift-aware calibration on the same models (offline, `mondrian.csv`): Mondrian intervals, the "
                   "calibration molecules cut into three equal-count bins of their nearest-neighbour Tanimoto similarity "
@@ -426,7 +428,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     finished = done(args.csv, keys)
     plan = [("splits", name, split, seed, "train") for name in args.sets for split in args.splits for seed in args.seeds] \
         if "splits" in args.phase else []
-    plan += [("source", name, "random", seed, "valid") for name in SOURCE_SETS if name in args.sets for seed in args.seeds] \
+    plan += [("source", name, split, seed, "valid") for split in args.splits for name in SOURCE_SETS if name in args.sets
+             for seed in args.seeds] \
         if "source" in args.phase else []
     datasets: Dict[str, MoleculeDataset] = {}
     for phase, name, split, seed, source in plan:
