@@ -57,7 +57,7 @@ def test_report_tables_from_stored_results(tmp_path):
         _result(tmp_path, "FreeSolv", seed, "RF-morgan", rf)
     _result(tmp_path, "BACE", 0, "default", 0.8, metric="rocauc")
     _result(tmp_path, "BACE", 0, "RF-morgan", 0.85, metric="rocauc")
-    text = report.markdown(report.load_results(tmp_path))
+    text = report.markdown(report.load_results(tmp_path), tmp_path)
     assert "| FreeSolv (rmse, 2) | **1.000 ± 0.141** | 1.100 ± 0.141 |" in text
     assert "| BACE (rocauc, 1) | 0.800 | **0.850** |" in text
     assert "| default | 1.50 | 2 | 10 | 0.01 |" in text  # rank 1 on FreeSolv, 2 on BACE

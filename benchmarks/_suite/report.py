@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import KEY_PAIRS, RECOMMENDED, SETS_BY_NAME, TOOLS
+from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SETS_BY_NAME, TOOLS
 from .metrics import error
 
 TOOL_ORDER = [t.name for t in TOOLS]
@@ -129,14 +129,46 @@ def half_markdown(frame: pd.DataFrame) -> List[str]:
     return lines
 
 
-def markdown(frame: pd.DataFrame) -> str:
-    """The docs section: one block per half with results."""
+TOOLS_MARKDOWN = [
+    "Tools (each child process with `OMP_NUM_THREADS=1`; `E` the set's epochs, `k` the seed; our runs add "
+    "`--task classification` on classification sets, chemprop `--task-type classification`):", "",
+    "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
+    f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
+    f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
+    "with `--model moire --preset 3d`",
+    "- `chemprop` (v2.3.1, `.venv-bench`): `chemprop train --data-path data.csv --smiles-columns smiles --target-columns target "
+    "--splits-column split --epochs E --data-seed k --pytorch-seed k --accelerator cpu --devices 1 --num-workers 0`; "
+    "`chemprop+descriptors`: also `--molecule-featurizers v1_rdkit_2d_normalized`",
+    "- `RF-morgan`: scikit-learn random forest, 500 trees, on radius-2 2,048-bit Morgan counts, fitted on train + validation; "
+    "`RF-coulomb` (QM9 sets): the same on sorted Coulomb-matrix eigenvalues of the DFT geometry with hydrogens",
+    "- `AttentiveFP`: dgllife's AttentiveFP (canonical features) trained by the library's Trainer with the default model's recipe "
+    "(`benchmarks/_baselines.py`, as `pretrained_gain.py`)",
+]
+
+
+def sets_markdown(results: Path) -> List[str]:
+    """The sets of the suite: source, licence, molecules (from ``splits.json``), task, split, half, why."""
+    record = json.loads((results / "splits.json").read_text()) if (results / "splits.json").exists() else {}
+    lines = ["| set | half | task (metric) | molecules | split | source (package: file) | licence | why |",
+             "|---|---|---|---|---|---|---|---|"]
+    for spec in SETS_BY_NAME.values():
+        rows = next((sum(entry["rows"].values()) for name, entry in record.items() if name.startswith(spec.name + "/")), None)
+        source = f"`{spec.source.package}` {spec.source.version}: " + ", ".join(f"`{m}`" for m in spec.source.members)
+        size = "-" if rows is None else f"{rows:,}"
+        lines.append(f"| {spec.name} | {spec.half} | {spec.task} ({spec.metric}) | {size} | {spec.split}, {spec.epochs} epochs "
+                     f"| {source}; {spec.source.citation} | {spec.source.licence} | {spec.reason} |")
+    return lines
+
+
+def markdown(frame: pd.DataFrame, results: Path) -> str:
+    """The docs section: the sets, then one block per half with results."""
     lines = ["## Transfer suite: every tool on the same split files", "",
              "`benchmarks/suite.py` (issue 28): sets, sources, licences, splits and the reason for each half in "
              "`benchmarks/_suite/config.py`; results per run (JSON and test predictions) in `benchmarks/suite_results/`. "
              "Scaffold splits 80/10/10 (random for FreeSolv and QM9), one split file per seed given unchanged to every "
              "tool; equal epochs; metrics computed by the suite from each tool's test predictions; mean ± std over "
-             f"seeds, best per set in bold. Recommended recipe: `{RECOMMENDED}`."]
+             f"seeds, best per set in bold. Recommended recipe: `{RECOMMENDED}`.", "", *sets_markdown(results),
+             "", *TOOLS_MARKDOWN]
     for half, title in HALVES.items():
         part = frame[frame.half == half]
         lines += ["", f"### {title}", ""]
@@ -147,9 +179,7 @@ def markdown(frame: pd.DataFrame) -> str:
 def write_report(results: Path, docs: bool) -> int:
     """Print the report from ``results`` and (with ``docs``) write it into docs/benchmarks.md."""
     frame = load_results(results)
-    if frame.empty:
-        raise SystemExit(f"no results under {results / 'runs'}")
-    text = markdown(frame)
+    text = markdown(frame, results)
     print(text)
     if docs:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

