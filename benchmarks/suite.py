@@ -33,6 +33,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, help="every set's epochs replaced by this (timing runs; results go to their own folder)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 tiny sets, 1 seed, 2 epochs, our default and RF")
     parser.add_argument("--commit", action="store_true", help="commit each finished run's result files to the current branch")
+    parser.add_argument("--prepare", action="store_true", help="write the split files and record their digests; run nothing")
     parser.add_argument("--report", action="store_true", help="write the report from the stored results (runs nothing)")
     parser.add_argument("--no-docs", action="store_true", help="with --report: print only, leave docs/benchmarks.md alone")
     parser.add_argument("--results", type=Path, help=f"results folder (default: {RESULTS}; with --quick {CACHE / 'quick'})")
@@ -61,10 +62,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not sets:
         raise SystemExit(f"no set of half {args.half!r} among {args.sets}")
     store = Store(results, cache)
+    runs = plan(store, sets, seeds, tools)
+    if args.prepare:
+        print(f"split files of {len(sets)} set(s) x {len(seeds)} seed(s) written under {cache / 'splits'}; "
+              f"digests in {results / 'splits.json'}; {len(runs)} runs planned")
+        return 0
     on_result = None
     if args.commit:
         from _suite.commits import commit_files as on_result
-    failed = run_all(store, plan(store, sets, seeds, tools), on_result)
+    failed = run_all(store, runs, on_result)
     print(f"{failed} run(s) failed" if failed else "all runs finished", flush=True)
     return 1 if failed else 0
 
