@@ -63,3 +63,16 @@ def test_report_tables_from_stored_results(tmp_path):
     assert "| default | 1.50 | 2 | 10 | 0.01 |" in text  # rank 1 on FreeSolv, 2 on BACE
     assert "| default |  | 1/1/0 |" in text
     assert "No results yet." in text  # the test half
+
+
+def test_figure_points_are_improvements_over_chemprop_on_the_same_split(tmp_path):
+    from _suite import figure
+
+    frame = pd.DataFrame([
+        {"half": "dev", "set": "x", "seed": 0, "tool": "chemprop", "metric": "rmse", "value": 2.0},
+        {"half": "dev", "set": "x", "seed": 0, "tool": "default", "metric": "rmse", "value": 1.5},
+        {"half": "dev", "set": "x", "seed": 1, "tool": "default", "metric": "rmse", "value": 1.0},  # no chemprop on seed 1
+    ])
+    points = figure.improvements(frame)
+    assert points[["seed", "tool", "improvement"]].values.tolist() == [[0, "default", 0.25]]
+    assert figure.draw(frame, tmp_path / "suite.png").stat().st_size > 0

@@ -176,12 +176,20 @@ def markdown(frame: pd.DataFrame, results: Path) -> str:
     return "\n".join(lines)
 
 
+FIGURE = Path(__file__).resolve().parents[2] / "docs" / "img" / "suite.png"
+
+
 def write_report(results: Path, docs: bool) -> int:
-    """Print the report from ``results`` and (with ``docs``) write it into docs/benchmarks.md."""
+    """Print the report from ``results`` and (with ``docs``) write it and its figure into docs/."""
     frame = load_results(results)
     text = markdown(frame, results)
     print(text)
     if docs:
+        from .figure import draw
+
+        if not frame.empty:
+            text += f"\n\n![each tool against chemprop per set and seed](img/{FIGURE.name})"
+            print(f"figure written to {draw(frame, FIGURE)}")
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         import _report
 
