@@ -37,7 +37,9 @@ def draw(frame: pd.DataFrame, path: Path) -> Path:
     for axis, half in zip(axes[0], halves):
         part = table[table.half == half]
         tools = [t for t in TOOL_ORDER if t in set(part.tool)]
-        for offset, name in enumerate(s for s in SETS_BY_NAME if s in set(part.set)):
+        present = set(part.set)
+        names = [s for s in SETS_BY_NAME if s in present] + sorted(present - set(SETS_BY_NAME))
+        for offset, name in enumerate(names):
             dots = part[part.set == name]
             x = [tools.index(t) + 0.08 * (offset - 2) for t in dots.tool]
             axis.scatter(x, 100 * dots.improvement, s=14, label=name)
