@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SETS_BY_NAME, TOOLS
+from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOLS
 from .metrics import error
 
 TOOL_ORDER = [t.name for t in TOOLS]
@@ -171,7 +171,8 @@ def markdown(frame: pd.DataFrame, results: Path) -> str:
              "", *TOOLS_MARKDOWN]
     for half, title in HALVES.items():
         part = frame[frame.half == half]
-        lines += ["", f"### {title}", ""]
+        planned = sum(len(SEEDS) for s in SETS_BY_NAME.values() if s.half == half for t in TOOLS if s.three_d or not t.three_d_only)
+        lines += ["", f"### {title}", "", f"{len(part)} of the {planned} runs ({len(SEEDS)} seeds x tools) finished.", ""]
         lines += half_markdown(part) if not part.empty else ["No results yet."]
     return "\n".join(lines)
 
@@ -185,9 +186,9 @@ def write_report(results: Path, docs: bool) -> int:
     text = markdown(frame, results)
     print(text)
     if docs:
-        from .figure import draw
+        from .figure import draw, improvements
 
-        if not frame.empty:
+        if not frame.empty and not improvements(frame).empty:
             text += f"\n\n![each tool against chemprop per set and seed](img/{FIGURE.name})"
             print(f"figure written to {draw(frame, FIGURE)}")
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
