@@ -2,6 +2,7 @@
 one panel per half (docs/img/suite.png)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +13,9 @@ import pandas as pd  # noqa: E402
 
 from .config import SETS_BY_NAME  # noqa: E402
 from .report import HALVES, TOOL_ORDER, relative_improvement  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _report import save_figure  # noqa: E402
 
 REFERENCE = "chemprop"
 
@@ -48,8 +52,4 @@ def draw(frame: pd.DataFrame, path: Path) -> Path:
         axis.set_ylabel(f"improvement over {REFERENCE} (% of its error)")
         axis.set_title(HALVES[half], fontsize=10)
         axis.legend(fontsize=7)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
