@@ -4,12 +4,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Sequence, Tuple
 
+import dgl_graphtx  # noqa: F401,I001  (first: selects DGL's PyTorch backend and stands in for graphbolt before dgllife imports dgl)
 import numpy as np
 import torch
 from dgllife.model import AttentiveFPPredictor
 from torch import nn
-
-import dgl_graphtx  # noqa: F401  (selects DGL's PyTorch backend before dgllife imports dgl)
 
 #: Widths of dgllife's canonical atom and bond features (``FeaturizerConfig(atom_features="canonical")``).
 CANONICAL_ATOM_FEATURES, CANONICAL_BOND_FEATURES = 74, 12

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-import dgl_graphtx  # noqa: F401,E402  (selects DGL's PyTorch backend before dgllife imports dgl)
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _baselines import attentive_fp_predictions  # noqa: E402
 
