@@ -16,8 +16,6 @@ import rdkit
 import torch
 from rdkit import Chem
 from torch.utils.data import Dataset
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from .._version import __version__
