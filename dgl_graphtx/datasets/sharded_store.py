@@ -34,13 +34,13 @@ import torch
 from tqdm.auto import tqdm
 
 from ..atomic_io import atomic_torch_save
+from ..checksums import file_sha256
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
 from .featurized import featurize_and_pack
 from .molecule_dataset import MoleculeDataset, _coerce_targets, _content_fingerprint, featurization_settings
-from .molecule_dataset import _file_fingerprint
 from .readers import read_molecules
 from .report import InputReport, RowIssue
 
@@ -269,7 +269,7 @@ def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles"
     """
     table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
     targets = table.targets(target_cols) if target_cols else None
-    fingerprint = f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols)}"
+    fingerprint = f"{file_sha256(table.source)}|{table.kind}|{smiles_col}|{list(target_cols)}"
     return featurize_to_store(table.molecules, out_dir, targets, target_names=list(target_cols),
                               identifiers=table.identifiers, featurizer=featurizer, fingerprint=fingerprint, **kwargs)
 
