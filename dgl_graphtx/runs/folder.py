@@ -27,11 +27,11 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from ..atomic_io import atomic_write_text, describe_os_error
 from ..errors import OutputError
+from ..inference.checkpoint_paths import RUN_INFO
 
 PathLike = Union[str, Path]
 
 LOCK_NAME = ".run.lock"
-RUN_INFO = "run.json"
 #: Files a training run writes; their presence marks a folder as holding a run.
 RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learning_curve.png", "metrics.json",
                               "test_predictions.csv", "input_report.csv", "config.yaml", "train.log")
