@@ -29,7 +29,9 @@ import multiprocessing
 import os
 import shutil
 import sys
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing.connection import Connection
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -194,6 +196,25 @@ def _consolidate(root: Path, num_shards: int, total_rows: int, manifest: Dict[st
     shutil.rmtree(root / "shards")
 
 
+def _start_worker(command_alive: Connection) -> None:
+    """Initializer of a featurizing process: one torch thread, and an end with the command that
+    started it (see :func:`_exit_with_command`)."""
+    torch.set_num_threads(1)
+    threading.Thread(target=_exit_with_command, args=(command_alive,), daemon=True).start()
+
+
+def _exit_with_command(command_alive: Connection) -> None:
+    """Wait until the command's end of the pipe closes, which the kernel does when the command
+    ends, however it ends (SIGKILL included), then end this worker at once: no shard is written
+    for a command that is gone. The fork server and the resource tracker, which run while some
+    process holds their pipes, end with the last worker."""
+    try:
+        command_alive.recv()
+    except EOFError:
+        pass
+    os._exit(1)
+
+
 def _run_shards(jobs: List[Tuple[Any, ...]], workers: int, bar: tqdm) -> None:
     if workers == 1:
         for job in jobs:
@@ -205,17 +226,23 @@ def _run_shards(jobs: List[Tuple[Any, ...]], workers: int, bar: tqdm) -> None:
     context = multiprocessing.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        pending = set()
-        queue = iter(jobs)
-        for job in queue:  # keep a bounded number of shards in flight
-            pending.add(pool.submit(_featurize_shard, *job))
-            if len(pending) >= 2 * workers:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    bar.update(future.result())
-        for future in pending:
-            bar.update(future.result())
+    command_alive, held = context.Pipe(duplex=False)  # the workers read; this process alone holds the other end
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                                 initargs=(command_alive,)) as pool:
+            pending = set()
+            queue = iter(jobs)
+            for job in queue:  # keep a bounded number of shards in flight
+                pending.add(pool.submit(_featurize_shard, *job))
+                if len(pending) >= 2 * workers:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        bar.update(future.result())
+            for future in pending:
+                bar.update(future.result())
+    finally:
+        held.close()
+        command_alive.close()
 
 
 def featurize_to_store(
