@@ -8,20 +8,20 @@ folder has no graphbolt library for the running torch, and stands aside for ever
 torch 2.2.1 DGL's own graphbolt loads as usual). Nothing else in DGL is touched.
 
 The hook is installed at interpreter start by ``dgl_graphtx-graphbolt.pth``, which pip puts in
-site-packages with the package (wheel and editable installs alike): that line loads this file
-alone, without importing :mod:`dgl_graphtx` or torch, so a Python that never imports DGL pays
-about a millisecond. Importing :mod:`dgl_graphtx` installs the hook too (and selects DGL's PyTorch
-backend), which covers a copy outside site-packages (``PYTHONPATH``, ``pip install --target``),
-where ``.pth`` files are not read.
+site-packages with the package (wheel and editable installs alike). That line imports nothing: it
+puts a small finder first on ``sys.meta_path`` that answers ``None`` to every import but
+``dgl.graphbolt``, and for that one hands the question to :class:`GraphboltPlaceholder`, importing
+this module then. A Python that never imports DGL pays a few microseconds, and ``import dgl`` or
+``import dgllife`` may come first in any script. Importing :mod:`dgl_graphtx` installs the hook
+too (and selects DGL's PyTorch backend), which covers a copy outside site-packages
+(``PYTHONPATH``, ``pip install --target``), where ``.pth`` files are not read.
 """
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
 
 #: The module the placeholder stands in for.
 GRAPHBOLT = "dgl.graphbolt"
@@ -29,7 +29,7 @@ GRAPHBOLT = "dgl.graphbolt"
 MARKER = "__dgl_graphtx_placeholder__"
 
 
-def graphbolt_library(torch_version: str, dgl_dir: Union[None, str, "os.PathLike[str]"]) -> Optional["Path"]:
+def graphbolt_library(torch_version: str, dgl_dir: Union[None, str, "os.PathLike[str]"]) -> Optional[Path]:
     """The compiled graphbolt library DGL would load for ``torch_version``, or ``None`` when
     ``dgl_dir`` (the installed ``dgl`` package folder) has none for it.
 
@@ -39,8 +39,6 @@ def graphbolt_library(torch_version: str, dgl_dir: Union[None, str, "os.PathLike
     """
     if dgl_dir is None:
         return None
-    from pathlib import Path
-
     release = torch_version.split("+", maxsplit=1)[0]
     folder = Path(dgl_dir) / "graphbolt"
     for name in (f"libgraphbolt_pytorch_{release}.so", f"libgraphbolt_pytorch_{release}.dylib", f"graphbolt_pytorch_{release}.dll"):
@@ -87,8 +85,8 @@ class GraphboltPlaceholder:
 
 
 def install() -> None:
-    """Put :class:`GraphboltPlaceholder` first on ``sys.meta_path``, once per interpreter however
-    often this file is loaded (the start-up hook loads it under another name).
+    """Put :class:`GraphboltPlaceholder` first on ``sys.meta_path`` unless a hook is there already
+    (the start-up hook's, or one installed before).
 
     Example:
         >>> install(); install()
