@@ -122,6 +122,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx pretrain') with a new head; its architecture, featurizer and relation settings are used")),
     ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help="with --from-pretrained: train only the head for the first K epochs (default: 0)")),
     ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help="learning rate of the backbone relative to --lr (default: 1)")),
+    ("--layer-lr-decay", "train.layer_lr_decay", dict(type=bounded(float, 0, 1, low_open=True), help="layer-wise learning-rate decay of the backbone: block i of L learns at g**(L+1-i) times the backbone's rate (default: 1, off)")),
     ("--features-generators", "data.features_generators", dict(type=split_targets, help="molecule-level extra features read by the head, comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see docs/features.md)")),
     ("--features-cols", "data.features_cols", dict(type=split_targets, help="comma-separated numeric input columns used as molecule-level extra features; predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),

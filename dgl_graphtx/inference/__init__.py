@@ -5,8 +5,9 @@ from .backbones import Pretrained, get_pretrained, is_pretrained_reference, list
 from .checkpoint_paths import resolve_checkpoints, single_checkpoint
 from .cross_conformal import CVPlus, stored_cv_plus
 from .domain import Domain
-from .ensemble import ensemble_predict, stored_calibration
+from .ensemble import ensemble_chunks, ensemble_predict, stored_calibration
 from .evaluation import Evaluation, evaluate_table
+from .prediction_job import PredictionJob, PredictionSummary, run_prediction
 from .predictor import Embeddings, Predictor, predict_smiles
 
 __all__ = [
@@ -14,8 +15,11 @@ __all__ = [
     "Domain",
     "Embeddings",
     "Evaluation",
+    "PredictionJob",
+    "PredictionSummary",
     "Predictor",
     "Pretrained",
+    "ensemble_chunks",
     "ensemble_predict",
     "evaluate_table",
     "get_pretrained",
@@ -23,6 +27,7 @@ __all__ = [
     "list_pretrained",
     "predict_smiles",
     "resolve_checkpoints",
+    "run_prediction",
     "single_checkpoint",
     "stored_calibration",
     "stored_cv_plus",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -90,6 +90,53 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
     return Calibration.from_dict(data)
 
 
+def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
+                    identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
+                    features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> Iterator[pd.DataFrame]:
+    """:func:`ensemble_predict` one chunk at a time: every member predicts a chunk (the members'
+    ``chunk_size``), and its combined table is yielded before the next chunk is featurized, so
+    memory holds one chunk per member. An empty input gives one empty table with every column.
+    With ``cv_plus`` (a cross-validation's folder, :func:`~dgl_graphtx.inference.stored_cv_plus`)
+    the members are its fold models and the intervals are CV+ ones.
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> model = save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model), CheckpointMeta(p.featurizer, p.relation, ["y"]))
+        >>> [len(t) for t in ensemble_chunks([Predictor(model, chunk_size=2)] * 2, ["C", "CC", "CCC"])]
+        [2, 1]
+    """
+    names = predictors[0].target_names
+    if any(p.target_names != names for p in predictors):
+        raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
+    if cv_plus is not None and len(predictors) != len(cv_plus.checkpoints):
+        raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(predictors)}")
+    if len(molecules):
+        members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
+                   for i, p in enumerate(predictors)]
+    else:
+        members = [[p.predict([], features=features)] for p in predictors]
+    for tables in zip(*members):
+        out = combine_members(tables, names)
+        if cv_plus is not None:
+            yield with_cv_plus_intervals(out, tables, names, cv_plus)
+        else:
+            yield with_intervals(out, names, calibration, after="") if calibration is not None else out
+
+
+def with_cv_plus_intervals(out: pd.DataFrame, tables: Sequence[pd.DataFrame], names: Sequence[str], cv_plus: CVPlus) -> pd.DataFrame:
+    """``out`` (the fold models' combined table) with the CV+ ``<t>_lo`` and ``<t>_hi`` of the
+    fold models' predictions ``tables`` (one per fold, in ``cv_plus``'s order)."""
+    for name in names:
+        stds = np.stack([t[f"{name}_std"].to_numpy(float) for t in tables]) if f"{name}_std" in tables[0] else None
+        lo, hi = cv_plus.intervals(name, np.stack([t[name].to_numpy(float) for t in tables]), stds)
+        add_uncertainty_columns(out, [name], UncertainPredictions(lo[:, None], None, lo[:, None], hi[:, None]),
+                                after=lambda n: f"{n}_std")
+    return out
+
+
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
                      features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> pd.DataFrame:
@@ -111,19 +158,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
         ['smiles', 'canonical_smiles', 'y', 'y_std', 'error', 'warning']
     """
-    names = predictors[0].target_names
-    if any(p.target_names != names for p in predictors):
-        raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
-    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
-              for i, p in enumerate(predictors)]
-    out = combine_members(tables, names)
-    if cv_plus is not None:
-        if len(tables) != len(cv_plus.checkpoints):
-            raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(tables)}")
-        for name in names:
-            stds = np.stack([t[f"{name}_std"].to_numpy(float) for t in tables]) if f"{name}_std" in tables[0] else None
-            lo, hi = cv_plus.intervals(name, np.stack([t[name].to_numpy(float) for t in tables]), stds)
-            add_uncertainty_columns(out, [name], UncertainPredictions(lo[:, None], None, lo[:, None], hi[:, None]),
-                                    after=lambda n: f"{n}_std")
-        return out
-    return with_intervals(out, names, calibration, after="") if calibration is not None else out
+    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features, cv_plus)),
+                     ignore_index=True)
