@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 from ..errors import ConfigError
 from .settings import ModelSettings
-from .variants import (  # noqa: F401  (the options classes are re-exported from here)
+from .variants import (
     VARIANT_NAMES,
     GradformerOptions,
     GraphormerOptions,
@@ -25,9 +25,24 @@ VARIANTS = VARIANT_NAMES
 
 
 @dataclass(frozen=True)
-class _RegisteredVariant(ModelSettings):
-    """What :class:`ModelConfig` adds to :class:`ModelSettings` besides its options sections:
-    the checks and properties that read the variant registry."""
+class ModelConfig(ModelSettings):
+    """Everything needed to build a model: the fields of :class:`ModelSettings` and one options
+    section per variant with settings, named after the variant (it applies to that variant only).
+    The sections are the registry's (:func:`~dgl_graphtx.models.variants.option_sections`; a test
+    keeps the two equal). Frozen: derive changed configs with ``dataclasses.replace``.
+
+    Example:
+        >>> cfg = ModelConfig(variant="moire", moire=MoireOptions(focus="cauchy"))
+        >>> ModelConfig.from_dict(cfg.to_dict()) == cfg
+        True
+        >>> cfg.options.focus
+        'cauchy'
+    """
+
+    grpe: GRPEOptions = field(default_factory=GRPEOptions)
+    moire: MoireOptions = field(default_factory=MoireOptions)
+    gradformer: GradformerOptions = field(default_factory=GradformerOptions)
+    graphormer: GraphormerOptions = field(default_factory=GraphormerOptions)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -50,7 +65,7 @@ class _RegisteredVariant(ModelSettings):
         return variant_spec(self.variant).ffn_multiplier * self.hidden_dim
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ModelConfig":
+    def from_dict(cls, data: Dict[str, Any]) -> ModelConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
         _reject_unknown(cls, data, "model config")
         kwargs = dict(data)
@@ -59,31 +74,6 @@ class _RegisteredVariant(ModelSettings):
                 _reject_unknown(option_cls, kwargs[key], f"{key} options")
                 kwargs[key] = option_cls(**kwargs[key])
         return cls(**kwargs)
-
-
-#: Everything needed to build a model: :class:`ModelSettings` and, for each variant with settings,
-#: its options section (``grpe``, ``moire``, ``gradformer``, ``graphormer``: one field per entry
-#: of the variant registry, so a new variant's section appears here by itself). Frozen: derive
-#: changed configs with ``dataclasses.replace``.
-ModelConfig = dataclasses.make_dataclass(
-    "ModelConfig",
-    [(name, options, field(default_factory=options)) for name, options in option_sections().items()],
-    bases=(_RegisteredVariant,),
-    frozen=True,
-    namespace={"__module__": __name__},
-)
-ModelConfig.__doc__ = """Everything needed to build a model: the fields of :class:`ModelSettings` and one options
-section per variant with settings (named after the variant; it applies to that variant only).
-
-Example:
-    >>> cfg = ModelConfig(variant="moire", moire=MoireOptions(focus="cauchy"))
-    >>> ModelConfig.from_dict(cfg.to_dict()) == cfg
-    True
-    >>> {"grpe", "moire", "gradformer", "graphormer"} <= {f.name for f in dataclasses.fields(cfg)}
-    True
-    >>> cfg.options.focus
-    'cauchy'
-"""
 
 
 def _reject_unknown(cls: type, data: Dict[str, Any], what: str) -> None:
