@@ -56,6 +56,7 @@ class GraphTransformer(MoleculeModel):
         if num_virtual:
             x = atoms.new_empty(relation_graph.num_nodes(), atoms.shape[1])
             x[~is_virtual] = atoms
+            assert self.virtual_embedding is not None  # virtual nodes come only with virtual_node=True (checked above)
             x[is_virtual] = self.virtual_embedding.to(atoms.dtype)
         else:
             x = atoms

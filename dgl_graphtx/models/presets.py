@@ -82,7 +82,7 @@ GRADFORMER = "Gradformer (Liu et al., IJCAI 2024)"
 LIBRARY_SIZE = "library default size (no paper recipe)"
 
 #: GRPE's schedule (paper Sec. 5 and the official scripts): linear decay from 2e-4 to 1e-9.
-_GRPE_SCHEDULE = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
+_GRPE_SCHEDULE: Dict[str, Any] = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
 #: Gradformer's official scheduler is stepped once per epoch over a horizon of epochs x batches,
 #: so after its linear warm-up the cosine factor stays above 0.99: a constant rate in effect.
 _GRADFORMER_SCHEDULE = "constant"
