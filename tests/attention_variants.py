@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, variant_spec
 from dgl_graphtx.nn import RelationAttention
+from dgl_graphtx.testing import CarrierRun, run_with_gradients
 
 import dense_reference as ref
 
@@ -80,3 +81,21 @@ def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads
                          readout="mean", virtual_node=False, **options(v))
     (layer,) = variant_spec(v.kind).build_layers(config, config.options)
     return layer
+
+
+#: float64 agreement of two computations of the same layer (outputs, then gradients).
+EXACT = dict(atol=1e-12, grad_atol=1e-10)
+
+
+def attend_with(layer: RelationAttention, aggregation: str) -> Callable[..., Any]:
+    """``(graph, x) -> (outputs, attention)`` of ``layer`` with ``aggregation``: the function the
+    checks of :mod:`dgl_graphtx.testing` call."""
+    def attend(graph, x):
+        layer.aggregation = aggregation
+        return layer(graph, x, get_attention=True)
+    return attend
+
+
+def run_attention(layer: RelationAttention, graph, x, aggregation: str, seed: Optional[int] = None) -> CarrierRun:
+    """Outputs, attention and their gradients (``x``, then the parameters) of ``layer`` on ``graph``."""
+    return run_with_gradients(attend_with(layer, aggregation), [graph], [x], list(layer.parameters()), seed)
