@@ -2,9 +2,10 @@
 their settings (``model.<variant>`` config sections), how their attention layers are built, the
 model architecture they run in and their default preset.
 
-The CLI's ``--model`` choices, :class:`~dgl_graphtx.models.ModelConfig`'s option sections,
-:func:`~dgl_graphtx.models.build_model`, the presets and the test catalogue are all derived from
-:data:`VARIANT_SPECS`; docs/attention.md "Adding a variant" shows a new entry.
+The CLI's ``--model`` choices, :func:`~dgl_graphtx.models.build_model`, the presets and the test
+catalogue are derived from :data:`VARIANT_SPECS`; :class:`~dgl_graphtx.models.ModelConfig` declares
+one options section per entry with settings, and a test keeps the two equal. docs/attention.md
+"Adding a variant" shows a new entry.
 """
 from __future__ import annotations
 
