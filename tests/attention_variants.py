@@ -2,12 +2,15 @@
 
 Layers are built by the variant registry (``dgl_graphtx.models.variants``), the way models build
 them; ``test_variant_registry.py`` checks that every registered variant is in :data:`VARIANTS`.
+:func:`read_params` and :func:`run_reference` run a layer's parameters through the dense reference.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
+
+import torch
 
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, variant_spec
@@ -99,3 +102,37 @@ def attend_with(layer: RelationAttention, aggregation: str) -> Callable[..., Any
 def run_attention(layer: RelationAttention, graph, x, aggregation: str, seed: Optional[int] = None) -> CarrierRun:
     """Outputs, attention and their gradients (``x``, then the parameters) of ``layer`` on ``graph``."""
     return run_with_gradients(attend_with(layer, aggregation), [graph], [x], list(layer.parameters()), seed)
+
+
+def read_params(layer, v: Variant) -> Dict:
+    """The layer's parameters as plain float64 tensors, named as the dense reference wants them."""
+    t = lambda p: p.detach().double().clone()  # noqa: E731
+    P = {
+        "heads": layer.num_heads,
+        "qkv_w": t(layer.qkv.weight),
+        "qkv_b": t(layer.qkv.bias),
+        "out_w": t(layer.out_proj.weight),
+        "out_b": t(layer.out_proj.bias),
+    }
+    s = layer.structure
+    if v.kind == "graphormer":
+        P["spatial_bias"], P["edge_bias"] = t(s.spatial_bias), t(s.edge_bias)
+        assert P["spatial_bias"].shape == (ref.num_spatial_classes(MAX_DIST), HEADS)
+        assert P["edge_bias"].shape == (ref.NUM_EDGE_CLASSES, HEADS)
+    elif v.kind == "grpe":
+        enc = s.encodings
+        for key, table in [("PQ", enc.spatial_query), ("PK", enc.spatial_key), ("PV", enc.spatial_value),
+                           ("EQ", enc.edge_query), ("EK", enc.edge_key), ("EV", enc.edge_value)]:
+            P[key] = t(table).reshape(table.shape[0], D_MODEL)  # a row of d entries, split per head
+            rows = ref.num_spatial_classes(MAX_DIST) if key[0] == "P" else ref.NUM_EDGE_CLASSES
+            assert P[key].shape == (rows, D_MODEL)
+    elif v.kind == "moire":
+        P["shift"], P["width"] = t(s.shift), t(s.width)
+        P["self_weight"] = t(s.self_weight) if v.mode == "paper" else None
+    elif v.kind == "gradformer":
+        P["start"], P["decay_logit"] = t(s.params.start), t(s.params.decay_logit)
+    return P
+
+
+def run_reference(v: Variant, P: Dict, x: torch.Tensor, rel, **kw):
+    return ref.reference_attention(v.kind, v.mode, v.opts, P, x, ref.dense_pairs(rel), **kw)

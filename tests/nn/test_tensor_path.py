@@ -26,7 +26,7 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MoleculeFeaturizer, smiles_to_graphs
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.insight.attention_maps import attention_maps
-from dgl_graphtx.models import GradformerOptions
+from dgl_graphtx.models import GPSOptions
 from dgl_graphtx.models.local_models import GatedGCNLayer, GINELayer
 from dgl_graphtx.nn import graph_ops
 from dgl_graphtx.nn.dense_blocks import BlockLayout
@@ -237,7 +237,7 @@ def _model_and_batch(case: str):
     if spec.get("local"):
         featurizer = dataclasses.replace(featurizer, rwse_steps=4)
         model_cfg = dataclasses.replace(model_cfg, rwse_steps=4, rwse_norm=True,
-                                        gradformer=GradformerOptions(local_model=spec["local"], pe_gate=True))
+                                        gps=GPSOptions(local_model=spec["local"], pe_gate=True))
     if not model_cfg.virtual_node:
         relation = dataclasses.replace(relation, virtual_node=False)
     p = dataclasses.replace(p, model=model_cfg, featurizer=featurizer, relation=relation)
