@@ -58,7 +58,8 @@ def test_build_model_picks_the_architecture_and_layers_of_the_entry(name):
 def test_recipe_lists_only_the_options_of_its_own_variant():
     keys = {line.split(":")[0] for line in recipe_lines("moire", "2d")}
     assert "model.moire" in keys
-    assert not keys & {"model.grpe", "model.gradformer", "model.graphormer"}
+    assert not keys & {"model.grpe", "model.gradformer", "model.graphormer", "model.gps"}  # moire runs in no GPS block
+    assert "model.gps" in {line.split(":")[0] for line in recipe_lines("gradformer", "molhiv")}
 
 
 def test_model_config_and_options_are_frozen():
