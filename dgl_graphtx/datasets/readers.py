@@ -214,7 +214,7 @@ def sniff_delimiter(sample: str, path: PathLike = "") -> str:
     except csv.Error:
         header = lines[0]
         counts = {d: header.count(d) for d in _SNIFF_DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=counts.__getitem__)
         return best if counts[best] else ","
 
 
@@ -295,7 +295,7 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
     supplier = Chem.SDMolSupplier()
     supplier.SetData(text, removeHs=not explicit_hydrogens)
     starts = _record_start_lines(text)
-    molecules: List[Optional[Chem.Mol]] = []
+    molecules: List[Optional[MoleculeLike]] = []
     identifiers: List[str] = []
     titles: List[str] = []
     properties: List[dict] = []
