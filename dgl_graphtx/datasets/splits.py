@@ -137,6 +137,7 @@ def carve(indices: Sequence[int], size: int, seed: int = 0, groups: Optional[Seq
             if len(group) <= size / 2 and len(carved) + len(group) <= size:
                 carved.extend(group)
         if not carved and size > 0 and sets:
-            carved = list(min(sets, key=len))
+            smallest: List[int] = min(sets, key=len)
+            carved = list(smallest)
     taken = set(carved)
     return sorted(i for i in indices if i not in taken), sorted(carved)
