@@ -63,6 +63,7 @@ ALTERNATIVES = {
     "model.head_layers": ("2", 2, []),
     "model.molecule_features": ("3", 3, []),
     "model.atom_extra_features": ("2", 2, []),
+    "model.atom_reference": ("true", True, []),
     "model.grpe.max_distance": ("3", 3, ["preset.model=grpe"]),
     "model.grpe.mode": ("reference", "reference", ["preset.model=grpe"]),
     "model.grpe.share_encodings": ("false", False, ["preset.model=grpe"]),

@@ -71,6 +71,10 @@ class ModelSettings:
             see :mod:`dgl_graphtx.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
             projected and added to the atom encodings.
+        atom_reference: add per-element reference values to the regression outputs (a sum over
+            the atoms, fitted by least squares on the training targets before training and saved
+            with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
+            extensive targets such as energies, so that the network learns only the rest.
     """
 
     variant: str = "grpe"
@@ -96,6 +100,7 @@ class ModelSettings:
     uncertainty_head: str = "none"
     molecule_features: int = 0
     atom_extra_features: int = 0
+    atom_reference: bool = False
 
     @property
     def prediction_width(self) -> int:
@@ -140,6 +145,7 @@ class ModelSettings:
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
+        _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
         if spec.check is not None:
             spec.check(self)
 
