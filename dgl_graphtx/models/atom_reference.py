@@ -5,7 +5,9 @@ An extensive target such as a total or atomization energy is mostly a sum of per
 contributions; fitting those by least squares on the training molecules' element counts and
 letting the network learn only the rest (a few kcal/mol instead of hundreds) is the field's usual
 recipe for quantum-chemistry energies. :class:`AtomReference` holds the table and sums it over each
-molecule's atoms; :func:`fit_atom_references` fits it.
+molecule's atoms; :func:`fit_atom_references` fits it. Hydrogens count whether they are nodes
+(``explicit_hydrogens``) or features of their heavy atoms, so the baseline is the same function
+of the molecular formula either way.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..featurize.elements import element_classes, element_index, element_symbol
+from ..featurize.elements import attached_hydrogens, element_classes, element_index, element_symbol, hydrogen_class
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
 
@@ -52,10 +54,10 @@ class AtomReference(nn.Module):
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> ref = AtomReference("ogb", num_tasks=1)
-        >>> ref.values[[5, 7]] = torch.tensor([[-38.0], [-75.0]])  # C and O (atomic number - 1)
-        >>> g, _ = smiles_to_graphs("CCO")
-        >>> ref(g).tolist(), ref.counts(g)[0, [5, 7]].tolist()
-        ([[-151.0]], [2.0, 1.0])
+        >>> ref.values[[0, 5, 7]] = torch.tensor([[-0.5], [-38.0], [-75.0]])  # H, C and O (atomic number - 1)
+        >>> g, _ = smiles_to_graphs("CCO")  # C2H6O, its hydrogens as atom features
+        >>> ref(g).tolist(), ref.counts(g)[0, [0, 5, 7]].tolist()
+        ([[-154.0]], [6.0, 2.0, 1.0])
     """
 
     def __init__(self, atom_features: str, num_tasks: int) -> None:
@@ -66,16 +68,21 @@ class AtomReference(nn.Module):
     def extra_repr(self) -> str:
         return f"atom_features={self.atom_features!r}, elements={self.values.shape[0]}, tasks={self.values.shape[1]}"
 
+    def node_counts(self, graph: GraphLike) -> torch.Tensor:
+        """Atoms of each element class per node ``[N, C]``: the node's element, and in the
+        hydrogen class the hydrogens it carries as a feature."""
+        feat = graph.ndata["feat"]
+        counts = torch.nn.functional.one_hot(element_index(feat, self.atom_features), self.values.shape[0]).to(self.values.dtype)
+        counts[:, hydrogen_class(self.atom_features)] += attached_hydrogens(feat, self.atom_features).to(counts.dtype)
+        return counts
+
     def counts(self, graph: GraphLike) -> torch.Tensor:
-        """Atoms of each element class per molecule ``[B, C]``."""
-        index = element_index(graph.ndata["feat"], self.atom_features)
-        one_hot = torch.nn.functional.one_hot(index, self.values.shape[0]).to(self.values.dtype)
-        return ops.readout(graph, one_hot, "sum")
+        """Atoms of each element class per molecule ``[B, C]`` (its molecular formula)."""
+        return ops.readout(graph, self.node_counts(graph), "sum")
 
     def forward(self, graph: GraphLike) -> torch.Tensor:
         """The reference value of each molecule ``[B, T]``: the sum of its atoms' entries."""
-        index = element_index(graph.ndata["feat"], self.atom_features)
-        return ops.readout(graph, self.values.index_select(0, index), "sum")
+        return ops.readout(graph, self.node_counts(graph) @ self.values, "sum")
 
     def describe(self, target_names: List[str]) -> List[str]:
         """One line per target naming the non-zero references by element symbol.

@@ -1,6 +1,6 @@
 """Per-element reference values: the least-squares fit against the normal equations, the sum over
-atoms against a hand sum from RDKit's atoms, the Trainer's fit on the training part only, and a
-checkpoint that carries them to the Predictor."""
+atoms against a hand sum over RDKit's atoms (hydrogens included, as nodes or not), the Trainer's
+fit on the training part only, and a checkpoint that carries them to the Predictor."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,14 +27,17 @@ TRUE = {"H": -60.0, "C": -140.0, "N": -100.0, "O": -95.0, "F": -90.0}
 PERIODIC = Chem.GetPeriodicTable()
 
 
-def element_counts(smiles, elements, hydrogens=False):
-    """Atoms of each element per molecule, straight from RDKit."""
-    mols = [Chem.AddHs(Chem.MolFromSmiles(s)) if hydrogens else Chem.MolFromSmiles(s) for s in smiles]
-    return np.array([[sum(a.GetSymbol() == e for a in m.GetAtoms()) for e in elements] for m in mols], float)
+def with_hydrogens(smiles):
+    return [Chem.AddHs(Chem.MolFromSmiles(s)) for s in smiles]
 
 
-def labels_for(smiles, hydrogens):
-    counts = element_counts(smiles, list(TRUE), hydrogens)
+def element_counts(smiles, elements):
+    """Atoms of each element per molecule (its formula, hydrogens included), straight from RDKit."""
+    return np.array([[sum(a.GetSymbol() == e for a in m.GetAtoms()) for e in elements] for m in with_hydrogens(smiles)], float)
+
+
+def labels_for(smiles):
+    counts = element_counts(smiles, list(TRUE))
     wiggle = np.sin(np.arange(len(smiles)))  # what the network is left to learn
     return counts @ np.array(list(TRUE.values())) + wiggle
 
@@ -65,11 +68,10 @@ def test_reference_of_a_batch_is_the_sum_over_its_atoms(atom_features, hydrogens
     batch = ds.__getitems__(list(range(len(ds))))
     symbols = [element_symbol(c, atom_features) for c in range(reference.values.shape[0])]
     table = {s: reference.values[c].numpy() for c, s in enumerate(symbols) if s in TRUE}
-    mols = [Chem.AddHs(Chem.MolFromSmiles(s)) if hydrogens else Chem.MolFromSmiles(s) for s in SMILES]
-    by_hand = np.array([sum(table[a.GetSymbol()] for a in m.GetAtoms()) for m in mols])
+    by_hand = np.array([sum(table[a.GetSymbol()] for a in m.GetAtoms()) for m in with_hydrogens(SMILES)])
     np.testing.assert_allclose(reference(batch.graph).numpy(), by_hand, rtol=1e-5)
     counts = reference.counts(batch.graph).numpy()[:, [symbols.index(e) for e in TRUE]]
-    np.testing.assert_array_equal(counts, element_counts(SMILES, list(TRUE), hydrogens))
+    np.testing.assert_array_equal(counts, element_counts(SMILES, list(TRUE)))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,7 @@ def trained(tmp_path_factory):
     """A tiny MoiréGT with atom references trained one epoch on the first 14 molecules."""
     preset = get_preset("moire", "2d", atom_reference=True, **TINY)
     featurizer = FeaturizerConfig(explicit_hydrogens=True)
-    y = labels_for(SMILES, hydrogens=True)
+    y = labels_for(SMILES)
     ds = MoleculeDataset(SMILES, y[:, None], featurizer=featurizer, relation=preset.relation, progress=False)
     train = Subset(ds, list(range(14)))
     model = build_model(preset.model)
@@ -89,7 +91,7 @@ def trained(tmp_path_factory):
 
 def test_trainer_fits_the_references_on_the_training_part_only(trained):
     model, _, _, y, _ = trained
-    counts = element_counts(SMILES[:14], list(TRUE), hydrogens=True)
+    counts = element_counts(SMILES[:14], list(TRUE))
     present = counts.any(axis=0)
     expected, *_ = np.linalg.lstsq(counts[:, present], y[:14], rcond=None)
     fitted = {e: float(model.atom_reference.values[PERIODIC.GetAtomicNumber(e) - 1, 0]) for e in TRUE}  # OGB class: Z - 1
@@ -110,7 +112,7 @@ def test_outputs_add_the_reference_to_what_the_head_predicts(trained):
     finally:
         model.atom_reference.values.copy_(saved)
     table = {e: float(saved[PERIODIC.GetAtomicNumber(e) - 1, 0]) for e in TRUE}
-    by_hand = [sum(table[a.GetSymbol()] for a in Chem.AddHs(Chem.MolFromSmiles(s)).GetAtoms()) for s in SMILES]
+    by_hand = [sum(table[a.GetSymbol()] for a in m.GetAtoms()) for m in with_hydrogens(SMILES)]
     np.testing.assert_allclose(with_reference - without, by_hand, rtol=1e-5)
 
 
