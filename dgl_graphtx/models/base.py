@@ -117,7 +117,10 @@ class MoleculeModel(nn.Module):
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
-        out = self.head(self.readout(graph, atoms, virtual))
+        if self.config.readout == "atomwise":
+            out = ops.readout(graph, self.head(atoms), "sum")
+        else:
+            out = self.head(self.readout(graph, atoms, virtual))
         out = out if distribution else out[:, : self.config.prediction_width]
         if self.atom_reference is not None:
             reference = self.atom_reference(graph).to(out.dtype) / self.target_std
@@ -154,10 +157,11 @@ class MoleculeModel(nn.Module):
             return self.to_target_space(self.node_outputs(graph, relation_graph))
 
     def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
-        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
+        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states
+        (summed for the ``atomwise`` readout)."""
         if self.config.readout == "virtual":
             return virtual
-        return ops.readout(graph, atoms, self.config.readout)
+        return ops.readout(graph, atoms, "sum" if self.config.readout == "atomwise" else self.config.readout)
 
     @torch.no_grad()
     def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -21,7 +21,7 @@ from .variants import (  # noqa: F401  (the options classes are re-exported from
 
 #: The variant names (from :data:`~dgl_graphtx.models.variants.VARIANT_SPECS`).
 VARIANTS = VARIANT_NAMES
-READOUTS = ("virtual", "mean", "max", "sum")
+READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
 TASKS = ("regression", "classification", "multiclass")
 #: Output heads of a regression model, with their outputs per target: the point prediction, or
 #: a distribution (see :mod:`dgl_graphtx.uncertainty.heads`).
@@ -51,7 +51,9 @@ class ModelSettings:
         ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
             GPS block uses ``2 * hidden_dim``).
         dropout, attn_dropout: dropout after sublayers / on attention weights.
-        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling.
+        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling, or
+            ``atomwise``: the head on every atom and its outputs summed (SchNet's per-atom
+            contributions, extensive in the molecule's size by construction).
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
             input embedding); must match the dataset's ``RelationConfig``.
         num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
@@ -146,6 +148,8 @@ class ModelSettings:
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
         _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
+        _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
+               "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         if spec.check is not None:
             spec.check(self)
 
