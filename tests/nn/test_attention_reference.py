@@ -100,6 +100,8 @@ def read_params(layer, v: Variant) -> Dict:
     elif v.kind == "moire":
         P["shift"], P["width"] = t(s.shift), t(s.width)
         P["self_weight"] = t(s.self_weight) if v.mode == "paper" else None
+        if v.rbf:
+            P["rbf_w"], P["rbf_v"] = t(s.radial.to_bias.weight), t(s.radial.value_table)
     elif v.kind == "gradformer":
         P["start"], P["decay_logit"] = t(s.params.start), t(s.params.decay_logit)
     return P
@@ -217,6 +219,8 @@ def test_structure_terms_and_modes_change_the_reference(case):
     pairs += [(Variant("moire", "paper", f, d), Variant("moire", "reference", f, d))
               for f in ref.FOCUS_NAMES for d in ("dist", "spd")]
     pairs += [(Variant("moire", "paper", f, "dist"), Variant("moire", "paper", f, "spd")) for f in ref.FOCUS_NAMES]
+    pairs += [(Variant("moire", m, "gaussian", d), Variant("moire", m, "gaussian", d, rbf=6))
+              for m in ("paper", "reference") for d in ("dist", "spd")]
     pairs += [(Variant("gradformer", a), Variant("gradformer", b))
               for a, b in [("paper", "decay"), ("paper", "reference"), ("decay", "reference")]]
     for a, b in pairs:
