@@ -22,7 +22,7 @@ import _report as R  # noqa: E402
 from default_model import table  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
-from dgl_graphtx.run_config import resolve_run_config  # noqa: E402
+from dgl_graphtx.runs import resolve_run_config  # noqa: E402
 
 COLUMNS = [
     ("dataset", "molecules"), ("molecules", "count"), ("atoms", "atoms/molecule"), ("pairs", "relation edges/molecule"),

@@ -108,11 +108,13 @@ def main() -> None:
     env = environment()
     print_environment(env, "compute paths")
     rows = run(args)
-    intro = ["## Compute paths (`benchmarks/compute_paths.py`)", "",
+    on_gpu = torch.device(args.device).type != "cpu"
+    section = "compute_paths_gpu" if on_gpu else "compute_paths"  # one table per kind of device
+    intro = [f"## Compute paths{' on a GPU' if on_gpu else ''} (`benchmarks/compute_paths.py`)", "",
              f"Training steps (forward, loss, backward, AdamW) of the tiny presets on one batch of {args.batch_size} "
              "FreeSolv molecules along each compute path (`TrainConfig.compute`: `dgl` or `tensors`); median of "
              f"{args.repeats} interleaved repeats. {environment_line(env)}"]
-    publish("compute_paths", rows, COLUMNS, env, args.csv or default_csv("compute_paths", args.quick), intro,
+    publish(section, rows, COLUMNS, env, args.csv or default_csv("compute_paths", args.quick), intro,
             update_docs=not (args.quick or args.no_docs))
 
 

@@ -37,8 +37,8 @@ import _molecules as M  # noqa: E402
 import _report as R  # noqa: E402
 
 from dgl_graphtx.datasets import featurize_to_store, load_store  # noqa: E402
-from dgl_graphtx.distributed import DistributedConfig, DistributedContext, process_hooks  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
+from dgl_graphtx.runs.distributed import DistributedConfig, DistributedContext, process_hooks  # noqa: E402
 from dgl_graphtx.training import TrainConfig, Trainer, seed_everything  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

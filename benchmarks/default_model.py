@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report as R  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset, freesolv  # noqa: E402
-from dgl_graphtx.experiment import train_and_evaluate  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
+from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
 from dgl_graphtx.training import TrainConfig  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -26,9 +26,9 @@ import _report as R  # noqa: E402
 import default_model as D  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
-from dgl_graphtx.experiment import train_and_evaluate  # noqa: E402
-from dgl_graphtx.extra_features import ExtraFeatures, add_extra_features  # noqa: E402
+from dgl_graphtx.datasets import ExtraFeatures, add_extra_features  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
+from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
 from dgl_graphtx.training import TrainConfig  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,12 +32,13 @@ from _baselines import AttentiveFPBaseline  # noqa: E402
 from _report import DOCS, update_section  # noqa: E402
 
 from dgl_graphtx.datasets import freesolv  # noqa: E402
-from dgl_graphtx.ensemble import train_ensemble  # noqa: E402
-from dgl_graphtx.experiment import make_split, train_and_evaluate  # noqa: E402
+from dgl_graphtx.datasets import make_split  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
+from dgl_graphtx.insight import plot_parity_residuals  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
-from dgl_graphtx.insight import plot_parity_residuals  # noqa: E402
+from dgl_graphtx.runs import train_ensemble  # noqa: E402
+from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
 from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, plot_parity, seed_everything  # noqa: E402
 
 ANCHORS = [

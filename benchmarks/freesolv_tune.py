@@ -22,7 +22,7 @@ import pandas as pd
 from torch.utils.data import Subset
 
 from dgl_graphtx.datasets import freesolv
-from dgl_graphtx.experiment import make_split
+from dgl_graphtx.datasets import make_split
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.training import Trainer, TrainConfig, seed_everything
 

@@ -33,8 +33,8 @@ from _molecules import freesolv_smiles, heavy_atoms  # noqa: E402
 from _report import format_table  # noqa: E402
 
 from dgl_graphtx.datasets import FREESOLV_TARGET, MoleculeDataset, collate_molecule_tensors, collate_molecules, freesolv_path  # noqa: E402
+from dgl_graphtx.inference import Predictor  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
-from dgl_graphtx.predict import Predictor  # noqa: E402
 
 CONFIGS = [("grpe", "tiny"), ("grpe", "standard"), ("moire", "2d"), ("moire", "3d"), ("gradformer", "default"),
            ("gradformer", "molhiv"), ("vanilla", "tiny"), ("graphormer", "tiny")]

@@ -23,9 +23,9 @@ import pandas as pd
 
 from _report import update_section  # noqa: E402  (benchmarks/ is the script's folder)
 from default_model import table  # noqa: E402
-from dgl_graphtx.hpopt import SearchSettings, hyperparameter_search
-from dgl_graphtx.hpopt.search import run_trial
-from dgl_graphtx.run_config import resolve_run_config
+from dgl_graphtx.runs import resolve_run_config
+from dgl_graphtx.runs.hpopt import SearchSettings, hyperparameter_search
+from dgl_graphtx.runs.hpopt.search import run_trial
 from dgl_graphtx.training import ProcessHooks
 
 

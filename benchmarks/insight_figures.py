@@ -27,7 +27,7 @@ from dgl_graphtx.insight import (
     plot_parity_residuals,
     plot_start_points,
 )
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 
 IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 #: A FreeSolv molecule (acetylsalicylic acid): small enough to read, with a ring, an ester and an acid.

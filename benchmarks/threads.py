@@ -31,7 +31,7 @@ import _report as R  # noqa: E402
 
 from dgl_graphtx.datasets import freesolv  # noqa: E402
 from dgl_graphtx.models import build_model  # noqa: E402
-from dgl_graphtx.run_config import RunConfig, resolve_run_config  # noqa: E402
+from dgl_graphtx.runs import RunConfig, resolve_run_config  # noqa: E402
 from dgl_graphtx.training import ProcessHooks, TrainConfig, Trainer, seed_everything  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import default_model as D  # noqa: E402
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
 from dgl_graphtx.datasets import freesolv  # noqa: E402
-from dgl_graphtx.ensemble import train_ensemble  # noqa: E402
-from dgl_graphtx.experiment import train_and_evaluate  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
+from dgl_graphtx.runs import train_ensemble  # noqa: E402
+from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
 from dgl_graphtx.training import TrainConfig  # noqa: E402
 from dgl_graphtx.uncertainty import UncertaintyConfig, uncertainty_metrics  # noqa: E402
 

@@ -4,7 +4,7 @@ names and normalisation, and the package version. Written atomically; read with
 
 A SHA-256 digest of the whole content is stored at save time and verified at load, so damaged
 files are refused rather than used. Metadata is validated against the model before anything is
-allocated: sizes are bounded (see :data:`~dgl_graphtx.models.config.MAX_LAYERS`), the model is
+allocated: sizes are bounded (see :data:`~dgl_graphtx.models.settings.MAX_LAYERS`), the model is
 first built on PyTorch's ``meta`` device and its parameter shapes compared with the stored ones,
 and target names and featurization settings must fit the model."""
 from __future__ import annotations
@@ -160,7 +160,7 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
                               f"featurizer/relation give {value!r}")
     if config.rwse_steps and meta.featurizer.rwse_steps != config.rwse_steps:
         raise ConfigError(f"model expects rwse_steps={config.rwse_steps} but the featurizer has {meta.featurizer.rwse_steps}")
-    if variant_spec(config.variant).uses_coordinates(config) and not meta.featurizer.needs_coordinates:
+    if variant_spec(config.variant).uses_coordinates(config, config.options) and not meta.featurizer.needs_coordinates:
         raise ConfigError(f"a {config.variant} model on 3-D distances needs a featurizer with coordinates")
 
 

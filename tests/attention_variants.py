@@ -84,5 +84,5 @@ def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads
     """A freshly initialised layer of variant ``v``, built by its registry entry."""
     config = ModelConfig(variant=v.kind, num_layers=1, hidden_dim=embed_dim, num_heads=heads, attn_dropout=attn_dropout,
                          readout="mean", virtual_node=False, **options(v))
-    (layer,) = variant_spec(v.kind).build_layers(config)
+    (layer,) = variant_spec(v.kind).build_layers(config, config.options)
     return layer

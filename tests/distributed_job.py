@@ -19,8 +19,8 @@ from torch.utils.data.distributed import DistributedSampler
 from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.datasets import MoleculeDataset
-from dgl_graphtx.distributed import DistributedConfig, process_hooks
-from dgl_graphtx.experiment import ExperimentResult, train_and_evaluate
+from dgl_graphtx.runs import ExperimentResult, train_and_evaluate
+from dgl_graphtx.runs.distributed import DistributedConfig, process_hooks
 from dgl_graphtx.training import ProcessHooks, TrainConfig
 
 EPOCHS = 4

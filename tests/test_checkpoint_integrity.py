@@ -19,7 +19,7 @@ from conftest_models import seeded_model, tiny_preset
 from dgl_graphtx.checkpoint import CheckpointMeta, content_checksum, load_checkpoint, save_checkpoint
 from dgl_graphtx.errors import CheckpointError, ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
-from dgl_graphtx.predict import predict_smiles
+from dgl_graphtx.inference import predict_smiles
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.datasets import example_sdf_path
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.logs import LogProgress, log_to_file, progress
 from dgl_graphtx.models import build_model
-from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import seed_everything
 from cli_runner import run_cli
 

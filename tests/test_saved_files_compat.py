@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from dgl_graphtx.checkpoint import load_checkpoint
-from dgl_graphtx.predict import Predictor
-from dgl_graphtx.run_config import resolve_run_config
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.runs import resolve_run_config
 
 SAVED = Path(__file__).parent / "data" / "saved_before_registry"
 RECORDED = json.loads((SAVED / "predictions.json").read_text())

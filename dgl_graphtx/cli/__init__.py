@@ -1,8 +1,11 @@
 """Command-line interface: ``dgl-graphtx {train, hpopt, featurize, predict, evaluate, embed, plot, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
-``func`` to its ``run(args)``. User mistakes (missing files, bad columns, invalid settings, corrupt
-checkpoints) are printed as one ``error:`` line without a traceback and exit with status 2.
+``func`` to its ``run(args)``: parse, call the library, print. The commands share the helpers of
+``common.py`` (option groups), ``molecule_io.py`` (checkpoints and molecule files) and
+``run_report.py`` (the summary of a training run); no command imports another. User mistakes
+(missing files, bad columns, invalid settings, corrupt checkpoints) are printed as one ``error:``
+line without a traceback and exit with status 2.
 """
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -12,7 +11,7 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
-from ..run_config import RunConfig
+from ..runs.config import RunConfig
 from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
@@ -87,7 +86,7 @@ THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with -
                 "faster as soon as anything else runs on the cores; see docs/training.md)")
 
 
-#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.run_config`).
+#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.runs.config`).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
@@ -121,6 +120,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx pretrain') with a new head; its architecture, featurizer and relation settings are used")),
     ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help="with --from-pretrained: train only the head for the first K epochs (default: 0)")),
     ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help="learning rate of the backbone relative to --lr (default: 1)")),
+    ("--layer-lr-decay", "train.layer_lr_decay", dict(type=bounded(float, 0, 1, low_open=True), help="layer-wise learning-rate decay of the backbone: block i of L learns at g**(L+1-i) times the backbone's rate (default: 1, off)")),
     ("--features-generators", "data.features_generators", dict(type=split_targets, help="molecule-level extra features read by the head, comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see docs/features.md)")),
     ("--features-cols", "data.features_cols", dict(type=split_targets, help="comma-separated numeric input columns used as molecule-level extra features; predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
@@ -155,7 +155,7 @@ def with_threads(config: RunConfig) -> RunConfig:
     :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
 
     Example:
-        >>> from dgl_graphtx.run_config import resolve_run_config
+        >>> from dgl_graphtx.runs.config import resolve_run_config
         >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
         1
     """
@@ -227,11 +227,19 @@ def print_table(frame: pd.DataFrame) -> None:
         print(frame.fillna({"error": "", "warning": ""}).to_string(index=False))
 
 
-def format_metrics(metrics: Dict[str, float]) -> str:
-    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``; undefined (NaN) metrics show as ``n/a``.
+def without_option(argv: Sequence[str], option: str) -> List[str]:
+    """``argv`` without ``option VALUE`` / ``option=VALUE``.
 
     Example:
-        >>> format_metrics({"rmse": 1.0, "mae": 0.5, "r2": float("nan")})
-        'rmse 1.0000, mae 0.5000, r2 n/a'
+        >>> without_option(["train", "x.csv", "--nproc", "2", "--epochs=3"], "--nproc")
+        ['train', 'x.csv', '--epochs=3']
     """
-    return ", ".join(f"{k} {v:.4f}" if math.isfinite(v) else f"{k} n/a" for k, v in metrics.items())
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == option:
+            skip = True
+        elif not token.startswith(option + "="):
+            out.append(token)
+    return out

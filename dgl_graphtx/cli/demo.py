@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List
 
 from ..datasets import FREESOLV_TARGET, freesolv_path
-from ..predict import Predictor
-from .common import bounded, print_table
+from ..inference import Predictor
+from ..runs.config import resolve_run_config
+from ..runs.from_config import train_from_config
+from .common import bounded, print_table, with_threads
+from .run_report import print_run
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
 
@@ -22,9 +25,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=run)
 
 
-def train_argv(args: argparse.Namespace) -> List[str]:
-    """The ``train`` command line the demo runs: data, target and output, nothing else of train's
+def train_flags(args: argparse.Namespace) -> Dict[str, Any]:
+    """The settings the demo gives ``train``: data, target and seed, nothing else of train's
     defaults changed (``--epochs`` only when the user gives one).
+
+    Example:
+        >>> sorted(train_flags(argparse.Namespace(out="demo_run", epochs=None, seed=0)))
+        ['data.path', 'data.targets', 'train.seed']
+    """
+    flags: Dict[str, Any] = {"data.path": str(freesolv_path()), "data.targets": [FREESOLV_TARGET], "train.seed": args.seed}
+    return {**flags, **({"train.epochs": args.epochs} if args.epochs is not None else {})}
+
+
+def train_argv(args: argparse.Namespace) -> List[str]:
+    """The ``train`` command line of :func:`train_flags`, shown to the user.
 
     Example:
         >>> train_argv(argparse.Namespace(out="demo_run", epochs=None, seed=0))[-5:]
@@ -36,14 +50,11 @@ def train_argv(args: argparse.Namespace) -> List[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Train as ``dgl-graphtx train`` does by default, then predict :data:`DEMO_SMILES`."""
-    from . import main  # the package's entry point, imported here: it imports this module
-
     print("dgl_graphtx demo: 'dgl-graphtx train' with its defaults on FreeSolv "
           "(642 molecules, hydration free energy, kcal/mol, random 80/10/10 split)")
     print("  " + " ".join(train_argv(args)))
-    code = main(train_argv(args))
-    if code:
-        return code
+    config = with_threads(resolve_run_config(flags=train_flags(args)))
+    print_run(train_from_config(config, args.out, overwrite=True), config, Path(args.out))
     print(f"learning curve: {Path(args.out) / 'learning_curve.png'}")
     table = Predictor(Path(args.out) / "best.pt").predict(DEMO_SMILES)
     print("predictions (kcal/mol):")

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GraphTxError
-from ..predict import Embeddings
-from ..table_output import TABLE_FORMATS, table_format, write_table
+from ..inference.predictor import Embeddings
+from ..inference.table_output import TABLE_FORMATS, table_format, write_table
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..evaluation import evaluate_table
-from ..table_output import table_format, write_table
+from ..inference.evaluation import evaluate_table
+from ..inference.table_output import table_format, write_table
 from .common import add_input_options, add_logging_options, add_threads_option, device_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 

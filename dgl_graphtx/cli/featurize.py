@@ -8,9 +8,9 @@ from pathlib import Path
 
 from ..datasets import featurize_file
 from ..models import get_preset
-from ..run_config import default_preset_name
+from ..runs.config import default_preset_name
+from ..runs.store_recipe import write_store_recipe
 from .common import DEFAULT_MODEL, MODELS, add_input_options, bounded, split_targets
-from .store_recipe import write_store_recipe
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,11 +8,11 @@ from typing import List, Optional
 
 import pandas as pd
 
-from ..checkpoint_paths import resolve_checkpoints, single_checkpoint
 from ..datasets import MoleculeTable, read_molecules
 from ..errors import ConfigError
-from ..predict import Predictor
-from ..pretrained import get_pretrained, is_pretrained_reference
+from ..inference.backbones import get_pretrained, is_pretrained_reference
+from ..inference.checkpoint_paths import resolve_checkpoints, single_checkpoint
+from ..inference.predictor import Predictor
 from .common import split_targets
 
 CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"

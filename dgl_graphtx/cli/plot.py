@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..errors import GraphTxError
-from ..evaluation import evaluate_table
+from ..inference.evaluation import evaluate_table
 from ..insight import (
     atom_importance,
     attention_maps,

@@ -6,11 +6,11 @@ import logging
 import sys
 
 from ..atomic_io import ProgressiveCSV
-from ..ensemble import ensemble_predict, stored_calibration
 from ..errors import GraphTxError
 from ..featurize import SizeLimits
-from ..predict import with_carried_columns
-from ..table_output import table_format, table_separator, write_table
+from ..inference.ensemble import ensemble_predict, stored_calibration
+from ..inference.predictor import with_carried_columns
+from ..inference.table_output import table_format, table_separator, write_table
 from ..uncertainty import METHODS
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
-from ..distributed import DistributedContext, launch_local, process_hooks
 from ..errors import GraphTxError
-from ..pretrained import describe, list_pretrained
-from ..pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus, pretrain
-from ..run_config import resolve_run_config
-from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads
-from .train import without_option
+from ..inference.backbones import describe, list_pretrained
+from ..runs.config import resolve_run_config
+from ..runs.distributed import launch_local
+from ..runs.from_config import pretrain_from_config
+from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
+from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads, without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
@@ -78,14 +77,10 @@ def run_pretrain(args: argparse.Namespace) -> int:
                               subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
                               notes=args.notes)
     out = Path(args.out)
-    with process_hooks(config.train.device) as hooks:
-        train = config.train
-        if isinstance(hooks, DistributedContext):
-            train = dataclasses.replace(train, device=str(hooks.device), progress=train.progress and hooks.is_main)
-        result = pretrain(corpus, out, config.as_preset(), train, settings, name=args.name, smiles_col=smiles_col,
-                          overwrite=args.overwrite, resume=args.resume, hooks=hooks)
-        if not hooks.is_main:
-            return 0
+    result = pretrain_from_config(config, corpus, out, settings, name=args.name, smiles_col=smiles_col,
+                                  overwrite=args.overwrite, resume=args.resume)
+    if result is None:  # not the main process of a distributed job
+        return 0
     print(describe(result.card))
     print(f"backbone: {out / 'backbone.pt'}; model card: {out / 'card.json'}")
     return 0

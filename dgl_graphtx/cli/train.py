@@ -2,30 +2,18 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import logging
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
-from .._version import __version__
-from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
-from ..distributed import BACKENDS, DistributedConfig, DistributedContext, launch_local, process_hooks
-from ..errors import GraphTxError
-from ..cross_validation import cross_validate
-from ..ensemble import train_ensemble
-from ..experiment import train_and_evaluate
-from ..extra_features import add_features_from_files
-from ..pretrained import pretrained_run_config
-from ..logs import log_to_file
+from ..datasets import is_store
 from ..models.variants import option_sections
-from ..run_config import RunConfig, default_preset_name, presets_help, resolve_run_config
-from ..run_folder import RunFolder
-from ..training.resume import check_resumable_run
-from ..training.target_metrics import per_target_lines
-from ..uncertainty.evaluation import format_uncertainty
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, format_metrics, with_threads
-from .store_recipe import check_store_settings, read_store_recipe, recipe_flags
+from ..runs.config import presets_help, resolve_run_config
+from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
+from ..runs.from_config import train_from_config
+from ..runs.store_recipe import read_store_recipe, recipe_flags
+from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, with_threads,
+                     without_option)
+from .run_report import print_run
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -71,64 +59,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.set_defaults(func=run)
 
 
-def without_option(argv: Sequence[str], option: str) -> List[str]:
-    """``argv`` without ``option VALUE`` / ``option=VALUE``.
-
-    Example:
-        >>> without_option(["train", "x.csv", "--nproc", "2", "--epochs=3"], "--nproc")
-        ['train', 'x.csv', '--epochs=3']
-    """
-    out, skip = [], False
-    for token in argv:
-        if skip:
-            skip = False
-        elif token == option:
-            skip = True
-        elif not token.startswith(option + "="):
-            out.append(token)
-    return out
-
-
-def _absolute(run: RunConfig) -> RunConfig:
-    """The run with its file paths made absolute, so that the saved config works from anywhere."""
-    data = run.data
-    paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
-             if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
-    return dataclasses.replace(run, data=dataclasses.replace(data, **paths))
-
-
-def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Split]]:
-    """The featurized training data of a run and, when the data defines it, its split: a file
-    through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
-    geometries when ``data.path`` is ``qm9``."""
-    data = config.data
-    if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
-        raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
-    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
-        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
-                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
-    if data.path is not None and is_store(data.path):
-        dataset = load_store(data.path)
-        check_store_settings(data.path, dataset, config.featurizer, config.relation)
-        if dataset.target_names != list(data.targets):
-            raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
-                               f"use --targets {','.join(dataset.target_names)}")
-        return dataset, None
-    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
-                  progress=config.train.progress)
-    if data.is_qm9:
-        return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
-    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
-                                   split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
-                                   positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
-                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
-    if data.extra_features.any:
-        files = [p for p in (data.path, data.valid, data.test) if p is not None]
-        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
-                                config.featurizer.explicit_hydrogens)
-    return dataset, split
-
-
 def store_flags(args: argparse.Namespace) -> dict:
     """For ``train STORE`` naming no model anywhere (flags, ``--config``, ``--set``): the model,
     preset and atom features the store was featurized for."""
@@ -140,103 +70,13 @@ def store_flags(args: argparse.Namespace) -> dict:
     return recipe_flags(recipe)
 
 
-def _for_process(config: RunConfig, hooks, out: Path) -> RunConfig:
-    """Per-process settings of a distributed run: the device torchrun gave this rank, progress on
-    rank 0 only, and a shared featurization cache (rank 0 featurizes, the others read it; in
-    ``OUT/cache`` with ``--no-cache``)."""
-    if not isinstance(hooks, DistributedContext):
-        return config
-    if config.data.cv:
-        raise GraphTxError("--cv trains its folds in one process; drop --nproc or torchrun")
-    if not config.ensemble.single:
-        raise GraphTxError("ensembles (--ensemble-size/--replicates) train in one process; drop --nproc or torchrun")
-    train = dataclasses.replace(config.train, device=str(hooks.device), progress=config.train.progress and hooks.is_main)
-    data = config.data if config.data.cache else dataclasses.replace(config.data, cache_dir=str((out / "cache").resolve()), cache=True)
-    return dataclasses.replace(config, train=train, data=data)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
     if args.nproc != 1:
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     config = with_threads(resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)}))
-    if config.data.path is None:
-        raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
-    if not config.data.targets:
-        raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
-    if config.train.from_pretrained:
-        config = pretrained_run_config(config)
-    if args.resume and not config.ensemble.single:
-        raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
-    if config.model.task == "multiclass" and not config.ensemble.single:
-        raise GraphTxError("ensembles (--ensemble-size/--replicates) average regression or binary outputs; train multiclass models singly or with --cv")
-    cv = config.data.cv
-    if cv and (args.resume or not config.ensemble.single):
-        raise GraphTxError("--cv trains one model per fold: drop --resume, --ensemble-size and --replicates")
-    out = Path(args.out)
-    with process_hooks(config.train.device, DistributedConfig(args.backend, args.dist_timeout)) as hooks:
-        config = _for_process(_absolute(config), hooks, out)
-        # the main process checks and locks the output folder before any featurization or training
-        single = config.ensemble.single and not cv
-        if args.resume and single:  # before featurizing: a mismatch is refused at once, config.yaml untouched
-            check_resumable_run(out, config.train)
-        folder = RunFolder(out, args.overwrite, resume=args.resume) if hooks.is_main and single else None
-        with folder if folder is not None else contextlib.nullcontext(), \
-                log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
-            if hooks.is_main:
-                logger.info("dgl_graphtx %s: training %s (preset %s) on %s with %d thread(s) per process; configuration in %s",
-                            __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
-                            config.data.path, config.train.threads, out / "config.yaml")
-                config.save(out / "config.yaml")
-            data = config.data
-            with hooks.main_first():
-                dataset, split = load_training_data(config)
-            if cv:
-                folds = cross_validate(dataset, config.as_preset(), config.train, folds=cv, kind=data.split,
-                                       groups=dataset.groups if data.group_col else None, out_dir=out,
-                                       overwrite=args.overwrite)
-            elif config.ensemble.single:
-                result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or data.split,
-                                            fractions=data.fractions, out_dir=folder if folder is not None else out,
-                                            hooks=hooks, resume=args.resume, uncertainty=config.uncertainty)
-                if hooks.is_main:
-                    logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
-            else:
-                ensemble = train_ensemble(dataset, config.as_preset(), config.train, split=split or data.split,
-                                          fractions=data.fractions, ensemble_size=config.ensemble.size,
-                                          replicates=config.ensemble.replicates, out_dir=out,
-                                          uncertainty=config.uncertainty)
-        if not hooks.is_main:
-            return 0
-    if cv:
-        print(f"cross-validation over {cv} folds; test metrics, mean +/- std over folds:")
-        for target, rows in folds.summary.groupby("target", sort=False):
-            print(f"  {target}: " + ", ".join(f"{r.metric} {r.mean:.4f} +/- {r.std:.4f}" for r in rows.itertuples()))
-        print(f"summary: {out / 'cv_metrics.csv'} and cv_metrics.json; runs: {out}/fold_<k>/")
-        return 0
-    if config.ensemble.single:
-        print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
-        print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}"
-              + (" (mean over targets)" if len(result.test_per_target) > 1 else ""))
-        for line in per_target_lines(result.test_per_target):
-            print(line)
-        for note in result.test_notes:
-            print(f"note: {note}")
-        if result.calibration is not None:
-            print(f"uncertainty ({config.uncertainty.method}) calibrated on the validation part; test: "
-                  f"{format_uncertainty(result.test_predictions, list(dataset.target_names), config.uncertainty.coverage)}")
-        print(f"checkpoint: {out / 'best.pt'}")
-        return 0
-    size, replicates = config.ensemble.size, config.ensemble.replicates
-    print(f"ensemble of {size} model(s) x {replicates} split(s); test metrics of the ensemble mean over replicates:")
-    print(", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in ensemble.summary.items() if not k.startswith("member_")))
-    if len(ensemble.per_target) > 1:
-        for name, values in ensemble.per_target.items():
-            print(f"  {name}: " + ", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in values.items()))
-    if size > 1:
-        print(f"Spearman rho of the ensemble std vs |error| on the test parts: {ensemble.spearman:.3f}")
-    if config.uncertainty.method == "ensemble":
-        print(f"calibrated on each replicate's validation part; test: "
-              f"{format_uncertainty(ensemble.predictions, list(dataset.target_names), config.uncertainty.coverage)}")
-    print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
+    result = train_from_config(config, args.out, overwrite=args.overwrite, resume=args.resume,
+                               distributed=DistributedConfig(args.backend, args.dist_timeout))
+    if result is not None:  # the main process reports
+        print_run(result, config, Path(args.out))
     return 0

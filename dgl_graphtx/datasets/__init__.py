@@ -2,7 +2,9 @@
 QM9 with DFT geometries (needs ``qm9pack``: ``pip install "dgl_graphtx[qm9]"``)."""
 from .collate import MoleculeBatch, collate_molecule_tensors, collate_molecules
 from .edge_batches import EdgeBudgetBatchSampler, relation_edge_counts
+from .extra_features import ExtraFeatures, add_extra_features
 from .featurized import Featurized, featurize_and_pack
+from .folds import cv_splits, folds_to_splits, group_folds, random_folds
 from .freesolv import FREESOLV_TARGET, example_sdf_path, freesolv, freesolv_path
 from .labelled import load_labelled
 from .molecule_dataset import MoleculeDataset, featurization_settings
@@ -11,12 +13,13 @@ from .qm9 import QM9_ORBITAL_TARGETS, QM9_TARGETS, qm9
 from .readers import MoleculeTable, read_molecule_csv, read_molecules, smiles_column, split_labels
 from .report import InputReport, RowIssue
 from .sharded_store import featurize_file, featurize_to_store, is_store, load_store
-from .folds import cv_splits, folds_to_splits, group_folds, random_folds
 from .space_splits import kennard_stone_order, kennard_stone_split, kmeans_split, morgan_fingerprints
+from .split_kinds import SPLITS, make_split
 from .splits import Split, assign_groups, murcko_scaffold, random_split, scaffold_split
 
 __all__ = [
     "EdgeBudgetBatchSampler",
+    "ExtraFeatures",
     "FREESOLV_TARGET",
     "Featurized",
     "InputReport",
@@ -27,7 +30,9 @@ __all__ = [
     "QM9_ORBITAL_TARGETS",
     "QM9_TARGETS",
     "RowIssue",
+    "SPLITS",
     "Split",
+    "add_extra_features",
     "assign_groups",
     "cv_splits",
     "folds_to_splits",
@@ -47,6 +52,7 @@ __all__ = [
     "freesolv",
     "freesolv_path",
     "load_labelled",
+    "make_split",
     "is_store",
     "load_store",
     "murcko_scaffold",

@@ -12,10 +12,9 @@ from .. import _dgl_env  # noqa: F401
 import dgl
 from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_to_bigraph
 
-from ..bond_classes import BondVocabulary
 from ..errors import ConfigError, InvalidMoleculeError
 from ..logs import progress as progress_bar
-from ..relation_graph import RelationConfig, build_relation_graph
+from ..relation_graph import BondVocabulary, RelationConfig, build_relation_graph
 from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer
@@ -41,6 +40,11 @@ MoleculeLike = Union[str, Chem.Mol, RejectedMolecule]
 
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
+
+#: Node data holding the extra features (see :mod:`dgl_graphtx.datasets.extra_features`), which
+#: models read: each molecule's (the same row on all of its atoms) and each atom's own.
+EXTRA_MOLECULE_FEATURES = "mol_features"
+EXTRA_ATOM_FEATURES = "atom_extra"
 
 
 def parse_smiles(smiles: str) -> Chem.Mol:

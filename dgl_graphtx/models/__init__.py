@@ -6,6 +6,7 @@ from .factory import build_model, count_parameters
 from .gps import Gradformer
 from .graph_transformer import GraphTransformer
 from .variants import VARIANT_NAMES, VARIANT_SPECS, VariantSpec, variant_spec
+from .settings import ModelSettings
 from .presets import PRESETS, Preset, PresetInfo, PresetSummary, TrainRecipe, get_preset, summarize_presets
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "GraphTransformer",
     "GraphormerOptions",
     "ModelConfig",
+    "ModelSettings",
     "MoireOptions",
     "MoleculeModel",
     "PRESETS",

@@ -18,4 +18,4 @@ def build_attention_layers(config: ModelConfig) -> List[RelationAttention]:
         >>> layers[0].structure.encodings is layers[1].structure.encodings
         True
     """
-    return variant_spec(config.variant).build_layers(config)
+    return variant_spec(config.variant).build_layers(config, config.options)

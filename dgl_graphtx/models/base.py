@@ -8,17 +8,13 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES
 from ..nn import RelationAttention
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
 from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
-
-#: Node data holding each molecule's extra features (the same row on all of its atoms) and each
-#: atom's extra features; see :mod:`dgl_graphtx.extra_features`.
-MOLECULE_FEATURES = "mol_features"
-ATOM_FEATURES = "atom_extra"
 
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer).
@@ -63,7 +59,7 @@ class MoleculeModel(nn.Module):
     def _node_input(self, graph: GraphLike, key: str, width: int, what: str) -> torch.Tensor:
         if key not in graph.ndata:
             raise ConfigError(f"model expects {width} {what} extra features in ndata[{key!r}]: build the data "
-                              "with the same extra features (see dgl_graphtx.extra_features)")
+                              "with the same extra features (see dgl_graphtx.datasets.extra_features)")
         values = graph.ndata[key]
         if values.shape[-1] != width:
             raise ConfigError(f"model expects {width} {what} extra features, the data holds {values.shape[-1]}")
@@ -71,7 +67,7 @@ class MoleculeModel(nn.Module):
 
     def molecule_inputs(self, graph: GraphLike) -> torch.Tensor:
         """Molecule-level extra features ``[B, F]``: the row on each molecule's first atom."""
-        values = self._node_input(graph, MOLECULE_FEATURES, self.config.molecule_features, "molecule-level")
+        values = self._node_input(graph, EXTRA_MOLECULE_FEATURES, self.config.molecule_features, "molecule-level")
         counts = graph.batch_num_nodes()
         return values[torch.cumsum(counts, 0) - counts]
 
@@ -99,7 +95,7 @@ class MoleculeModel(nn.Module):
         :meth:`structural_encoding`)."""
         x = self.atom_encoder(graph.ndata["feat"])
         if self.atom_extra_encoder is not None:
-            x = x + self.atom_extra_encoder(self._node_input(graph, ATOM_FEATURES, self.config.atom_extra_features, "atom-level"))
+            x = x + self.atom_extra_encoder(self._node_input(graph, EXTRA_ATOM_FEATURES, self.config.atom_extra_features, "atom-level"))
         if self.rwse_encoder is not None:
             rwse = self.structural_encoding(graph) if rwse is None else rwse
             x = x + self.rwse_encoder(rwse)

@@ -1,14 +1,15 @@
-"""Model configuration as dataclasses (serialisable to plain dicts for checkpoints)."""
+"""Model configuration: :class:`ModelConfig`, the settings every model has
+(:class:`~dgl_graphtx.models.settings.ModelSettings`) with one options section per variant of the
+registry (:mod:`dgl_graphtx.models.variants`), checked against it; serialisable to plain dicts for
+checkpoints."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict
 
-from ..bond_classes import BondVocabulary
 from ..errors import ConfigError
-from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
-from ..validation import check_number
+from .settings import ModelSettings
 from .variants import (  # noqa: F401  (the options classes are re-exported from here)
     VARIANT_NAMES,
     GradformerOptions,
@@ -21,137 +22,25 @@ from .variants import (  # noqa: F401  (the options classes are re-exported from
 
 #: The variant names (from :data:`~dgl_graphtx.models.variants.VARIANT_SPECS`).
 VARIANTS = VARIANT_NAMES
-READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
-TASKS = ("regression", "classification", "multiclass")
-#: Output heads of a regression model, with their outputs per target: the point prediction, or
-#: a distribution (see :mod:`dgl_graphtx.uncertainty.heads`).
-UNCERTAINTY_HEADS = {"none": 1, "mve": 2, "evidential": 4}
-
-#: Upper bounds on model sizes. They are far above any published configuration and keep a
-#: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
-MAX_LAYERS = 256
-MAX_WIDTH = 16384
-MAX_TASKS = 65536
-MAX_CATEGORIES = 1 << 20
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigError(message)
 
 
 @dataclass(frozen=True)
-class ModelSettings:
-    """The settings every model has: :class:`ModelConfig` adds one options section per variant.
-
-    Args:
-        variant: a name of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (``grpe``,
-            ``moire``, ``gradformer``, ``vanilla`` or ``graphormer``).
-        num_layers, hidden_dim, num_heads: transformer size.
-        ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
-            GPS block uses ``2 * hidden_dim``).
-        dropout, attn_dropout: dropout after sublayers / on attention weights.
-        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling, or
-            ``atomwise``: the head on every atom and its outputs summed (SchNet's per-atom
-            contributions, extensive in the molecule's size by construction).
-        virtual_node: whether the relation graphs carry a virtual node (with its own learned
-            input embedding); must match the dataset's ``RelationConfig``.
-        num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
-            or ``multiclass`` (labels 0 .. ``num_classes - 1`` per target).
-        num_classes: classes per target of a ``multiclass`` task (the head gives that many logits per target).
-        atom_features: ``ogb`` (categorical, embedded) or ``canonical`` (dense, projected).
-        atom_feature_dims, bond_feature_dims: category counts (``ogb``) or ``(width,)`` (``canonical``).
-        bond_radices: radices of the relation graphs' bond classes.
-        rwse_steps: width of the random-walk structural encoding in ``ndata["rwse"]`` (0: none).
-        rwse_norm: BatchNorm the random-walk encodings before using them (Gradformer's
-            ``pe_norm``).
-        input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
-        head_layers: 1 (Linear) or 2 (MLP) output layers.
-        uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
-            (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
-        molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
-            see :mod:`dgl_graphtx.extra_features`) concatenated to the pooled embedding before the head.
-        atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
-            projected and added to the atom encodings.
-        atom_reference: add per-element reference values to the regression outputs (a sum over
-            the atoms, fitted by least squares on the training targets before training and saved
-            with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
-            extensive targets such as energies, so that the network learns only the rest.
-    """
-
-    variant: str = "grpe"
-    num_layers: int = 4
-    hidden_dim: int = 64
-    num_heads: int = 8
-    ffn_dim: Optional[int] = None
-    dropout: float = 0.1
-    attn_dropout: float = 0.1
-    readout: str = "virtual"
-    virtual_node: bool = True
-    num_tasks: int = 1
-    task: str = "regression"
-    num_classes: int = 2
-    atom_features: str = "ogb"
-    atom_feature_dims: Tuple[int, ...] = OGB_ATOM_FEATURE_DIMS
-    bond_feature_dims: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
-    bond_radices: Tuple[int, ...] = OGB_BOND_FEATURE_DIMS
-    rwse_steps: int = 0
-    rwse_norm: bool = False
-    input_mlp: bool = False
-    head_layers: int = 1
-    uncertainty_head: str = "none"
-    molecule_features: int = 0
-    atom_extra_features: int = 0
-    atom_reference: bool = False
-
-    @property
-    def prediction_width(self) -> int:
-        """Point outputs per molecule: ``num_tasks``, or ``num_tasks * num_classes`` logits (multiclass)."""
-        return self.num_tasks * (self.num_classes if self.task == "multiclass" else 1)
-
-    @property
-    def output_width(self) -> int:
-        """Outputs of the head: the point outputs, or all parameters of an uncertainty head's
-        distribution (the point prediction first)."""
-        return self.prediction_width * UNCERTAINTY_HEADS.get(self.uncertainty_head, 1)
+class _RegisteredVariant(ModelSettings):
+    """What :class:`ModelConfig` adds to :class:`ModelSettings` besides its options sections:
+    the checks and properties that read the variant registry."""
 
     def __post_init__(self) -> None:
-        for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
-            values = getattr(self, name)
-            _check(isinstance(values, (list, tuple)) and 0 < len(values) <= 64, f"{name} must be a list of 1 to 64 sizes, got {values!r}")
-            for value in values:
-                check_number(f"each of {name}", value, 1, MAX_CATEGORIES, integer=True)
-            object.__setattr__(self, name, tuple(int(v) for v in values))
-        check_number("num_layers", self.num_layers, 1, MAX_LAYERS, integer=True)
-        check_number("hidden_dim", self.hidden_dim, 1, MAX_WIDTH, integer=True)
-        check_number("num_heads", self.num_heads, 1, MAX_WIDTH, integer=True)
-        if self.ffn_dim is not None:
-            check_number("ffn_dim", self.ffn_dim, 1, 4 * MAX_WIDTH, integer=True)
-        check_number("dropout", self.dropout, 0, 1, high_open=True)
-        check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
-        check_number("num_tasks", self.num_tasks, 1, MAX_TASKS, integer=True)
-        check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
-        check_number("molecule_features", self.molecule_features, 0, MAX_CATEGORIES, integer=True)
-        check_number("atom_extra_features", self.atom_extra_features, 0, MAX_WIDTH, integer=True)
-        _check(self.variant in VARIANTS, f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        super().__post_init__()
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
         spec = variant_spec(self.variant)
-        _check(self.readout in READOUTS, f"readout must be one of {READOUTS}, got {self.readout!r}")
-        _check(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}")
-        check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
-        _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
-        _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
-        _check(self.uncertainty_head in UNCERTAINTY_HEADS,
-               f"uncertainty_head must be one of {tuple(UNCERTAINTY_HEADS)}, got {self.uncertainty_head!r}")
-        _check(self.uncertainty_head == "none" or self.task == "regression",
-               f"the {self.uncertainty_head} uncertainty head is for regression; use mc_dropout or an ensemble for classification")
-        _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
-        _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
-        _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
-        _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
-        _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
-               "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         if spec.check is not None:
-            spec.check(self)
+            spec.check(self, self.options)
+
+    @property
+    def options(self) -> Any:
+        """The options section of this config's own variant (``None`` for a variant without one)."""
+        return getattr(self, self.variant, None)
 
     @property
     def feedforward_dim(self) -> int:
@@ -159,15 +48,6 @@ class ModelSettings:
         if self.ffn_dim is not None:
             return self.ffn_dim
         return variant_spec(self.variant).ffn_multiplier * self.hidden_dim
-
-    @property
-    def bond_vocab(self) -> BondVocabulary:
-        """Bond vocabulary matching the relation graphs' ``bond`` classes."""
-        return BondVocabulary(self.bond_radices)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """Plain nested dict (JSON- and ``weights_only``-safe)."""
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ModelConfig":
@@ -188,7 +68,7 @@ class ModelSettings:
 ModelConfig = dataclasses.make_dataclass(
     "ModelConfig",
     [(name, options, field(default_factory=options)) for name, options in option_sections().items()],
-    bases=(ModelSettings,),
+    bases=(_RegisteredVariant,),
     frozen=True,
     namespace={"__module__": __name__},
 )
@@ -201,9 +81,12 @@ Example:
     True
     >>> {"grpe", "moire", "gradformer", "graphormer"} <= {f.name for f in dataclasses.fields(cfg)}
     True
+    >>> cfg.options.focus
+    'cauchy'
 """
 
 
 def _reject_unknown(cls: type, data: Dict[str, Any], what: str) -> None:
     unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-    _check(not unknown, f"unknown {what} keys: {sorted(unknown)}")
+    if unknown:
+        raise ConfigError(f"unknown {what} keys: {sorted(unknown)}")

@@ -9,7 +9,7 @@ The CLI's ``--model`` choices, :class:`~dgl_graphtx.models.ModelConfig`'s option
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import ConfigError
 from ..nn.attention import RelationAttention
@@ -21,9 +21,7 @@ from ..nn.moire import DISTANCES, MOIRE_MODES, MoireAttention
 from ..validation import check_number
 from .local_models import LOCAL_MODELS
 from .search_params import Param
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import ModelConfig
+from .settings import ModelSettings
 
 #: Model architectures a variant's attention layers run in (see :func:`~dgl_graphtx.models.build_model`):
 #: ``transformer`` (pre-LN blocks, :class:`~dgl_graphtx.models.GraphTransformer`) or ``gps``
@@ -124,38 +122,39 @@ class GraphormerOptions:
 
 
 # -- how each variant's layers are built ---------------------------------------------------------
-def _vanilla_layers(config: "ModelConfig") -> List[RelationAttention]:
-    return [RelationAttention(config.hidden_dim, config.num_heads, None, config.attn_dropout) for _ in range(config.num_layers)]
+def _vanilla_layers(settings: ModelSettings, options: None) -> List[RelationAttention]:
+    return [RelationAttention(settings.hidden_dim, settings.num_heads, None, settings.attn_dropout)
+            for _ in range(settings.num_layers)]
 
 
-def _graphormer_layers(config: "ModelConfig") -> List[RelationAttention]:
-    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.graphormer
-    return [GraphormerAttention(d, h, o.max_distance, config.bond_vocab, drop) for _ in range(config.num_layers)]
+def _graphormer_layers(settings: ModelSettings, o: GraphormerOptions) -> List[RelationAttention]:
+    d, h, drop = settings.hidden_dim, settings.num_heads, settings.attn_dropout
+    return [GraphormerAttention(d, h, o.max_distance, settings.bond_vocab, drop) for _ in range(settings.num_layers)]
 
 
-def _grpe_layers(config: "ModelConfig") -> List[RelationAttention]:
-    d, h, drop, o, vocab = config.hidden_dim, config.num_heads, config.attn_dropout, config.grpe, config.bond_vocab
+def _grpe_layers(settings: ModelSettings, o: GRPEOptions) -> List[RelationAttention]:
+    d, h, drop, vocab = settings.hidden_dim, settings.num_heads, settings.attn_dropout, settings.bond_vocab
     shared = GRPEEncodings(d, h, o.max_distance, vocab) if o.share_encodings else None
-    return [GRPEAttention(d, h, shared, o.max_distance, vocab, o.mode, drop) for _ in range(config.num_layers)]
+    return [GRPEAttention(d, h, shared, o.max_distance, vocab, o.mode, drop) for _ in range(settings.num_layers)]
 
 
-def _moire_layers(config: "ModelConfig") -> List[RelationAttention]:
-    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.moire
+def _moire_layers(settings: ModelSettings, o: MoireOptions) -> List[RelationAttention]:
+    d, h, drop = settings.hidden_dim, settings.num_heads, settings.attn_dropout
     return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop, o.rbf, o.rbf_cutoff)
-            for _ in range(config.num_layers)]
+            for _ in range(settings.num_layers)]
 
 
-def _gradformer_layers(config: "ModelConfig") -> List[RelationAttention]:
-    d, h, drop, o = config.hidden_dim, config.num_heads, config.attn_dropout, config.gradformer
+def _gradformer_layers(settings: ModelSettings, o: GradformerOptions) -> List[RelationAttention]:
+    d, h, drop = settings.hidden_dim, settings.num_heads, settings.attn_dropout
     shared = DecayParameters(h, o.init_start, o.decay, o.learn_decay) if o.share_start else None
     return [GradformerAttention(d, h, shared, o.init_start, o.decay, o.learn_decay, o.mode, drop, o.slope)
-            for _ in range(config.num_layers)]
+            for _ in range(settings.num_layers)]
 
 
-def _check_gradformer(config: "ModelConfig") -> None:
-    _check(not config.virtual_node,
+def _check_gradformer(settings: ModelSettings, o: GradformerOptions) -> None:
+    _check(not settings.virtual_node,
            "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'")
-    _check(not (config.gradformer.pe_gate and not config.rwse_steps),
+    _check(not (o.pe_gate and not settings.rwse_steps),
            "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0")
 
 
@@ -172,16 +171,18 @@ class VariantSpec:
         name: the variant's name (``--model``, ``preset.model``, ``model.variant``).
         summary: one line on what it is, shown by ``--help`` and the docs.
         options: dataclass of its settings, the config section ``model.<name>`` (``None``: none).
-        build_layers: one attention layer per transformer layer, from a whole ``ModelConfig``.
+        build_layers: one attention layer per transformer layer, from the settings every model
+            has and the variant's own options (an instance of ``options``; ``None`` without one).
         architecture: the model its layers run in, one of :data:`ARCHITECTURES`.
         default_preset: the preset used when none is named (``dgl-graphtx presets NAME`` lists
             them; a variant without paper presets gets the library-size ``tiny``).
         ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
-        check: extra checks of a whole config using this variant (raise ``ConfigError``).
+        check: extra checks of a config using this variant, from the same two arguments (raise
+            ``ConfigError``).
         uses_coordinates: whether a config of this variant reads 3-D distances (then its
-            checkpoints need a featurizer with coordinates).
+            checkpoints need a featurizer with coordinates), from the same two arguments.
         search: its own knobs for ``dgl-graphtx hpopt``, searched after the shared ones
-            (:data:`~dgl_graphtx.hpopt.space.COMMON`).
+            (:data:`~dgl_graphtx.runs.hpopt.space.COMMON`).
 
     Example:
         >>> spec = VARIANT_SPECS["moire"]
@@ -192,12 +193,12 @@ class VariantSpec:
     name: str
     summary: str
     options: Optional[type]
-    build_layers: Callable[["ModelConfig"], List[RelationAttention]]
+    build_layers: Callable[[ModelSettings, Any], List[RelationAttention]]
     architecture: str = "transformer"
     default_preset: str = "tiny"
     ffn_multiplier: int = 1
-    check: Optional[Callable[["ModelConfig"], None]] = None
-    uses_coordinates: Callable[["ModelConfig"], bool] = lambda config: False
+    check: Optional[Callable[[ModelSettings, Any], None]] = None
+    uses_coordinates: Callable[[ModelSettings, Any], bool] = lambda settings, options: False
     search: Tuple[Param, ...] = ()
 
     def __post_init__(self) -> None:
@@ -214,7 +215,7 @@ VARIANT_SPECS: Dict[str, VariantSpec] = _table(
     VariantSpec("grpe", "GRPE: query/key-aware hop and bond encodings (Park et al.)", GRPEOptions, _grpe_layers,
                 search=(Param("model.grpe.max_distance", 3, 8, integer=True), _RELATION_MODE)),
     VariantSpec("moire", "MoiréGT: learned focus functions of hop or 3-D distance", MoireOptions, _moire_layers,
-                default_preset="2d", uses_coordinates=lambda config: config.moire.distance == "dist",
+                default_preset="2d", uses_coordinates=lambda settings, options: options.distance == "dist",
                 search=(Param("model.moire.focus", choices=tuple(FOCUS_FUNCTIONS)),
                         Param("model.moire.init_width", 0.5, 4.0), _RELATION_MODE)),
     VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,

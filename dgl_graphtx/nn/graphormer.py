@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..bond_classes import BondVocabulary
+from ..relation_graph.bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses

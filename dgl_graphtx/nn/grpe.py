@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import nn
 
-from ..bond_classes import BondVocabulary
+from ..relation_graph.bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .graph_tensors import GraphLike
 from .pair_classes import SpatialClasses, authors_diagonal

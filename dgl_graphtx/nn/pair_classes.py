@@ -6,8 +6,8 @@ from typing import Tuple
 
 import torch
 
-from ..bond_classes import BondVocabulary
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
+from ..relation_graph.bond_classes import BondVocabulary
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 :class:`~dgl_graphtx.training.Trainer` asks a :class:`ProcessHooks` object which rows of a split
 it handles, how to combine numbers and predictions with the other processes, whether it is the
 process that writes files, and which module to run the training forward through. This default
-is one process doing everything; :class:`dgl_graphtx.distributed.DistributedContext` overrides the
+is one process doing everything; :class:`dgl_graphtx.runs.distributed.DistributedContext` overrides the
 same methods with ``torch.distributed`` collectives, so the trainer has no distributed branches.
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Metrics of each target on its own, next to the mean over targets that
-:func:`~dgl_graphtx.training.metrics.compute_metrics` gives (RMSE/MAE/R2 or ROC-AUC/AP)."""
+:func:`~dgl_graphtx.training.metrics.compute_metrics` gives (RMSE/MAE/R2 or ROC-AUC/AP), and the console
+lines that show them."""
 from __future__ import annotations
 
 from typing import Dict, List, Sequence
@@ -36,5 +37,14 @@ def per_target_lines(per_target: Dict[str, Dict[str, float]], indent: str = "  "
     """
     if len(per_target) < 2:
         return []
-    return [indent + f"{name}: " + ", ".join(f"{k} {v:.4f}" if np.isfinite(v) else f"{k} n/a" for k, v in values.items())
-            for name, values in per_target.items()]
+    return [f"{indent}{name}: {format_metrics(values)}" for name, values in per_target.items()]
+
+
+def format_metrics(metrics: Dict[str, float]) -> str:
+    """``{"rmse": 1.0}`` -> ``"rmse 1.0000"``; undefined (NaN) metrics show as ``n/a``.
+
+    Example:
+        >>> format_metrics({"rmse": 1.0, "mae": 0.5, "r2": float("nan")})
+        'rmse 1.0000, mae 0.5000, r2 n/a'
+    """
+    return ", ".join(f"{k} {v:.4f}" if np.isfinite(v) else f"{k} n/a" for k, v in metrics.items())

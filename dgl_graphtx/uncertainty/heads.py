@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ConfigError
-from ..models.config import UNCERTAINTY_HEADS
+from ..models.settings import UNCERTAINTY_HEADS
 
 #: Outputs per target of each head (defined with the model's config, which sizes the head).
 HEAD_OUTPUTS = UNCERTAINTY_HEADS

@@ -13,10 +13,10 @@ from conftest_models import freesolv_rows, tiny_preset
 from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
-from dgl_graphtx.checkpoint_paths import resolve_checkpoints, single_checkpoint
 from dgl_graphtx.errors import CheckpointError
+from dgl_graphtx.inference import resolve_checkpoints, single_checkpoint
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import build_model
-from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import seed_everything
 
 

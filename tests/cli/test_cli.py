@@ -17,7 +17,7 @@ from conftest_models import freesolv_rows
 
 from dgl_graphtx.cli import build_parser
 from dgl_graphtx.datasets import example_sdf_path
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.training import regression_metrics
 from cli_runner import run_cli
 

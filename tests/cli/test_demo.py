@@ -7,7 +7,7 @@ import dataclasses
 from cli_runner import run_cli
 
 from dgl_graphtx.datasets import freesolv_path
-from dgl_graphtx.run_config import resolve_run_config
+from dgl_graphtx.runs import resolve_run_config
 from dgl_graphtx.threads import resolve_threads
 
 

@@ -15,8 +15,8 @@ from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.datasets import example_sdf_path
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import build_model
-from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import seed_everything
 
 TARGET = "expt"

@@ -10,7 +10,7 @@ import yaml
 from cli_fixtures import data_csv, workdir  # noqa: F401  (fixtures)
 from cli_runner import assert_one_error_line, run_cli
 
-import dgl_graphtx.cli.train as train_cli
+import dgl_graphtx.runs.from_config as from_config
 from dgl_graphtx.datasets import MoleculeDataset
 
 
@@ -18,7 +18,7 @@ from dgl_graphtx.datasets import MoleculeDataset
 def loads(monkeypatch):
     """Counts of data loads and featurizations during a test."""
     counts = {"load": 0, "featurize": 0}
-    load, featurize = train_cli.load_training_data, MoleculeDataset._featurize
+    load, featurize = from_config.load_training_data, MoleculeDataset._featurize
 
     def counted_load(*args, **kwargs):
         counts["load"] += 1
@@ -28,7 +28,7 @@ def loads(monkeypatch):
         counts["featurize"] += 1
         return featurize(self, *args, **kwargs)
 
-    monkeypatch.setattr(train_cli, "load_training_data", counted_load)
+    monkeypatch.setattr(from_config, "load_training_data", counted_load)
     monkeypatch.setattr(MoleculeDataset, "_featurize", counted_featurize)
     return counts
 

@@ -16,7 +16,7 @@ from conftest_models import freesolv_rows
 
 from dgl_graphtx.datasets import MoleculeDataset, example_sdf_path, load_labelled, read_molecules
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.predict import Predictor
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.training import regression_metrics
 from cli_runner import assert_one_error_line, run_cli
 

@@ -10,7 +10,6 @@ from rdkit import Chem
 
 import dgl
 from conftest import FRAGMENTED_SMILES, REFERENCE_SMILES, in_graph_order
-from dgl_graphtx.bond_classes import BondVocabulary
 from dgl_graphtx.errors import ConfigError, GraphTxError, InvalidMoleculeError
 from dgl_graphtx.featurize import (
     MOLECULE_BOND_VOCAB,
@@ -22,7 +21,7 @@ from dgl_graphtx.featurize import (
     smiles_to_graphs,
     to_mol,
 )
-from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
+from dgl_graphtx.relation_graph import BondVocabulary, RelationConfig, build_relation_graph
 
 ALL_SMILES = REFERENCE_SMILES + FRAGMENTED_SMILES
 

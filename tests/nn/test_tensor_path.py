@@ -24,13 +24,13 @@ from dgl_graphtx.datasets import MoleculeBatch, collate_molecule_tensors
 from dgl_graphtx.env_info import environment_report
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MoleculeFeaturizer, smiles_to_graphs
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.insight.attention_maps import attention_maps
 from dgl_graphtx.models import GradformerOptions
 from dgl_graphtx.models.local_models import GatedGCNLayer, GINELayer
 from dgl_graphtx.nn import graph_ops
 from dgl_graphtx.nn.dense_blocks import BlockLayout
 from dgl_graphtx.nn.graph_tensors import GraphTensors
-from dgl_graphtx.predict import Predictor
 from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
 from dgl_graphtx.training import TrainConfig, Trainer
 

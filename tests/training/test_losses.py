@@ -11,8 +11,8 @@ from torch.utils.data import Subset
 from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.datasets import freesolv, load_labelled
 from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import build_model, get_preset
-from dgl_graphtx.predict import Predictor
 from dgl_graphtx.training import TrainConfig, Trainer, compute_metrics, per_label_loss, resolve_loss, weighted_loss
 
 ALL = torch.ones(3, 1, dtype=torch.bool)

@@ -19,13 +19,14 @@ from cli_runner import assert_one_error_line, run_cli
 
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset
-from dgl_graphtx.ensemble import ensemble_predict, stored_calibration, train_ensemble
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.experiment import train_and_evaluate
 from dgl_graphtx.featurize import smiles_to_graphs
+from dgl_graphtx.inference import ensemble_predict, stored_calibration
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import build_model
-from dgl_graphtx.predict import Predictor
-from dgl_graphtx.run_config import resolve_run_config
+from dgl_graphtx.runs import train_ensemble
+from dgl_graphtx.runs import train_and_evaluate
+from dgl_graphtx.runs import resolve_run_config
 from dgl_graphtx.training import TrainConfig
 from dgl_graphtx.uncertainty import (
     Calibration,

@@ -1,0 +1,296 @@
+"""Extra features next to the molecular graph: molecule-level ones (named generators such as RDKit
+2-D descriptors, and user columns) read by the head with the pooled embedding, and atom-level ones
+(a user function, or SDF atom properties) added to the atom encodings.
+
+Flow: :func:`add_extra_features` computes the raw values of a dataset; training fits a
+:class:`~dgl_graphtx.featurize.descriptors.FeatureScaler` per level on the training part
+(:meth:`ExtraFeatureValues.fit`) and stores the resulting :class:`FittedExtraFeatures` in the
+checkpoint; prediction recomputes the generators (and requires the user columns and the atom
+function) and scales with the stored statistics.
+
+Example:
+    >>> from dgl_graphtx.datasets import MoleculeDataset
+    >>> smiles = ["CCO", "CCN", "c1ccccc1", "CC(=O)O"]
+    >>> ds = MoleculeDataset(smiles, [[1.0], [2.0], [3.0], [4.0]], progress=False)
+    >>> spec = ExtraFeatures(generators=("morgan_counts:radius=1:size=8",))
+    >>> values = add_extra_features(ds, spec, smiles)
+    >>> fitted = values.fit(train_rows=[0, 1, 2])
+    >>> ds[0][0].ndata["mol_features"].shape
+    torch.Size([3, 8])
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+import torch
+from rdkit import Chem
+
+from ..errors import ConfigError
+from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, to_mol
+from .packed import PackedGraphs
+from .readers import read_molecules
+
+#: A user function giving atom-level features: ``fn(mol) -> [mol.GetNumAtoms(), A]`` in the atom
+#: order of ``mol`` (the molecule as read from the input).
+AtomFunction = Callable[[Chem.Mol], Any]
+
+
+@dataclass(frozen=True)
+class ExtraFeatures:
+    """Which extra features a model reads.
+
+    Args:
+        generators: molecule-level generator specs (``rdkit2d``, ``morgan_counts:radius=2:size=2048``;
+            see :func:`~dgl_graphtx.featurize.descriptors.get_generator`).
+        columns: numeric columns of the input table (or SD properties) used as molecule-level
+            features; a blank cell is a missing value (scaled to 0, the training mean).
+        atom_properties: SDF atom properties (``atom.dprop.NAME`` / ``atom.prop.NAME`` lists, as
+            RDKit reads them) used as atom-level features.
+        atom_function: name of the Python function giving atom-level features (recorded for
+            reference: the function itself is passed to training and prediction).
+        atom_width: number of columns the atom function gives.
+        scaling: ``standard`` or ``robust`` (see :class:`FeatureScaler`).
+
+    Example:
+        >>> spec = ExtraFeatures(generators=("morgan_counts:radius=0:size=2",), columns=("logp",))
+        >>> spec.molecule_names
+        ['morgan0_0', 'morgan0_1', 'logp']
+    """
+
+    generators: Tuple[str, ...] = ()
+    columns: Tuple[str, ...] = ()
+    atom_properties: Tuple[str, ...] = ()
+    atom_function: Optional[str] = None
+    atom_width: int = 0
+    scaling: str = "standard"
+
+    def __post_init__(self) -> None:
+        for name in ("generators", "columns", "atom_properties"):
+            object.__setattr__(self, name, tuple(str(v) for v in getattr(self, name)))
+        if self.scaling not in SCALING_METHODS:
+            raise ConfigError(f"feature scaling must be one of {SCALING_METHODS}, got {self.scaling!r}")
+        if self.atom_properties and self.atom_function:
+            raise ConfigError("give atom-level features either as SDF atom properties or as a function, not both")
+        feature_names(self.generators)  # checks the specs
+        if len(set(self.molecule_names)) != len(self.molecule_names):
+            raise ConfigError(f"extra feature names repeat: {self.molecule_names}")
+
+    @property
+    def molecule_names(self) -> List[str]:
+        """Names of the molecule-level columns: generator features, then user columns."""
+        return feature_names(self.generators) + list(self.columns)
+
+    @property
+    def atom_names(self) -> List[str]:
+        """Names of the atom-level columns."""
+        if self.atom_properties:
+            return list(self.atom_properties)
+        return [f"{self.atom_function}_{i}" for i in range(self.atom_width)]
+
+    @property
+    def any(self) -> bool:
+        """Whether any extra feature is used."""
+        return bool(self.molecule_names or self.atom_names)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain dict."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ExtraFeatures":
+        """Inverse of :meth:`to_dict`."""
+        return cls(**data)
+
+
+def sdf_atom_properties(names: Sequence[str]) -> AtomFunction:
+    """An atom function reading the atom properties ``names`` of SDF records (float; an atom
+    without the property is an error naming it).
+
+    Example:
+        >>> mol = Chem.MolFromSmiles("CO")
+        >>> for atom, q in zip(mol.GetAtoms(), [0.1, -0.4]):
+        ...     atom.SetDoubleProp("charge", q)
+        >>> sdf_atom_properties(["charge"])(mol).tolist()
+        [[0.1], [-0.4]]
+    """
+    names = list(names)
+
+    def read(mol: Chem.Mol) -> np.ndarray:
+        out = np.empty((mol.GetNumAtoms(), len(names)))
+        for atom in mol.GetAtoms():
+            for column, name in enumerate(names):
+                if not atom.HasProp(name):
+                    raise ConfigError(f"atom {atom.GetIdx()} of {Chem.MolToSmiles(mol)!r} has no atom property {name!r}; "
+                                      "give it in the SDF record (e.g. a '> <atom.dprop.NAME>' list) or drop it")
+                out[atom.GetIdx(), column] = float(atom.GetProp(name))
+        return out
+
+    return read
+
+
+def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Sequence[str], source: str = "the input") -> np.ndarray:
+    """User feature columns as float64 ``[M, C]``: blanks become NaN; text that is not a number is
+    an error naming the row and column; a missing column is an error naming it.
+
+    Example:
+        >>> column_values(pd.DataFrame({"a": [1, None]}), ["a"], ["C", "CC"]).tolist()
+        [[1.0], [nan]]
+    """
+    if not columns:
+        return np.zeros((len(ids), 0))
+    available = [] if frame is None else list(frame.columns)
+    for name in columns:
+        if name not in available:
+            raise ConfigError(f"feature column {name!r} not found in {source}; available columns: {available}")
+    out = np.empty((len(frame), len(columns)))
+    for col, name in enumerate(columns):
+        raw = frame[name].reset_index(drop=True)
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        blank = raw.isna().to_numpy() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "N/A", "None"]).to_numpy()
+        bad = np.flatnonzero(np.isnan(values) & ~blank)
+        if len(bad):
+            row = int(bad[0])
+            raise ConfigError(f"molecule {ids[row]!r}: feature column {name!r} holds {raw.iloc[row]!r}, not a number; fix or blank it")
+        out[:, col] = values
+    return out
+
+
+def molecule_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame] = None,
+                    ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input") -> np.ndarray:
+    """Raw molecule-level features ``[M, F]`` (generators, then the user columns of ``frame``)."""
+    ids = list(ids) if ids is not None else [str(m) for m in molecules]
+    generated = compute_features(spec.generators, molecules, workers=workers)
+    return np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1)
+
+
+def atom_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], graphs: PackedGraphs,
+                function: Optional[AtomFunction]) -> np.ndarray:
+    """Raw atom-level features ``[N, A]`` in the node order of ``graphs`` (graph ``i`` is
+    ``molecules[i]``); hydrogens added by the featurizer get NaN (scaled to 0)."""
+    if spec.atom_properties:
+        function = sdf_atom_properties(spec.atom_properties)
+    if function is None:
+        raise ConfigError(f"the model reads atom-level features from the function {spec.atom_function!r}: pass it "
+                          "as atom_function=...")
+    width = len(spec.atom_names)
+    out = np.full((int(graphs.num_nodes.sum()), width), np.nan)
+    input_atom = graphs.ndata["input_atom"].numpy()
+    for index, molecule in enumerate(molecules):
+        mol = to_mol(molecule)
+        values = np.asarray(function(mol), dtype=np.float64).reshape(mol.GetNumAtoms(), -1)
+        if values.shape[1] != width:
+            raise ConfigError(f"the atom feature function gave {values.shape[1]} columns for {Chem.MolToSmiles(mol)!r}, expected {width}")
+        start, count = int(graphs.node_offsets[index]), int(graphs.num_nodes[index])
+        order = input_atom[start:start + count]
+        out[start:start + count][order >= 0] = values[order[order >= 0]]
+    return out
+
+
+@dataclass
+class FittedExtraFeatures:
+    """The extra features of a trained model with their scalers: stored in checkpoints (as plain
+    lists) and applied identically at prediction time."""
+
+    spec: ExtraFeatures
+    molecule_scaler: Optional[FeatureScaler] = None
+    atom_scaler: Optional[FeatureScaler] = None
+
+    def attach(self, graphs: PackedGraphs, molecule_raw: Optional[np.ndarray], atom_raw: Optional[np.ndarray]) -> None:
+        """Scale raw values and put them on ``graphs`` (every graph taken out then carries them)."""
+        if self.molecule_scaler is not None:
+            graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(molecule_raw))
+        if self.atom_scaler is not None:
+            graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
+
+    def compute_and_attach(self, graphs: PackedGraphs, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame],
+                           ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True) -> None:
+        """Compute the raw features of ``molecules`` (graph ``i`` of ``graphs``) and attach them
+        (only the atom-level ones without ``molecule_level``)."""
+        if self.molecule_scaler is not None and molecule_level:
+            raw = molecule_values(self.spec, molecules, frame, ids)
+            graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
+        if self.atom_scaler is not None:
+            raw = atom_values(self.spec, molecules, graphs, atom_function)
+            graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(raw))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain dict (JSON- and ``weights_only``-safe)."""
+        return {"spec": self.spec.to_dict(),
+                "molecule_scaler": self.molecule_scaler.to_dict() if self.molecule_scaler else None,
+                "atom_scaler": self.atom_scaler.to_dict() if self.atom_scaler else None}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "FittedExtraFeatures":
+        """Inverse of :meth:`to_dict`."""
+        return cls(ExtraFeatures.from_dict(data["spec"]),
+                   FeatureScaler.from_dict(data["molecule_scaler"]) if data.get("molecule_scaler") else None,
+                   FeatureScaler.from_dict(data["atom_scaler"]) if data.get("atom_scaler") else None)
+
+
+@dataclass
+class ExtraFeatureValues:
+    """Raw extra features of a dataset (``molecule``: ``[M, F]`` in dataset order; ``atom``:
+    ``[N, A]`` in node order), kept on the dataset as ``dataset.extra_values`` until a training
+    run fits the scalers on its training part."""
+
+    spec: ExtraFeatures
+    graphs: PackedGraphs
+    molecule: Optional[np.ndarray] = None
+    atom: Optional[np.ndarray] = None
+
+    def fit(self, train_rows: Sequence[int]) -> FittedExtraFeatures:
+        """Fit the scalers on the dataset rows ``train_rows`` and attach scaled values to the dataset."""
+        rows = np.asarray(list(train_rows), dtype=np.int64)
+        mol_scaler = atom_scaler = None
+        if self.molecule is not None:
+            mol_scaler = FeatureScaler.fit(self.molecule[rows], self.spec.molecule_names, self.spec.scaling)
+        if self.atom is not None:
+            offsets, counts = self.graphs.node_offsets.numpy(), self.graphs.num_nodes.numpy()
+            nodes = np.concatenate([np.arange(offsets[r], offsets[r] + counts[r]) for r in rows]) if len(rows) else np.zeros(0, np.int64)
+            atom_scaler = FeatureScaler.fit(self.atom[nodes], self.spec.atom_names, self.spec.scaling)
+        fitted = FittedExtraFeatures(self.spec, mol_scaler, atom_scaler)
+        fitted.attach(self.graphs, self.molecule, self.atom)
+        return fitted
+
+
+def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[MoleculeLike],
+                       frame: Optional[pd.DataFrame] = None, atom_function: Optional[AtomFunction] = None,
+                       workers: int = 1, source: str = "the input") -> ExtraFeatureValues:
+    """Compute the raw extra features of a :class:`~dgl_graphtx.datasets.MoleculeDataset` and keep
+    them on it (``dataset.extra_values``); training then fits their scalers on its training part.
+
+    ``molecules`` (and the rows of ``frame``, for user columns) are the inputs in the order the
+    dataset was built from (its ``rows`` pick the featurized ones): e.g. a
+    :class:`~dgl_graphtx.datasets.MoleculeTable`'s ``molecules`` and ``frame``.
+    """
+    picked = dataset.rows.tolist()
+    chosen = [molecules[r] for r in picked]
+    ids = list(dataset.identifiers)
+    part = frame.iloc[picked].reset_index(drop=True) if frame is not None else None
+    mol_raw = molecule_values(spec, chosen, part, ids, workers, source) if spec.molecule_names else None
+    if atom_function is not None and spec.atom_function is None:
+        probe = to_mol(chosen[0])
+        width = np.asarray(atom_function(probe), dtype=np.float64).reshape(probe.GetNumAtoms(), -1).shape[1]
+        spec = dataclasses.replace(spec, atom_function=getattr(atom_function, "__qualname__", "atom_function"), atom_width=width)
+    atom_raw = atom_values(spec, chosen, dataset.graphs, atom_function) if spec.atom_names else None
+    values = ExtraFeatureValues(spec, dataset.graphs, mol_raw, atom_raw)
+    dataset.extra_values = values
+    return values
+
+
+def add_features_from_files(dataset: Any, spec: ExtraFeatures, paths: Sequence[Any], smiles_col: str = "smiles",
+                            delimiter: Optional[str] = None, explicit_hydrogens: bool = False,
+                            atom_function: Optional[AtomFunction] = None, workers: int = 1) -> ExtraFeatureValues:
+    """:func:`add_extra_features` for a dataset built from the files ``paths`` (its rows numbered
+    across them in order, as :func:`~dgl_graphtx.datasets.load_labelled` does): the files are read
+    again for their molecules and feature columns."""
+    tables = [read_molecules(path, smiles_col, delimiter, explicit_hydrogens=explicit_hydrogens) for path in paths]
+    molecules = [m for table in tables for m in table.molecules]
+    frame = pd.concat([table.columns for table in tables], ignore_index=True) if spec.columns else None
+    return add_extra_features(dataset, spec, molecules, frame, atom_function, workers,
+                              source=" / ".join(str(table.source) for table in tables))

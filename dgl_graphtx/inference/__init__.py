@@ -1,0 +1,26 @@
+"""Inference: trained models applied to new molecules. One checkpoint (:class:`Predictor`), an
+ensemble of them, or a pretrained backbone; predictions, embeddings and scores on labelled files,
+streamed a chunk at a time, with the applicability domain and uncertainty the checkpoint carries."""
+from .backbones import Pretrained, get_pretrained, is_pretrained_reference, list_pretrained
+from .checkpoint_paths import resolve_checkpoints, single_checkpoint
+from .domain import Domain
+from .ensemble import ensemble_predict, stored_calibration
+from .evaluation import Evaluation, evaluate_table
+from .predictor import Embeddings, Predictor, predict_smiles
+
+__all__ = [
+    "Domain",
+    "Embeddings",
+    "Evaluation",
+    "Predictor",
+    "Pretrained",
+    "ensemble_predict",
+    "evaluate_table",
+    "get_pretrained",
+    "is_pretrained_reference",
+    "list_pretrained",
+    "predict_smiles",
+    "resolve_checkpoints",
+    "single_checkpoint",
+    "stored_calibration",
+]

@@ -1,0 +1,140 @@
+"""Pretrained backbones: those shipped inside the package (``dgl_graphtx/pretrained/<name>/``:
+``backbone.pt`` and its model card ``card.json``) and those written by ``dgl-graphtx pretrain``;
+found by name or path and loaded offline with ``weights_only=True`` after checking the file's
+SHA-256 against the card. Fine-tuning one is :mod:`dgl_graphtx.runs.fine_tuning`'s part.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+
+from ..checkpoint import LoadedCheckpoint, load_checkpoint
+from ..errors import CheckpointError, ConfigError
+
+PathLike = Union[str, Path]
+
+#: Folder of the shipped pretrained models (package data: one folder per model).
+PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"
+BACKBONE_FILE = "backbone.pt"
+CARD_FILE = "card.json"
+
+
+class Pretrained(NamedTuple):
+    """A pretrained backbone: its checkpoint, model card, file and the name or path it was asked by."""
+
+    checkpoint: LoadedCheckpoint
+    card: Dict[str, Any]
+    path: Path
+    source: str
+
+
+def file_sha256(path: PathLike) -> str:
+    """SHA-256 hex digest of a file's bytes.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
+        >>> _ = p.write_bytes(b"abc")
+        >>> file_sha256(p)[:16]
+        'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def list_pretrained() -> List[Dict[str, Any]]:
+    """The model cards of the shipped pretrained models, by name.
+
+    Example:
+        >>> all(card["name"] for card in list_pretrained())
+        True
+    """
+    return [json.loads((folder / CARD_FILE).read_text()) for folder in sorted(PRETRAINED_DIR.iterdir())
+            if (folder / CARD_FILE).is_file() and (folder / BACKBONE_FILE).is_file()]
+
+
+def is_shipped(name_or_path: PathLike) -> bool:
+    """Whether ``name_or_path`` is the name of a pretrained model shipped in the package.
+
+    Example:
+        >>> is_shipped("gradformer-tiny-moses3k"), is_shipped("runs/pretrained")
+        (True, False)
+    """
+    text = str(name_or_path)
+    return "/" not in text and (PRETRAINED_DIR / text / CARD_FILE).is_file()
+
+
+def _locate(name_or_path: PathLike) -> Tuple[Path, Path]:
+    """(backbone file, card file) of a shipped name, a folder holding both, or a backbone file."""
+    if is_shipped(name_or_path):
+        shipped = PRETRAINED_DIR / str(name_or_path)
+        return shipped / BACKBONE_FILE, shipped / CARD_FILE
+    text = str(name_or_path)
+    path = Path(text)
+    if path.is_dir():
+        return path / BACKBONE_FILE, path / CARD_FILE
+    if path.is_file():
+        return path, path.with_name(CARD_FILE)
+    names = [card["name"] for card in list_pretrained()]
+    raise ConfigError(f"no pretrained model {text!r}: give one of {names} (see 'dgl-graphtx pretrained') or the "
+                      "folder / backbone.pt written by 'dgl-graphtx pretrain'")
+
+
+def is_pretrained_reference(name_or_path: PathLike) -> bool:
+    """Whether ``name_or_path`` names a pretrained backbone rather than a trained checkpoint: a
+    shipped name, or a folder written by ``dgl-graphtx pretrain`` (it holds ``backbone.pt``).
+
+    Example:
+        >>> is_pretrained_reference("gradformer-tiny-moses3k"), is_pretrained_reference("runs/x/best.pt")
+        (True, False)
+    """
+    path = Path(name_or_path)
+    return is_shipped(name_or_path) or (path.is_dir() and (path / BACKBONE_FILE).is_file())
+
+
+def get_pretrained(name_or_path: PathLike) -> Pretrained:
+    """Load a pretrained backbone by name (``dgl-graphtx pretrained`` lists them) or path, after
+    checking its SHA-256 against its model card; loads with ``weights_only=True``, offline.
+
+    Example:
+        >>> get_pretrained("no-such-model")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: no pretrained model 'no-such-model': give one of [...] (see 'dgl-graphtx pretrained') or the folder / backbone.pt written by 'dgl-graphtx pretrain'
+    """
+    backbone, card_path = _locate(name_or_path)
+    if not backbone.is_file():
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: {backbone} is missing")
+    if not card_path.is_file():
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {card_path} is missing; "
+                          "a backbone without a card cannot be checked")
+    card = json.loads(card_path.read_text())
+    actual = file_sha256(backbone)
+    if actual != card.get("sha256"):
+        raise CheckpointError(f"pretrained model {str(name_or_path)!r}: {backbone} has SHA-256 {actual[:12]}..., its card "
+                              f"says {str(card.get('sha256'))[:12]}...; the file is damaged or replaced: reinstall "
+                              "dgl_graphtx or re-run 'dgl-graphtx pretrain'")
+    return Pretrained(load_checkpoint(backbone), card, backbone, str(name_or_path))
+
+
+def describe(card: Dict[str, Any]) -> str:
+    """One line about a pretrained model.
+
+    Example:
+        >>> describe({"name": "m", "variant": "grpe", "parameters": 1000, "corpus": {"name": "MOSES", "molecules": 10},
+        ...           "heldout_r2": 0.5, "epochs": 2})
+        'm: grpe, 1,000 parameters, pretrained on 10 molecules of MOSES for 2 epochs, held-out descriptor R2 0.500'
+    """
+    corpus = card.get("corpus", {})
+    return (f"{card['name']}: {card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
+            f"{corpus.get('molecules', 0):,} molecules of {corpus.get('name')} for {card.get('epochs')} epochs, "
+            f"held-out descriptor R2 {_number(card.get('heldout_r2'))}")
+
+
+def _number(value: Optional[float]) -> str:
+    return "undefined" if value is None else f"{value:.3f}"

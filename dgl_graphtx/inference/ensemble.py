@@ -1,0 +1,117 @@
+"""Predicting with an ensemble: the members' mean, their spread as ``<target>_std`` (with the
+members' own variances where they predict one), and calibrated intervals from a stored calibration
+(:func:`~dgl_graphtx.runs.ensemble.train_ensemble` writes one per replicate)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..featurize.molecule import MoleculeLike
+from ..uncertainty import Calibration
+from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
+from .predictor import Predictor
+
+PathLike = Union[str, Path]
+
+
+def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """Mean and standard deviation (``ddof=0``) over members' prediction tables with the same rows:
+    ``<t>_pred``-style or bare target columns are averaged; a ``<t>_std`` column follows each.
+
+    Example:
+        >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0]}); b = pd.DataFrame({"smiles": ["C"], "y": [3.0]})
+        >>> ensemble_table([a, b], ["y"]).values.tolist()
+        [['C', 2.0, 1.0]]
+    """
+    out = tables[0].drop(columns=list(names)).copy()
+    for name in names:
+        stack = np.stack([t[name].to_numpy(dtype=float) for t in tables])
+        position = tables[0].columns.get_loc(name)
+        out.insert(min(position, len(out.columns)), name, stack.mean(0))
+        out.insert(out.columns.get_loc(name) + 1, f"{name}_std", stack.std(0))
+    return out
+
+
+def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str], value: str = "") -> pd.DataFrame:
+    """:func:`ensemble_table` of the members' ``<name><value>`` columns, with ``<name>_std`` the
+    members' spread; members that predict their own ``<name>_std`` add its mean variance (total
+    variance = variance of the means + mean of the variances), and their own intervals are dropped.
+
+    Example:
+        >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0], "y_std": [3.0]}); b = a.assign(y=[3.0])
+        >>> combine_members([a, b], ["y"]).values.tolist()  # sqrt(1 + 9)
+        [['C', 2.0, 3.1622776601683795]]
+    """
+    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
+    member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
+                       for n in names if f"{n}_std" in tables[0]}
+    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [f"{n}{value}" for n in names])
+    out = out.rename(columns={f"{n}{value}_std": f"{n}_std" for n in names})
+    for name, variance in member_variance.items():
+        out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
+    return out
+
+
+def with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calibration,
+                    after: str = "_pred") -> pd.DataFrame:
+    """``table`` (``<t><after>`` means, ``<t>_std`` spreads) with the calibrated std and intervals.
+
+    Example:
+        >>> from dgl_graphtx.uncertainty import Calibration
+        >>> table = pd.DataFrame({"y_pred": [1.0], "y_std": [0.5]})
+        >>> list(with_intervals(table, ["y"], Calibration("ensemble", 0.9, z_scale=[2.0], conformal=[1.0])).columns)
+        ['y_pred', 'y_std', 'y_lo', 'y_hi']
+    """
+    mean = table[[f"{n}{after}" for n in names]].to_numpy(dtype=float)
+    std, lo, hi = calibration.apply(mean, table[[f"{n}_std" for n in names]].to_numpy(dtype=float))
+    table = table.drop(columns=[f"{n}_std" for n in names])
+    return add_uncertainty_columns(table, names, UncertainPredictions(mean, std, lo, hi), after=lambda n: f"{n}{after}")
+
+
+def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
+    """The ensemble calibration in ``<folder>/calibration.json`` when exactly one folder is given
+    and holds one (a replicate folder written by :func:`train_ensemble`), else ``None``.
+
+    Example:
+        >>> stored_calibration(["no/such/folder"]) is None
+        True
+    """
+    if len(folders) != 1 or not (Path(folders[0]) / "calibration.json").is_file():
+        return None
+    data = json.loads((Path(folders[0]) / "calibration.json").read_text())
+    data["conformal"] = [math.inf if q is None else q for q in data.get("conformal") or []] or None
+    return Calibration.from_dict(data)
+
+
+def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
+                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
+                     features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """Mean prediction of several predictors with a ``<target>_std`` column per target: the
+    members' spread, combined with their own mean variance when they predict a std. A
+    ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
+    the std and adds ``<target>_lo`` / ``<target>_hi``. ``features``: the user feature columns
+    of models trained with them (see :meth:`Predictor.predict`).
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> paths = [save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model),
+        ...                          CheckpointMeta(p.featurizer, p.relation, ["y"])) for _ in range(2)]
+        >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
+        ['smiles', 'canonical_smiles', 'y', 'y_std', 'error', 'warning']
+    """
+    names = predictors[0].target_names
+    if any(p.target_names != names for p in predictors):
+        raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
+    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
+              for i, p in enumerate(predictors)]
+    out = combine_members(tables, names)
+    return with_intervals(out, names, calibration, after="") if calibration is not None else out

@@ -1,0 +1,52 @@
+"""Inputs taken a chunk at a time, with the names reports give them: what bounds the memory of
+prediction and embedding whatever the input size."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pandas as pd
+from rdkit import Chem
+from tqdm.auto import tqdm
+
+from ..errors import ConfigError
+from ..featurize import describe_molecule
+from ..featurize.molecule import MoleculeLike
+
+
+def input_chunks(
+    molecules: Union[MoleculeLike, Iterable[MoleculeLike]], chunk_size: int, progress: bool = False,
+    identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
+) -> Iterator[Tuple[int, List[MoleculeLike], List[str]]]:
+    """Consecutive chunks of ``chunk_size`` inputs (one SMILES / molecule, or any iterable of
+    them): the first one's position, the inputs, and the names reports give them (``identifiers``,
+    else :func:`~dgl_graphtx.featurize.describe_molecule`). ``identifiers`` and ``carried`` (the
+    columns carried to the output) must have one row per input.
+
+    Example:
+        >>> [(start, names) for start, _, names in input_chunks(["C", "CC", "CCC"], 2)]
+        [(0, ['C', 'CC']), (2, ['CCC'])]
+    """
+    single = isinstance(molecules, (str, bytes, Chem.Mol))
+    try:
+        items = iter([molecules] if single else molecules)
+    except TypeError:
+        raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
+                          f"got {type(molecules).__name__} {molecules!r}") from None
+    total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
+    if identifiers is not None and total is not None and len(identifiers) != total:
+        raise ConfigError(f"got {len(identifiers)} identifiers for {total} molecules")
+    if carried is not None and total is not None and len(carried) != total:
+        raise ConfigError(f"got {len(carried)} rows of carried columns for {total} molecules")
+    names = iter(identifiers) if identifiers is not None else None
+    start = 0
+    with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
+        while True:
+            chunk = [m for _, m in zip(range(chunk_size), items)]
+            if not chunk:
+                return
+            given = [n for _, n in zip(range(len(chunk)), names)] if names is not None else []
+            if names is not None and len(given) != len(chunk):
+                raise ConfigError("fewer identifiers than molecules")
+            yield start, chunk, given or [describe_molecule(m) for m in chunk]
+            start += len(chunk)
+            bar.update(len(chunk))

@@ -1,0 +1,425 @@
+"""SMILES in, predictions out: batched inference from a checkpoint, one row per input.
+
+Inputs are processed in chunks (featurize, predict, hand back the chunk's rows), so memory stays
+bounded whatever the input size; :meth:`Predictor.predict_chunks` yields each chunk's table as soon
+as it is done, which the command line appends to its output file. No input can stop a run:
+invalid SMILES, molecules above the size budgets, and molecules whose batch runs out of memory get
+NaN and an ``error`` saying why, and everything else is predicted.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+
+import numpy as np
+import pandas as pd
+import torch
+from rdkit import Chem
+
+from ..checkpoint import LoadedCheckpoint, load_checkpoint
+from ..datasets import EdgeBudgetBatchSampler, read_molecules
+from ..datasets.class_labels import ClassLabels, class_labels_from_meta
+from ..datasets.extra_features import AtomFunction, FittedExtraFeatures
+from ..datasets.featurized import Featurized, featurize_and_pack
+from ..devices import resolve_compute, resolve_device
+from ..errors import ConfigError, InvalidMoleculeError
+from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
+from ..featurize.molecule import MoleculeLike, to_mol
+from ..nn.graph_tensors import on_device
+from ..training.outputs import prediction_frame
+from ..uncertainty import Calibration
+from ..uncertainty.config import stored_settings
+from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
+from ..uncertainty.inference import predict_with_uncertainty
+from ..validation import check_number
+from .checkpoint_paths import single_checkpoint
+from .domain import Domain
+from .input_chunks import input_chunks
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+#: What one batch step gives (predictions, or embeddings).
+BatchResult = TypeVar("BatchResult")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is torch running out of (CPU or GPU) memory.
+
+    Example:
+        >>> is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+        True
+    """
+    text = str(err).lower()
+    return isinstance(err, (RuntimeError, MemoryError)) and (
+        isinstance(err, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+    )
+
+
+def canonical_smiles(molecule: MoleculeLike) -> Optional[str]:
+    """RDKit's canonical SMILES of a SMILES string or molecule; ``None`` when it cannot be read.
+
+    Example:
+        >>> canonical_smiles("OCC"), canonical_smiles("C1CC")
+        ('CCO', None)
+    """
+    try:
+        return Chem.MolToSmiles(to_mol(molecule))
+    except (InvalidMoleculeError, ValueError, RuntimeError):
+        return None
+
+
+def with_carried_columns(table: pd.DataFrame, carried: Optional[pd.DataFrame], start: int) -> pd.DataFrame:
+    """``table`` (rows ``start`` onwards of the input) with the matching rows of ``carried`` (ids,
+    kept columns) in front; a carried column named like an output column is an error.
+
+    Example:
+        >>> with_carried_columns(pd.DataFrame({"smiles": ["C"]}), pd.DataFrame({"id": ["a", "b"]}), 1).values.tolist()
+        [['b', 'C']]
+    """
+    if carried is None or carried.shape[1] == 0:
+        return table
+    clash = [c for c in carried.columns if c in table.columns]
+    if clash:
+        raise ConfigError(f"carried column(s) {clash} (--id-col / --keep-cols) have the names of output columns; "
+                          f"the output already has {list(table.columns)}")
+    rows = carried.iloc[start:start + len(table)].reset_index(drop=True)
+    return pd.concat([rows, table.reset_index(drop=True)], axis=1)
+
+
+class Embeddings(NamedTuple):
+    """What :meth:`Predictor.embed` returns.
+
+    Attributes:
+        table: one row per input: carried columns (when given), ``smiles`` (or the given
+            identifiers), ``canonical_smiles`` and ``error``.
+        molecules: ``[M, d]`` float32 molecule representations, NaN rows for invalid inputs.
+        atoms: per input, ``[n_atoms, d]`` final atom states (``None`` for invalid inputs), when asked for.
+    """
+
+    table: pd.DataFrame
+    molecules: np.ndarray
+    atoms: Optional[List[Optional[np.ndarray]]]
+
+
+class Predictor:
+    """Reusable predictor: loads a checkpoint once, featurizes inputs with the checkpoint's own
+    settings, and runs batched inference on CPU or CUDA.
+
+    Invalid molecules never raise: their predictions are NaN and the ``error`` column says why.
+    Molecules unlike the training set (dummy atoms, elements it lacked, more atoms or fragments
+    than any training molecule; see :class:`~dgl_graphtx.inference.Domain`) are predicted, with the
+    reason in the ``warning`` column.
+
+    Args:
+        checkpoint: a checkpoint written by training, a run folder holding one (its ``best.pt``),
+            or an already loaded checkpoint.
+        device: ``auto``, ``cpu``, ``cuda``...
+        batch_size: most molecules per forward pass.
+        limits: per-molecule budgets (atoms, relation-graph edges); molecules above them are
+            reported with the reason and NaN.
+        batch_edges: most relation-graph edges per forward pass (batches are cut by this budget
+            as well as by ``batch_size``), which bounds the memory of one step.
+        chunk_size: molecules featurized and held in memory at a time.
+        compute: ``auto``, ``dgl`` or ``tensors`` (see :func:`~dgl_graphtx.devices.resolve_compute`).
+        uncertainty: uncertainty method, by default the one the checkpoint was trained with;
+            ``mc_dropout`` samples dropout with any model, ``none`` turns it off. A ``<target>_std``
+            column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
+            interval) when the checkpoint holds a calibration for the method.
+        mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
+        atom_function: the function giving atom-level extra features, for a model trained with
+            one (see :mod:`dgl_graphtx.datasets.extra_features`).
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+        ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
+        >>> table = Predictor(path).predict(["OCC", "not a smiles"])
+        >>> list(table.columns), table["canonical_smiles"][0], table["error"].isna().tolist()
+        (['smiles', 'canonical_smiles', 'logS', 'error', 'warning'], 'CCO', [True, False])
+    """
+
+    def __init__(
+        self,
+        checkpoint: Union[PathLike, LoadedCheckpoint],
+        device: str = "auto",
+        batch_size: int = 256,
+        limits: SizeLimits = SizeLimits(),
+        batch_edges: int = 2_000_000,
+        chunk_size: int = 4096,
+        compute: str = "auto",
+        uncertainty: Optional[str] = None,
+        mc_samples: Optional[int] = None,
+        atom_function: Optional[AtomFunction] = None,
+    ) -> None:
+        check_number("batch_size", batch_size, 1, integer=True)
+        check_number("batch_edges", batch_edges, 1, integer=True)
+        check_number("chunk_size", chunk_size, 1, integer=True)
+        if not isinstance(limits, SizeLimits):
+            raise ConfigError(f"limits must be a SizeLimits, got {type(limits).__name__}")
+        self.device = resolve_device(device)
+        self.compute = resolve_compute(compute, self.device)
+        loaded = checkpoint if isinstance(checkpoint, LoadedCheckpoint) else load_checkpoint(single_checkpoint(checkpoint, "Predictor"))
+        self.model = loaded.model.to(self.device).eval()
+        self.meta = loaded.meta
+        self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
+        self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
+        self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
+        if self.uncertainty.active and self.model.config.task == "multiclass":
+            raise ConfigError(f"uncertainty {self.uncertainty.method!r} is for regression and binary classification, "
+                              "not for a multiclass model; predict without --uncertainty")
+        if self.uncertainty.method == "ensemble":
+            raise ConfigError("uncertainty 'ensemble' needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
+        if self.uncertainty.method in ("mve", "evidential") and self.uncertainty.method != self.model.config.uncertainty_head:
+            raise ConfigError(f"uncertainty {self.uncertainty.method!r} needs a model trained with it; this checkpoint has "
+                              f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
+        self.calibration = Calibration.from_dict(stored)
+        self.batch_size = batch_size
+        self.batch_edges = batch_edges
+        self.chunk_size = chunk_size
+        stored = loaded.meta.extra.get("extra_features")
+        self.extras = FittedExtraFeatures.from_dict(stored) if stored else None
+        self.atom_function = atom_function
+
+    @property
+    def target_names(self) -> List[str]:
+        """Names of the predicted columns."""
+        return list(self.meta.target_names)
+
+    @property
+    def class_labels(self) -> Tuple[ClassLabels, ...]:
+        """Text classes the training labels were mapped from (classification; empty for 0/1 labels):
+        predictions are probabilities of each target's ``positive`` class."""
+        return class_labels_from_meta(self.meta.extra)
+
+    def predict(
+        self,
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        progress: bool = False,
+        identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
+        features: Optional[pd.DataFrame] = None,
+    ) -> pd.DataFrame:
+        """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
+        numpy array); returns the ``carried`` columns (ids and kept columns, one row per input, e.g.
+        :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
+        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``.
+        ``features``: a table, one row per input, holding the user feature columns the model was
+        trained with (``--features-cols``)."""
+        chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
+        if not chunks:
+            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{n: np.zeros(0) for n in self.target_names},
+                                  "error": [], "warning": []})
+            return with_carried_columns(empty, carried, 0)
+        return pd.concat(chunks, ignore_index=True)
+
+    def predict_chunks(
+        self,
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        progress: bool = False,
+        identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
+        features: Optional[pd.DataFrame] = None,
+    ) -> Iterator[pd.DataFrame]:
+        """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
+        soon as each is done (memory holds one chunk's graphs at a time)."""
+        self._check_feature_columns(features)
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
+            table = self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
+            yield with_carried_columns(table, carried, start)
+
+    def predict_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None,
+                     progress: bool = False, id_col: Optional[str] = None, keep_cols: Sequence[str] = ()) -> pd.DataFrame:
+        """Predict every molecule of a file: CSV/TSV (gzipped too), SDF / ``.sdf.gz`` or ``.smi``
+        (see :func:`~dgl_graphtx.datasets.read_molecules`); unreadable SDF records are named by
+        their record number in the ``smiles`` column. SDF titles and ``.smi`` names come first as
+        ``name``, then ``id_col`` and ``keep_cols`` (table columns or SD properties).
+
+        Example:
+            >>> import tempfile
+            >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+            >>> from dgl_graphtx.datasets import example_sdf_path
+            >>> from dgl_graphtx.models import build_model, get_preset
+            >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+            >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+            ...                        CheckpointMeta(p.featurizer, p.relation, ["y"]))
+            >>> table = Predictor(path).predict_file(example_sdf_path())
+            >>> table.shape, list(table.columns[:3])
+            ((8, 6), ['name', 'smiles', 'canonical_smiles'])
+        """
+        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
+        self._check_feature_columns(table.columns, str(path))
+        return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
+                            carried=table.carried_columns(id_col, keep_cols), features=table.columns)
+
+    def embed(
+        self,
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        atoms: bool = False,
+        progress: bool = False,
+        identifiers: Optional[Sequence[str]] = None,
+        carried: Optional[pd.DataFrame] = None,
+    ) -> Embeddings:
+        """The pooled molecule representation the model's head reads (``[M, d]``, NaN rows for
+        invalid inputs) and, with ``atoms=True``, each molecule's final atom states ``[n_i, d]``
+        (in the graph's canonical atom order; ``graph.ndata["input_atom"]`` maps back). The table
+        carries ``carried`` and the SMILES as :meth:`predict` does.
+
+        Example:
+            >>> import tempfile
+            >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+            >>> from dgl_graphtx.models import build_model, get_preset
+            >>> p = get_preset("grpe", num_layers=1, hidden_dim=16, num_heads=2)
+            >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+            ...                        CheckpointMeta(p.featurizer, p.relation, ["y"]))
+            >>> emb = Predictor(path).embed(["CCO", "C1CC"], atoms=True)
+            >>> emb.molecules.shape, emb.atoms[0].shape, emb.atoms[1], emb.table["error"].notna().tolist()
+            ((2, 16), (3, 16), None, [False, True])
+        """
+        tables, pooled, per_atom = [], [], []
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
+            done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
+            vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
+            states: List[Optional[np.ndarray]] = [None] * len(chunk)
+            for batch in self._batches(done):
+                for positions, result, error in self._forward(done, batch, functools.partial(self._embed_batch, atoms=atoms)):
+                    rows = [done.rows[p] for p in positions]
+                    if error is not None:
+                        for row in rows:
+                            done.errors[row] = error
+                        continue
+                    vectors[rows], parts = result
+                    for row, part in zip(rows, parts):
+                        states[row] = part
+            table = pd.DataFrame({"smiles": names, "canonical_smiles": [canonical_smiles(m) for m in chunk], "error": done.errors})
+            tables.append(with_carried_columns(table, carried, start))
+            pooled.append(vectors)
+            per_atom.extend(states)
+        dim = self.model.config.hidden_dim
+        table = (pd.concat(tables, ignore_index=True) if tables else
+                 with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
+        return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
+                          per_atom if atoms else None)
+
+    def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
+        """One clear error when the model reads a user feature column that ``features`` lacks."""
+        needed = list(self.extras.spec.columns) if self.extras is not None else []
+        missing = [c for c in needed if features is None or c not in features.columns]
+        if missing:
+            raise ConfigError(f"the model reads the feature column {missing[0]!r} (trained with --features-cols "
+                              f"{','.join(needed)}); {source} lacks it: add the column to the input")
+
+    @staticmethod
+    def _feature_rows(features: Optional[pd.DataFrame], start: int, count: int) -> Optional[pd.DataFrame]:
+        return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
+
+    def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
+                   molecule_level: bool = True) -> Featurized:
+        done = featurize_and_pack(self.featurizer, molecules)
+        if self.extras is not None and done.rows:
+            chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
+            self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
+                                           [describe_molecule(molecules[r]) for r in done.rows], self.atom_function, molecule_level)
+        return done
+
+    @property
+    def _width(self) -> int:
+        """Values per molecule from :meth:`_forward`: the point predictions, then one std per
+        target when there are any."""
+        has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
+        return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
+
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
+                       features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+        predictions = np.full((len(molecules), self._width), np.nan)
+        done = self._featurize(molecules, features)
+        errors = done.errors
+        for batch in self._batches(done):
+            for positions, values, error in self._forward(done, batch, self._predict_batch):
+                for position, row in enumerate(done.rows[p] for p in positions):
+                    if error is not None:
+                        errors[row] = error
+                    elif not np.isfinite(values[position]).all():
+                        errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
+                    else:
+                        predictions[row] = values[position]
+        config = self.model.config
+        point = config.prediction_width
+        predicted = calibrated(config.task, UncertainPredictions(
+            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration)
+        table = prediction_frame(config.task, config.num_classes, self.target_names, predicted.mean)
+        add_uncertainty_columns(table, self.target_names, predicted)
+        table.insert(0, "smiles", list(names))
+        table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
+        table["error"] = errors
+        table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
+        return table
+
+    def _batches(self, done: Featurized) -> Iterable[List[int]]:
+        """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""
+        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.rows else []
+
+    def _predict_batch(self, graph, relation) -> np.ndarray:
+        """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
+        temperature = self.calibration.temperature if self.calibration is not None else None
+        out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples, temperature)
+        output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
+        return output.cpu().double().numpy()
+
+    def _embed_batch(self, graph, relation, atoms: bool) -> Tuple[np.ndarray, List[np.ndarray]]:
+        """Molecule representations ``[B, d]`` of one batch and, with ``atoms``, each molecule's atom states."""
+        mol_states, atom_states = self.model.embed(graph, relation)
+        parts = torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist()) if atoms else []
+        return mol_states.cpu().float().numpy(), [part.float().numpy() for part in parts]
+
+    def _forward(self, done: Featurized, batch: List[int], step: Callable[[Any, Any], BatchResult]
+                 ) -> Iterator[Tuple[List[int], Optional[BatchResult], Optional[str]]]:
+        """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
+        result, None)``; on running out of memory the batch is split in halves, and a single
+        molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
+        index = torch.tensor(batch, dtype=torch.int64)
+        try:
+            result = step(on_device(done.graphs.batch(index), self.device, self.compute),
+                          on_device(done.relations.batch(index), self.device, self.compute, blocks=True))
+        except (RuntimeError, MemoryError) as err:
+            if not is_out_of_memory(err):
+                raise
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+        else:
+            yield batch, result, None
+            return
+        if len(batch) == 1:
+            atoms, edges = int(done.graphs.num_nodes[batch[0]]), int(done.relations.num_edges[batch[0]])
+            logger.warning("out of memory on one molecule (%d atoms, %d relation edges)", atoms, edges)
+            yield batch, None, (f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
+                                "lower SizeLimits or use a hops/radius relation")
+            return
+        half = len(batch) // 2
+        yield from self._forward(done, batch[:half], step)
+        yield from self._forward(done, batch[half:], step)
+
+
+def predict_smiles(
+    smiles: Union[MoleculeLike, Iterable[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
+) -> pd.DataFrame:
+    """Predict from SMILES with a checkpoint: one row per input, in input order; invalid SMILES
+    give NaN predictions and a filled ``error`` column. ``kwargs`` go to :class:`Predictor`.
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("grpe", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+        ...                        CheckpointMeta(p.featurizer, p.relation, ["dG"]))
+        >>> table = predict_smiles(["CCO", ""], path)
+        >>> table["error"].isna().tolist(), table["error"][1]
+        ([True, False], 'empty SMILES')
+    """
+    return Predictor(checkpoint, **kwargs).predict(smiles)

@@ -1,0 +1,473 @@
+"""Everything a training run needs, in one resolved configuration, from layered sources.
+
+Resolution order (later wins), the same for the command line and for Python:
+
+1. dataclass defaults (:class:`~dgl_graphtx.models.ModelConfig`,
+   :class:`~dgl_graphtx.featurize.FeaturizerConfig`, :class:`~dgl_graphtx.relation_graph.RelationConfig`,
+   :class:`~dgl_graphtx.training.TrainConfig`, :class:`DataConfig`);
+2. the preset chosen by ``preset.model`` / ``preset.name`` (model, featurizer and relation settings,
+   and its training recipe ``Preset.train``);
+3. a config file (TOML or YAML) with the sections ``preset``, ``data``, ``model``, ``featurizer``,
+   ``relation``, ``train``, ``ensemble``, ``uncertainty``;
+4. ``--set section.field=value`` overrides, in the order given;
+5. explicit command-line flags (``--epochs``, ``--model``, ...).
+
+A few fields are derived and cannot be set: ``model.variant`` (= ``preset.model``),
+``model.num_tasks`` (= the number of targets), ``model.atom_features`` and the feature sizes
+(from the featurizer). Linked pairs follow whichever side was set: ``model.virtual_node`` /
+``relation.virtual_node``, ``model.rwse_steps`` / ``featurizer.rwse_steps``; setting both to
+different values is an error. :meth:`RunConfig.save` writes the resolved result as YAML, and
+loading that file reproduces the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import yaml
+
+from ..datasets.cache import default_cache_dir
+from ..datasets.extra_features import ExtraFeatures
+from ..datasets.split_kinds import SPLITS
+from ..errors import ConfigError
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer
+from ..models import ModelConfig, Preset, get_preset
+from ..models.presets import DEFAULT_MODEL, PRESETS
+from ..models.variants import VARIANT_SPECS, option_sections
+from ..relation_graph import RelationConfig
+from ..training import TrainConfig, resolve_loss, resolve_metrics
+from ..uncertainty import UncertaintyConfig
+from .settings_files import get_dotted as _get
+from .settings_files import merge as _merge
+from .settings_files import parse_set_items, read_settings_file, section_dict
+from .settings_files import plain as _plain
+from .settings_files import set_dotted as _set
+
+PathLike = Union[str, Path]
+SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
+#: Model fields computed from other settings (never read from files or ``--set``).
+DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
+                        "uncertainty_head")
+#: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
+LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
+
+
+@dataclass
+class PresetChoice:
+    """Which preset seeds the model, featurizer and relation settings.
+
+    Example:
+        >>> PresetChoice("moire", "3d").name
+        '3d'
+    """
+
+    model: str = DEFAULT_MODEL
+    name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.model not in PRESETS:
+            raise ConfigError(f"preset.model must be one of {sorted(PRESETS)}, got {self.model!r}")
+        if self.name is not None and self.name not in PRESETS[self.model]:
+            raise ConfigError(f"unknown preset {self.name!r} for {self.model}; choose from {sorted(PRESETS[self.model])}")
+
+
+@dataclass
+class DataConfig:
+    """Where the molecules and labels come from and how they are split.
+
+    Args:
+        path: the training file (CSV/TSV, gzipped or not, SDF, ``.smi``).
+        targets: target columns or SD properties.
+        smiles_col: SMILES column of a table.
+        delimiter: table delimiter (sniffed when ``None``).
+        split: ``random``, ``scaffold``, ``kmeans`` (k-means clusters of Morgan fingerprints) or
+            ``kennard_stone`` (on the fingerprints; deterministic) (ignored when ``split_col`` or ``valid``/``test`` are given).
+        fractions: train/valid/test fractions of a random or scaffold split.
+        split_col: column saying ``train``/``valid``/``test`` for every row.
+        valid, test: separate validation and test files (given together; ``path`` is then all training).
+        cache_dir: folder caching featurized molecules (default: the user's cache,
+            :func:`~dgl_graphtx.datasets.cache.default_cache_dir`).
+        cache: cache featurized molecules at all (``False``: featurize on every run; ``--no-cache``).
+        subset: with ``path="qm9"`` (QM9 from its DFT geometries, needs ``dgl_graphtx[qm9]``),
+            train on this many molecules drawn with ``train.seed``.
+        positive_label: classification with text classes: the value that becomes 1 (two text
+            values are otherwise mapped automatically, and the choice is logged).
+        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part,
+            fold ``f + 1`` validation; folds are random, by scaffold (``split="scaffold"``) or by
+            ``group_col``.
+        group_col: column of group names that cross-validation folds keep together.
+        weight_col: column of per-molecule loss weights (blank: 1).
+        features_generators: molecule-level extra feature generators (``rdkit2d``,
+            ``morgan_counts``; see docs/features.md).
+        features_cols: input columns (or SD properties) used as molecule-level extra features.
+        atom_properties: SDF atom properties used as atom-level extra features.
+        features_scaling: ``standard`` or ``robust`` scaling of the extra features.
+
+    Example:
+        >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
+        True
+    """
+
+    path: Optional[str] = None
+    targets: Tuple[str, ...] = ()
+    smiles_col: str = "smiles"
+    delimiter: Optional[str] = None
+    split: str = "random"
+    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1)
+    split_col: Optional[str] = None
+    valid: Optional[str] = None
+    test: Optional[str] = None
+    cache_dir: Optional[str] = None
+    cache: bool = True
+    subset: Optional[int] = None
+    positive_label: Optional[str] = None
+    cv: int = 0
+    group_col: Optional[str] = None
+    weight_col: Optional[str] = None
+    features_generators: Tuple[str, ...] = ()
+    features_cols: Tuple[str, ...] = ()
+    atom_properties: Tuple[str, ...] = ()
+    features_scaling: str = "standard"
+
+    def __post_init__(self) -> None:
+        self.extra_features  # checks the generator specs and the scaling
+        if self.cache_dir is not None and not self.cache:
+            raise ConfigError("data.cache_dir (--cache-dir) names a cache folder but data.cache is off (--no-cache): give one of them")
+        if self.subset is not None and not self.is_qm9:
+            raise ConfigError("data.subset (--subset) applies to the qm9 data source only")
+        if self.subset is not None and self.subset < 1:
+            raise ConfigError(f"data.subset must be >= 1, got {self.subset}")
+        if self.is_qm9 and (self.valid is not None or self.split_col is not None):
+            raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
+        if self.split not in SPLITS:
+            raise ConfigError(f"data.split must be one of {SPLITS}, got {self.split!r}")
+        if (self.valid is None) != (self.test is None):
+            raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
+        if self.split_col is not None and self.valid is not None:
+            raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
+        if self.cv and (self.cv < 3 or self.predefined or self.split not in ("random", "scaffold")):
+            raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
+                              f"and --split random or scaffold (or --group-col); got split {self.split!r}")
+        if self.group_col is not None and not self.cv:
+            raise ConfigError("--group-col groups the folds of a cross-validation; give --cv K too")
+
+    @property
+    def is_qm9(self) -> bool:
+        """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
+        return self.path == "qm9"
+
+    @property
+    def extra_features(self) -> ExtraFeatures:
+        """The extra features these settings ask for."""
+        return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
+
+    @property
+    def dataset_cache(self) -> Optional[str]:
+        """The folder featurized molecules are cached in: ``cache_dir``, else the user's cache
+        folder, or ``None`` with ``cache=False``.
+
+        Example:
+            >>> DataConfig(cache_dir="c").dataset_cache, DataConfig(cache=False).dataset_cache
+            ('c', None)
+        """
+        if not self.cache:
+            return None
+        return self.cache_dir if self.cache_dir is not None else str(default_cache_dir())
+
+    @property
+    def predefined(self) -> bool:
+        """Whether the split comes from the data (a split column or separate files)."""
+        return self.split_col is not None or self.valid is not None
+
+
+@dataclass
+class EnsembleConfig:
+    """Ensembles and replicates (see :func:`~dgl_graphtx.runs.ensemble.train_ensemble`).
+
+    Args:
+        size: models per split, each with its own seed; predictions are their mean and spread.
+        replicates: splits (seeds ``train.seed + r``); metrics are reported as mean and std.
+
+    Example:
+        >>> EnsembleConfig(size=5).replicates
+        1
+    """
+
+    size: int = 1
+    replicates: int = 1
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.replicates < 1:
+            raise ConfigError(f"ensemble.size and ensemble.replicates must be >= 1, got {self.size} and {self.replicates}")
+
+    @property
+    def single(self) -> bool:
+        """One model on one split (a plain run)."""
+        return self.size == 1 and self.replicates == 1
+
+
+@dataclass
+class RunConfig:
+    """A fully resolved run: preset choice, data, model, featurizer, relation and training settings.
+
+    Example:
+        >>> run = resolve_run_config(overrides=["preset.model=grpe", "model.num_layers=2", "relation=hops=3", "data.targets=y"])
+        >>> run.model.num_layers, str(run.relation), run.model.num_tasks
+        (2, 'hops=3+vn', 1)
+    """
+
+    preset: PresetChoice
+    data: DataConfig
+    model: ModelConfig
+    featurizer: FeaturizerConfig
+    relation: RelationConfig
+    train: TrainConfig
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    uncertainty: UncertaintyConfig = field(default_factory=UncertaintyConfig)
+
+    def __post_init__(self) -> None:
+        # the loss, metrics and task weights must fit the model: checked before any featurization
+        resolve_loss(self.model.task, self.train.loss)
+        resolve_metrics(self.model.task, self.train.metrics)
+        weights = self.train.task_weights
+        if weights and self.data.targets and len(weights) != len(self.data.targets):
+            raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
+                              f"{list(self.data.targets)}; give one weight per target (--task-weights)")
+
+    def as_preset(self) -> Preset:
+        """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
+        return Preset(self.model, self.featurizer, self.relation)
+
+    def with_absolute_paths(self) -> "RunConfig":
+        """The run with its file paths made absolute, so that its saved config works from anywhere.
+
+        Example:
+            >>> run = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"]).with_absolute_paths()
+            >>> Path(run.data.path).is_absolute()
+            True
+        """
+        data = self.data
+        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+                 if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
+        return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain nested dict in the file layout (derived model fields left out; tuples as lists)."""
+        model = self.model.to_dict()
+        for name in DERIVED_MODEL_FIELDS:
+            model.pop(name)
+        out = {
+            "preset": dataclasses.asdict(self.preset),
+            "data": dataclasses.asdict(self.data),
+            "model": model,
+            "featurizer": self.featurizer.to_dict(),
+            "relation": dataclasses.asdict(self.relation),
+            "train": dataclasses.asdict(self.train),
+            "ensemble": dataclasses.asdict(self.ensemble),
+            "uncertainty": dataclasses.asdict(self.uncertainty),
+        }
+        return _plain(out)
+
+    def save(self, path: PathLike) -> Path:
+        """Write the resolved configuration as YAML (readable by :func:`load_config_file`).
+
+        Example:
+            >>> import tempfile
+            >>> run = resolve_run_config(overrides=["data.targets=y", "train.epochs=3"])
+            >>> path = run.save(tempfile.mkdtemp() + "/config.yaml")
+            >>> resolve_run_config(path) == run
+            True
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        header = "# dgl-graphtx resolved run configuration; reproduce with: dgl-graphtx train --config THIS_FILE --out DIR\n"
+        path.write_text(header + yaml.safe_dump(self.to_dict(), sort_keys=False))
+        return path
+
+
+# -- reading (the generic layer is dgl_graphtx.runs.settings_files) --------------------------------
+def load_config_file(path: PathLike) -> Dict[str, Any]:
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file of run sections into a nested dict.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+        >>> _ = p.write_text('[model]\\nnum_layers = 6\\n[model.moire]\\nfocus = "laplacian"\\n')
+        >>> load_config_file(p)
+        {'model': {'num_layers': 6, 'moire': {'focus': 'laplacian'}}}
+    """
+    return read_settings_file(path, SECTIONS)
+
+
+_SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
+                  "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig,
+                  "uncertainty": UncertaintyConfig}
+
+
+def _refuse_derived(cls: type, name: str, key: str) -> None:
+    """Model fields computed from other settings cannot be set."""
+    if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
+        source = {"variant": "preset.model", "num_tasks": "data.targets",
+                  "uncertainty_head": "uncertainty.method"}.get(name, "the featurizer")
+        raise ConfigError(f"{key} is derived from {source} and cannot be set")
+
+
+def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
+    """``values`` checked against the fields of ``cls`` and coerced; derived model fields refused."""
+    return section_dict(cls, values, prefix, _refuse_derived)
+
+
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """``["model.num_layers=6", "relation=hops=3"]`` -> a nested dict of (still textual) values.
+
+    Example:
+        >>> parse_overrides(["model.moire.focus=laplacian", "relation=hops=3"])
+        {'model': {'moire': {'focus': 'laplacian'}}, 'relation': 'hops=3'}
+    """
+    return parse_set_items(items, SECTIONS, whole=("relation",))
+
+
+def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
+    """A relation section given as a spec string (``"hops=3"``) or as a table of fields."""
+    if isinstance(value, str):
+        parsed = RelationConfig.parse(value)
+        out = {"mode": parsed.mode, "hops": parsed.hops, "radius": parsed.radius}
+        if parsed.virtual_node:
+            out["virtual_node"] = True
+        return out
+    return _section_dict(RelationConfig, value, prefix)
+
+
+def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any]]:
+    """One source's sections, checked and coerced."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for section, values in layer.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"unknown section {section!r} in {origin}; sections are {list(SECTIONS)}")
+        if section == "relation":
+            out[section] = _relation_dict(values)
+        else:
+            out[section] = _section_dict(_SECTION_TYPES[section], values, section)
+    return out
+
+
+def check_active_sections(model: Mapping[str, Any], variant: str, base: Mapping[str, Any]) -> None:
+    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer):
+    they would be ignored. Values equal to the preset's (a saved ``config.yaml`` holds every
+    section) are accepted.
+
+    Example:
+        >>> check_active_sections({"moire": {"focus": "laplacian"}}, "gradformer", {"moire": {"focus": "cauchy"}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: model.moire.focus=laplacian is a setting of the moire model, but the active model is gradformer (preset.model / --model); drop it or train with --model moire
+    """
+    sections = option_sections()
+    for section, values in model.items():
+        if section == variant or section not in sections or not isinstance(values, Mapping):
+            continue
+        for name, value in values.items():
+            if value != base.get(section, {}).get(name):
+                raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
+                                  f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+
+
+def resolve_run_config(
+    config_file: Optional[PathLike] = None,
+    overrides: Sequence[str] = (),
+    flags: Optional[Mapping[str, Any]] = None,
+) -> RunConfig:
+    """Resolve a run's configuration: defaults < preset < ``config_file`` < ``overrides`` < ``flags``.
+
+    Args:
+        config_file: TOML or YAML file with any of the sections ``preset``, ``data``, ``model``,
+            ``featurizer``, ``relation``, ``train`` (``relation`` may be a spec string).
+        overrides: ``section.field=value`` strings (nested options too: ``model.moire.focus=cauchy``;
+            ``relation=hops=3``; lists comma-separated: ``data.targets=a,b``).
+        flags: explicit command-line settings as ``{"section.field": value}``.
+
+    Example:
+        >>> run = resolve_run_config(overrides=["preset.model=moire", "train.epochs=5", "data.targets=a,b"],
+        ...                          flags={"train.epochs": 7})
+        >>> run.model.variant, run.model.readout, run.train.epochs, run.model.num_tasks
+        ('moire', 'max', 7, 2)
+    """
+    layers: List[Dict[str, Any]] = []
+    if config_file is not None:
+        layers.append(_normalise(load_config_file(config_file), str(config_file)))
+    if overrides:
+        layers.append(_normalise(parse_overrides(overrides), "--set"))
+    flag_tree: Dict[str, Any] = {}
+    for dotted, value in (flags or {}).items():
+        section, name = dotted.split(".", 1)
+        flag_tree.setdefault(section, {})[name] = value
+    if flag_tree:
+        layers.append(_normalise(flag_tree, "command-line flags"))
+    user: Dict[str, Any] = {}
+    for layer in layers:
+        user = _merge(user, layer)
+
+    choice = PresetChoice(**user.get("preset", {}))
+    base = get_preset(choice.model, choice.name)
+    check_active_sections(user.get("model", {}), choice.model, base.model.to_dict())
+    resolved = _merge(
+        {
+            "model": {k: v for k, v in base.model.to_dict().items() if k not in DERIVED_MODEL_FIELDS},
+            "featurizer": base.featurizer.to_dict(),
+            "relation": dataclasses.asdict(base.relation),
+            "train": {**dataclasses.asdict(TrainConfig()), **base.train.to_dict()},
+            "data": dataclasses.asdict(DataConfig()),
+            "ensemble": dataclasses.asdict(EnsembleConfig()),
+            "uncertainty": dataclasses.asdict(UncertaintyConfig()),
+        },
+        {k: v for k, v in user.items() if k != "preset"},
+    )
+    for first, second in LINKED_FIELDS:
+        set_first, value_first = _get(user, first)
+        set_second, value_second = _get(user, second)
+        if set_first and set_second and value_first != value_second:
+            raise ConfigError(f"{first}={value_first} but {second}={value_second}; they must agree (set one of them)")
+        if set_second and not set_first:
+            _set(resolved, first, value_second)
+        else:
+            _set(resolved, second, _get(resolved, first)[1])
+
+    data = DataConfig(**resolved["data"])
+    uncertainty = UncertaintyConfig(**resolved["uncertainty"])
+    featurizer = FeaturizerConfig(**resolved["featurizer"])
+    relation = RelationConfig(**resolved["relation"])
+    model = ModelConfig.from_dict({
+        **resolved["model"],
+        "variant": choice.model,
+        "num_tasks": max(len(data.targets), 1),
+        **MoleculeFeaturizer(featurizer, relation).model_inputs,
+        "uncertainty_head": uncertainty.head,
+    })
+    return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
+                     EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+def default_preset_name(model: str) -> str:
+    """The preset a model gets when none is named (its registry entry's ``default_preset``).
+
+    Example:
+        >>> default_preset_name("grpe")
+        'tiny'
+    """
+    return VARIANT_SPECS[model].default_preset
+
+
+def presets_help() -> str:
+    """One line per model listing its presets (its default first), for ``--help``.
+
+    Example:
+        >>> presets_help().splitlines()[0]
+        '  grpe: tiny (default), small, standard, large'
+    """
+    lines = []
+    for model, choices in PRESETS.items():
+        default = VARIANT_SPECS[model].default_preset
+        lines.append(f"  {model}: " + ", ".join([f"{default} (default)"] + [n for n in choices if n != default]))
+    return "\n".join(lines)

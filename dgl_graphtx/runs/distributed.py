@@ -1,0 +1,252 @@
+"""Distributed data-parallel training on PyTorch's own engine (``torch.distributed``, DDP).
+
+Everything distributed lives here; the trainer only talks to the
+:class:`~dgl_graphtx.training.ProcessHooks` interface that :class:`DistributedContext` implements:
+
+* process group from torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+  ``MASTER_ADDR``...), backend ``nccl`` on CUDA and ``gloo`` on CPU unless overridden, a timeout
+  on every collective so a lost peer ends the job instead of hanging it;
+* the model wrapped in :class:`~torch.nn.parallel.DistributedDataParallel`; each process trains on
+  its share of every global batch (``DistributedSampler``, reshuffled per epoch with
+  ``set_epoch``);
+* validation and test predictions split over the processes and gathered, so every metric covers
+  the whole split with every molecule counted once, and early stopping decides the same everywhere;
+* rank 0 alone writes checkpoints, logs, plots and tables and shows progress bars;
+* :func:`launch_local`: ``dgl-graphtx train --nproc N`` starts torchrun's elastic launcher.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Sequence, Union
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from ..devices import resolve_device
+from ..errors import ConfigError
+from ..training import ProcessHooks, TrainConfig
+
+logger = logging.getLogger("dgl_graphtx")
+
+BACKENDS = ("auto", "gloo", "nccl")
+
+
+@dataclass
+class DistributedConfig:
+    """Settings of a distributed run.
+
+    Args:
+        backend: ``auto`` (``nccl`` when the device is CUDA, ``gloo`` otherwise), ``gloo`` or ``nccl``.
+        timeout_s: seconds any collective may wait for the other processes before the job fails.
+        find_unused_parameters: let DDP tolerate parameters without a gradient in a step (every
+            built-in model uses all its parameters; set it for custom models that do not).
+
+    Example:
+        >>> DistributedConfig(backend="gloo").timeout_s
+        600.0
+    """
+
+    backend: str = "auto"
+    timeout_s: float = 600.0
+    find_unused_parameters: bool = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
+
+
+def launched_by_torchrun() -> bool:
+    """Whether this process is one of several started by torchrun (``WORLD_SIZE`` > 1).
+
+    Example:
+        >>> import os; os.environ.get("WORLD_SIZE") is None and launched_by_torchrun()
+        False
+    """
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def choose_backend(device: torch.device, requested: str = "auto") -> str:
+    """``nccl`` for CUDA devices and ``gloo`` otherwise, unless ``requested`` names one.
+
+    Example:
+        >>> choose_backend(torch.device("cpu")), choose_backend(torch.device("cuda", 0))
+        ('gloo', 'nccl')
+    """
+    if requested != "auto":
+        if requested == "nccl" and device.type != "cuda":
+            raise ConfigError("the nccl backend needs CUDA devices; use --backend gloo (or auto) on CPU")
+        return requested
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+def local_device(device: Union[str, torch.device], local_rank: int) -> torch.device:
+    """The device of the process with ``local_rank`` on its machine: ``auto`` and ``cuda`` become
+    ``cuda:<local_rank>`` (CPU without CUDA); an explicit ``cuda:i`` is kept.
+
+    Example:
+        >>> local_device("cpu", 3)
+        device(type='cpu')
+    """
+    if device in ("auto", "cuda") and torch.cuda.is_available():
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return resolve_device(device)
+
+
+class DistributedContext(ProcessHooks):
+    """One process of a data-parallel job: the trainer's hooks implemented with ``torch.distributed``.
+
+    Build it with :meth:`from_environment` inside a process started by torchrun; the batch size of
+    :class:`~dgl_graphtx.training.TrainConfig` stays the *global* batch (each of the ``N``
+    processes takes ``batch_size / N`` molecules per step), so a run gives the same results
+    in expectation with any number of processes.
+
+    Example (in a script started with ``torchrun --nproc-per-node 2 script.py``)::
+
+        with DistributedContext.from_environment(device="auto") as ctx:
+            with ctx.main_first():
+                dataset = freesolv(as_dataset=True, cache_dir="cache")
+            train_and_evaluate(dataset, preset, TrainConfig(device=str(ctx.device)), hooks=ctx, out_dir="run")
+    """
+
+    def __init__(self, rank: int, world_size: int, local_rank: int, device: torch.device, config: DistributedConfig) -> None:
+        self.rank, self.world_size, self.local_rank = rank, world_size, local_rank
+        self.device = device
+        self.config = config
+
+    @classmethod
+    def from_environment(cls, device: Union[str, torch.device] = "auto", config: DistributedConfig = DistributedConfig()) -> "DistributedContext":
+        """Join the process group described by torchrun's environment variables."""
+        missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
+        if missing:
+            raise ConfigError(f"not started by torchrun ({', '.join(missing)} unset); launch with "
+                              "'torchrun --nproc-per-node N -m dgl_graphtx ...' or 'dgl-graphtx train --nproc N'")
+        rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        resolved = local_device(device, local_rank)
+        if resolved.type == "cuda":
+            torch.cuda.set_device(resolved)
+        backend = choose_backend(resolved, config.backend)
+        dist.init_process_group(backend, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=config.timeout_s))
+        if rank != 0:  # other ranks stay quiet: warnings and errors only
+            logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
+        logger.info("process group: %d processes, backend %s, device %s", world_size, backend, resolved)
+        return cls(rank, world_size, local_rank, resolved, config)
+
+    def __enter__(self) -> "DistributedContext":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.close(wait=exc_type is None)
+
+    def close(self, wait: bool = True) -> None:
+        """Leave the process group; with ``wait``, after every process got here (rank 0 hosts the
+        store the group lives on, so it must not leave while others still talk to it)."""
+        if dist.is_initialized():
+            if wait:
+                dist.barrier()
+            dist.destroy_process_group()
+
+    @property
+    def _comm_device(self) -> torch.device:
+        return self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    # -- ProcessHooks -------------------------------------------------------------------------
+    def wrap_model(self, model: nn.Module) -> nn.Module:
+        """``model`` in DistributedDataParallel (gradients averaged over processes in backward)."""
+        device_ids = [self.device.index] if self.device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=device_ids,
+                                       find_unused_parameters=self.config.find_unused_parameters)
+
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:
+        total = values.to(self._comm_device).clone()
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        return total.to(values.device)
+
+    def gather_rows(self, local: torch.Tensor, num_rows: int) -> torch.Tensor:
+        """Rows ``r, r + N, ...`` of every rank ``r`` put back in order (each row exactly once)."""
+        width = -(-num_rows // self.world_size)
+        padded = local.new_zeros((width, *local.shape[1:]))
+        padded[: len(local)] = local
+        parts = [torch.empty_like(padded, device=self._comm_device) for _ in range(self.world_size)]
+        dist.all_gather(parts, padded.to(self._comm_device))
+        out = local.new_empty((num_rows, *local.shape[1:]))
+        for rank, part in enumerate(parts):
+            count = len(range(rank, num_rows, self.world_size))
+            out[rank :: self.world_size] = part[:count].to(local.device)
+        return out
+
+    def gather_objects(self, obj: Any) -> List[Any]:
+        out: List[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+
+@contextmanager
+def process_hooks(device: Union[str, torch.device] = "auto", config: DistributedConfig = DistributedConfig()) -> Iterator[ProcessHooks]:
+    """The hooks of this process: a :class:`DistributedContext` when torchrun started several
+    processes (left again at the end), else the single-process :class:`ProcessHooks`.
+
+    Example:
+        >>> with process_hooks("cpu") as hooks:
+        ...     hooks.world_size
+        1
+    """
+    if not launched_by_torchrun():
+        yield ProcessHooks()
+        return
+    with DistributedContext.from_environment(device, config) as context:
+        yield context
+
+
+def process_settings(train: TrainConfig, hooks: ProcessHooks) -> TrainConfig:
+    """``train`` for this process of a distributed job: the device torchrun gave its rank, and
+    progress output on the main process only; unchanged in a single process.
+
+    Example:
+        >>> process_settings(TrainConfig(epochs=3), ProcessHooks()) == TrainConfig(epochs=3)
+        True
+    """
+    if not isinstance(hooks, DistributedContext):
+        return train
+    return dataclasses.replace(train, device=str(hooks.device), progress=train.progress and hooks.is_main)
+
+
+def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.0) -> int:
+    """Run ``python -m dgl_graphtx <argv>`` in ``nproc`` processes on this machine with torchrun's
+    elastic launcher (``torch.distributed.run --standalone``); the exit status of the job.
+
+    If one process fails, the launcher stops the others and reports the failing rank's error;
+    the status is that process's exit code (2 for a user error, as in a single process).
+    """
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    if nproc < 1:
+        raise ConfigError(f"--nproc must be >= 1, got {nproc}")
+    if launched_by_torchrun():
+        raise ConfigError("--nproc starts torchrun itself; leave it out when launching with torchrun")
+    args = torchrun.parse_args([
+        "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
+        "-m", "dgl_graphtx", *argv,
+    ])
+    try:
+        torchrun.run(args)
+    except ChildFailedError as err:
+        print(err.format_msg(), file=sys.stderr)
+        codes = [failure.exitcode for failure in err.failures.values()]
+        return next((c for c in codes if c > 0), 1)
+    return 0

@@ -1,0 +1,110 @@
+"""Fine-tuning from a pretrained backbone (see :mod:`dgl_graphtx.inference.backbones`): the run
+takes the backbone's architecture, featurizer and relation settings with a head of its own, and
+the model starts from the backbone's weights."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from ..datasets import MoleculeDataset
+from ..errors import ConfigError
+from ..featurize import FeaturizerConfig
+from ..inference.backbones import PathLike, Pretrained, get_pretrained, is_shipped
+from ..models import ModelConfig, MoleculeModel, Preset, get_preset
+from ..relation_graph import RelationConfig
+from .config import PresetChoice, RunConfig
+
+#: Model settings a fine-tuning run chooses itself; everything else comes from the backbone.
+HEAD_FIELDS = ("num_tasks", "task", "num_classes", "uncertainty_head", "head_layers", "molecule_features", "atom_extra_features",
+               "dropout", "attn_dropout")
+
+
+def _with_head(pretrained: Pretrained, model: ModelConfig) -> ModelConfig:
+    """The backbone's model settings with the head settings (:data:`HEAD_FIELDS`) of ``model``."""
+    return dataclasses.replace(pretrained.checkpoint.model.config, **{f: getattr(model, f) for f in HEAD_FIELDS})
+
+
+def pretrained_preset(pretrained: Pretrained, base: Preset) -> Preset:
+    """``base`` with the backbone's model architecture, featurizer and relation settings; the
+    head settings (:data:`HEAD_FIELDS`) and the training recipe stay ``base``'s.
+
+    Raises :class:`ConfigError` when ``base`` asks for other featurizer or relation settings than
+    the backbone was pretrained with and they differ from its model's defaults (what a user set).
+    """
+    meta = pretrained.checkpoint.meta
+    return dataclasses.replace(base, model=_with_head(pretrained, base.model), featurizer=meta.featurizer, relation=meta.relation)
+
+
+def check_pretrained_settings(pretrained: Pretrained, featurizer: FeaturizerConfig, relation: RelationConfig,
+                              defaults: Tuple[FeaturizerConfig, RelationConfig]) -> None:
+    """One clear error when ``featurizer`` / ``relation`` were set (differ from ``defaults``) to
+    values the backbone was not pretrained with."""
+    meta = pretrained.checkpoint.meta
+    for what, given, default, used in (("featurizer", featurizer, defaults[0], meta.featurizer),
+                                       ("relation", relation, defaults[1], meta.relation)):
+        if given != default and given != used:
+            raise ConfigError(f"pretrained model {pretrained.source!r} was pretrained with {what} {used}, this run asks "
+                              f"for {given}; drop the {what} settings (the pretrained model's are used)")
+
+
+def pretrained_run_config(run: RunConfig) -> RunConfig:
+    """A :class:`~dgl_graphtx.runs.config.RunConfig` with ``train.from_pretrained`` resolved: the
+    backbone's architecture, featurizer and relation settings replace the run's (its head
+    settings, :data:`HEAD_FIELDS`, stay), and ``from_pretrained`` becomes the shipped name or an
+    absolute path, as config.yaml records it. Featurizer or relation settings the user changed
+    from the preset's to values the backbone was not pretrained with are an error.
+
+    Example:
+        >>> from dgl_graphtx.runs.config import resolve_run_config
+        >>> run = resolve_run_config(overrides=["data.targets=y", "train.from_pretrained=gradformer-tiny-moses3k"])
+        >>> tuned = pretrained_run_config(run)
+        >>> tuned.model.variant, tuned.model.hidden_dim, tuned.model.num_tasks, tuned.train.from_pretrained
+        ('gradformer', 32, 1, 'gradformer-tiny-moses3k')
+    """
+    pretrained = get_pretrained(run.train.from_pretrained)
+    base = get_preset(run.preset.model, run.preset.name)
+    check_pretrained_settings(pretrained, run.featurizer, run.relation, (base.featurizer, base.relation))
+    meta = pretrained.checkpoint.meta
+    model = _with_head(pretrained, run.model)
+    text = str(run.train.from_pretrained)
+    train = dataclasses.replace(run.train, from_pretrained=text if is_shipped(text) else str(Path(text).resolve()))
+    return dataclasses.replace(run, preset=PresetChoice(model.variant, None), model=model, featurizer=meta.featurizer,
+                               relation=meta.relation, train=train)
+
+
+def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:
+    """Copy the backbone's weights into ``model``: everything but the head and the per-target
+    values (target statistics, atom references); parts ``model`` has and the backbone lacks (e.g.
+    an atom extra-feature encoder) keep their initialisation and are returned."""
+    source = pretrained.checkpoint.model.state_dict()
+    target = model.state_dict()
+    skip = ("head.", "target_mean", "target_std", "atom_reference.")
+    copied = {}
+    for key, value in source.items():
+        if key.startswith(skip):
+            continue
+        if key not in target or target[key].shape != value.shape:
+            raise ConfigError(f"pretrained model {pretrained.source!r} does not fit this model at {key!r}; fine-tune "
+                              "with the pretrained architecture (--from-pretrained sets it)")
+        copied[key] = value
+    with torch.no_grad():
+        model.load_state_dict(copied, strict=False)
+    return [key for key in target if key not in copied and not key.startswith(skip)]
+
+
+def start_from_pretrained(model: MoleculeModel, name_or_path: PathLike, dataset: MoleculeDataset) -> Dict[str, Any]:
+    """Load the backbone ``name_or_path`` into ``model`` for fine-tuning on ``dataset``, after
+    checking that the data was featurized as the backbone was pretrained; returns what the
+    checkpoint records about it (source, name, SHA-256)."""
+    pretrained = get_pretrained(name_or_path)
+    meta = pretrained.checkpoint.meta
+    for what, used, needed in (("featurizer", dataset.featurizer.config, meta.featurizer), ("relation", dataset.relation, meta.relation)):
+        if used != needed:
+            raise ConfigError(f"pretrained model {pretrained.source!r} needs {what} {needed}, the fine-tuning data was "
+                              f"featurized with {used}; featurize it with the pretrained model's settings")
+    fresh = load_backbone(model, pretrained)
+    return {"source": pretrained.source, "name": pretrained.card.get("name"), "sha256": pretrained.card.get("sha256"),
+            "newly_initialised": fresh}

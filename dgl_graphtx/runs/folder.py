@@ -1,0 +1,177 @@
+"""Run folders: one training run per folder, locked while it writes, never silently replaced.
+
+Opening a :class:`RunFolder` (before any featurization or training):
+
+* checks that the path is a folder that can be written (else one :class:`OutputError` naming it);
+* takes a lock file ``.run.lock`` (created exclusively: of two concurrent runs, one gets a clear
+  error naming the other's process);
+* refuses a folder that already holds a run's files unless ``overwrite=True``, in which case the
+  previous run's files are deleted first, so every file in the folder comes from the same run;
+* writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
+  marks it ``"complete"``. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
+* with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
+  ``run_id`` is kept, and the lock of a killed run is taken over (training then continues from
+  ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`).
+
+Other files in the folder (a ``cache/`` of featurized molecules, say) are left alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+from ..atomic_io import atomic_write_text, describe_os_error
+from ..errors import OutputError
+
+PathLike = Union[str, Path]
+
+LOCK_NAME = ".run.lock"
+RUN_INFO = "run.json"
+#: Files a training run writes; their presence marks a folder as holding a run.
+RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learning_curve.png", "metrics.json",
+                              "test_predictions.csv", "input_report.csv", "config.yaml", "train.log")
+#: The files that make a run worth keeping; a folder with only the others (``run.json``,
+#: ``config.yaml``, ``train.log`` of a run that failed before training) is reused without asking.
+RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log"))
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _read_json(lock: Path) -> Dict[str, Any]:
+    try:
+        return json.loads(lock.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+class RunFolder:
+    """The output folder of one training run (a context manager holding its lock).
+
+    Args:
+        path: the folder (created if missing).
+        overwrite: replace a previous run's files instead of refusing the folder.
+        resume: continue the run already in the folder (keep its files and ``run_id``).
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "run"
+        >>> with RunFolder(out) as run:
+        ...     _ = (out / "metrics.json").write_text("{}")  # a result of the run
+        ...     run.finish()
+        >>> json.loads((out / "run.json").read_text())["status"]
+        'complete'
+        >>> RunFolder(out).open()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.OutputError: ... already holds a run (run.json, metrics.json); use --overwrite (overwrite=True) to replace it, or choose another output folder
+    """
+
+    def __init__(self, path: PathLike, overwrite: bool = False, resume: bool = False) -> None:
+        if overwrite and resume:
+            raise OutputError("--overwrite replaces the run in the output folder and --resume continues it; give one of them")
+        self.path = Path(path)
+        self.overwrite = overwrite
+        self.resume = resume
+        self.run_id = uuid.uuid4().hex[:12]
+        self._locked = False
+        self._created = False
+        self._wrote_info = False
+
+    @property
+    def lock_file(self) -> Path:
+        """The lock file inside the folder."""
+        return self.path / LOCK_NAME
+
+    def open(self) -> "RunFolder":
+        """Check the folder, take the lock, clear a previous run (``overwrite``), write ``run.json``."""
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputError(f"output folder {self.path} is an existing file; choose a folder name")
+        try:
+            self._created = not self.path.exists()
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise OutputError(f"cannot create output folder {self.path}: {describe_os_error(err)}") from None
+        self._take_lock()
+        try:
+            previous = [name for name in RUN_FILES if (self.path / name).exists()]
+            if self.resume:
+                self.run_id = _read_json(self.path / RUN_INFO).get("run_id", self.run_id) if previous else self.run_id
+                self._write_info("running")
+                return self
+            if any(name in RESULT_FILES for name in previous) and not self.overwrite:
+                raise OutputError(
+                    f"{self.path} already holds a run ({', '.join(previous)}); use --overwrite (overwrite=True) "
+                    "to replace it, or choose another output folder"
+                )
+            for name in previous:
+                (self.path / name).unlink()
+            for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
+                for leftover in self.path.glob(f".{name}.*.tmp"):
+                    leftover.unlink(missing_ok=True)
+            self._write_info("running")
+        except BaseException:
+            self.close(failed=True)
+            raise
+        return self
+
+    def _take_lock(self) -> None:
+        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run_id": self.run_id, "started": time.time()})
+        for attempt in range(2):
+            try:
+                fd = os.open(self.lock_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = _read_json(self.lock_file)
+                same_host = holder.get("host") == socket.gethostname()
+                stale = same_host and isinstance(holder.get("pid"), int) and not _process_alive(holder["pid"])
+                if attempt == 0 and stale and (self.overwrite or self.resume):
+                    self.lock_file.unlink(missing_ok=True)  # left by a killed run; O_EXCL settles races
+                    continue
+                who = f"process {holder.get('pid')} on {holder.get('host')}" if holder else "another process"
+                state = ("was killed before finishing; use --resume to continue it or --overwrite to replace its files"
+                         if stale else "is writing to it")
+                raise OutputError(f"{self.path} is locked by a run of {who} that {state} (lock file {self.lock_file})") from None
+            except OSError as err:
+                raise OutputError(f"cannot write to output folder {self.path}: {describe_os_error(err)}") from None
+            with os.fdopen(fd, "w") as handle:
+                handle.write(info)
+            self._locked = True
+            return
+
+    def _write_info(self, status: str) -> None:
+        atomic_write_text(json.dumps({"run_id": self.run_id, "status": status, "time": time.time()}), self.path / RUN_INFO)
+        self._wrote_info = True
+
+    def finish(self) -> None:
+        """Mark the run complete (``run.json``): every file of the folder is now from this run."""
+        self._write_info("complete")
+
+    def close(self, failed: bool = False) -> None:
+        """Release the lock. An unfinished run keeps ``status: "running"`` in ``run.json``; with
+        ``failed`` and nothing but ``run.json`` written, the folder is left as it was found."""
+        if not self._locked:
+            return
+        if failed and self._wrote_info and not any((self.path / name).exists() for name in RESULT_FILES):
+            (self.path / RUN_INFO).unlink(missing_ok=True)
+        self.lock_file.unlink(missing_ok=True)
+        self._locked = False
+        if failed and self._created and not any(self.path.iterdir()):
+            self.path.rmdir()
+
+    def __enter__(self) -> "RunFolder":
+        return self.open() if not self._locked else self
+
+    def __exit__(self, kind: Optional[type], *rest: object) -> None:
+        self.close(failed=kind is not None)

@@ -1,0 +1,272 @@
+"""The search: every trial is an ordinary training run of a resolved configuration, so the best
+trial's ``config.yaml`` reproduces it with ``dgl-graphtx train --config``."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import multiprocessing
+import shutil
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import pandas as pd
+
+from ...atomic_io import atomic_to_csv, atomic_write_text
+from ...errors import ConfigError, GraphTxError
+from ...logs import log_to_file
+from ...training import ProcessHooks, json_safe
+from ...training.metrics import METRIC_DIRECTION, resolve_metrics
+from ..config import RunConfig, resolve_run_config
+from ..experiment import train_and_evaluate
+from ..folder import RunFolder
+from ..training_data import load_training_data
+from .space import Param, as_overrides, search_space
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+PRUNERS = ("median", "hyperband", "none")
+STUDY_NAME = "dgl_graphtx"
+JOURNAL = "hpopt.journal"
+BASE_CONFIG = "base_config.yaml"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Budget and strategy of a search.
+
+    Args:
+        trials: trials in total (counting those of an earlier, resumed search).
+        timeout: seconds after which no new trial starts (``None``: no limit).
+        jobs: trials run at the same time, each in its own process.
+        pruner: ``median`` (stop a trial whose validation metric is worse than the median of
+            earlier trials at the same epoch), ``hyperband``, or ``none``.
+        startup_trials: trials the median pruner lets finish before pruning any.
+        warmup_epochs: epochs of a trial before it may be pruned.
+        seed: seed of the TPE sampler (process ``j`` of a parallel search uses ``seed + j``).
+
+    Example:
+        >>> SearchSettings(trials=20, jobs=2).pruner
+        'median'
+    """
+
+    trials: int = 10
+    timeout: Optional[float] = 600.0
+    jobs: int = 1
+    pruner: str = "median"
+    startup_trials: int = 3
+    warmup_epochs: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.trials < 1 or self.jobs < 1 or self.startup_trials < 0 or self.warmup_epochs < 0:
+            raise ConfigError(f"trials and jobs must be >= 1 and startup_trials, warmup_epochs >= 0, got {self}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+        if self.pruner not in PRUNERS:
+            raise ConfigError(f"pruner must be one of {PRUNERS}, got {self.pruner!r}")
+
+
+@dataclass
+class SearchResult:
+    """The best trial: its configuration (saved as ``out_dir/config.yaml``), its validation value
+    of ``metric``, and every trial as a table (``trials.csv``)."""
+
+    best_config: RunConfig
+    best_value: float
+    best_trial: int
+    metric: str
+    trials: pd.DataFrame
+
+
+def _optuna():
+    try:
+        import optuna
+    except ModuleNotFoundError:
+        raise GraphTxError('hyperparameter search needs Optuna: pip install "dgl_graphtx[hpopt]" (or optuna)') from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def _storage(path: Path):
+    optuna = _optuna()
+    try:  # Optuna >= 4
+        from optuna.storages.journal import JournalFileBackend
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+    except ImportError:  # Optuna 3
+        return optuna.storages.JournalStorage(optuna.storages.JournalFileStorage(str(path)))
+
+
+def _study(out: Path, settings: SearchSettings, direction: str, worker: int):
+    optuna = _optuna()
+    pruner = {"median": lambda: optuna.pruners.MedianPruner(settings.startup_trials, settings.warmup_epochs),
+              "hyperband": lambda: optuna.pruners.HyperbandPruner(min_resource=max(settings.warmup_epochs, 1)),
+              "none": optuna.pruners.NopPruner}[settings.pruner]()
+    return optuna.create_study(study_name=STUDY_NAME, storage=_storage(out / JOURNAL), load_if_exists=True,
+                               direction="minimize" if direction == "min" else "maximize",
+                               sampler=optuna.samplers.TPESampler(seed=settings.seed + worker), pruner=pruner)
+
+
+class PruningHooks(ProcessHooks):
+    """Single-process hooks that report each epoch's validation ``metric`` to an Optuna trial and
+    stop the run (``optuna.TrialPruned``) when the pruner says so."""
+
+    def __init__(self, trial: Any, metric: str) -> None:
+        self.trial = trial
+        self.metric = metric
+
+    def end_epoch(self, epoch: int, row: Dict[str, float]) -> None:
+        value = row.get(f"valid_{self.metric}")
+        if value is None or not math.isfinite(value):
+            return
+        self.trial.report(float(value), epoch)
+        if self.trial.should_prune():
+            raise _optuna().TrialPruned(f"epoch {epoch}: valid {self.metric} {value:.4f}")
+
+
+def run_trial(config: RunConfig, run_dir: Path, hooks: ProcessHooks) -> Tuple[float, Dict[str, float], str]:
+    """Train ``config`` into ``run_dir`` as ``dgl-graphtx train`` would; the validation metrics of
+    the best epoch, the test metrics and the watched metric's name, as ``(value, test, metric)``."""
+    metric = resolve_metrics(config.model.task, config.train.metrics)[0]
+    with RunFolder(run_dir) as folder, log_to_file(run_dir / "train.log"):
+        config.save(run_dir / "config.yaml")
+        dataset, split = load_training_data(config)
+        result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or config.data.split,
+                                    fractions=config.data.fractions, out_dir=folder, hooks=hooks)
+    return result.train.best_metrics.get(metric, math.nan), result.test_metrics, metric
+
+
+def _objective(out: Path, space: Sequence[Param]):
+    def objective(trial: Any) -> float:
+        values = {param.key: param.suggest(trial) for param in space}
+        config = resolve_run_config(out / BASE_CONFIG, overrides=as_overrides(values))
+        metric = resolve_metrics(config.model.task, config.train.metrics)[0]
+        run_dir = out / "trials" / f"trial_{trial.number}"
+        trial.set_user_attr("run", str(run_dir))
+        value, test, _ = run_trial(config, run_dir, PruningHooks(trial, metric))
+        trial.set_user_attr("test", json_safe(test))
+        return value
+    return objective
+
+
+def _progress(total: int):
+    def callback(study: Any, trial: Any) -> None:
+        done = [t for t in study.trials if t.state.is_finished()]
+        complete = [t for t in done if t.value is not None and t.state.name == "COMPLETE"]
+        best = f"; best {study.best_value:.4f} (trial {study.best_trial.number})" if complete else ""
+        value = f" {trial.value:.4f}" if trial.value is not None else ""
+        logger.info("trial %d %s%s%s; %d of %d trials done", trial.number, trial.state.name.lower(), value, best,
+                    len(done), total)
+    return callback
+
+
+def _optimize(out: Path, space: Sequence[Param], settings: SearchSettings, direction: str, worker: int,
+              trials: int, deadline: Optional[float]) -> None:
+    """One process's share of the search: ``trials`` trials (fewer if the deadline passes)."""
+    if trials < 1:
+        return
+    study = _study(out, settings, direction, worker)
+    timeout = None if deadline is None else max(deadline - time.time(), 0.001)
+    study.optimize(_objective(out, space), n_trials=trials, timeout=timeout, catch=(GraphTxError,),
+                   callbacks=[_progress(settings.trials)])
+
+
+def _shares(out: Path, settings: SearchSettings, direction: str) -> List[int]:
+    """Trials left to run, dealt out to the processes; trials a killed search left ``RUNNING`` are
+    marked failed first."""
+    optuna = _optuna()
+    study = _study(out, settings, direction, 0)
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        logger.warning("trial %d was interrupted by an earlier search: marked failed", trial.number)
+        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+    left = max(settings.trials - len(study.get_trials(deepcopy=False)), 0)
+    return [left // settings.jobs + (j < left % settings.jobs) for j in range(settings.jobs)]
+
+
+def _worker(out: str, space: Sequence[Param], settings: SearchSettings, direction: str, worker: int,
+            trials: int, deadline: Optional[float]) -> None:
+    import torch
+
+    from ...logs import configure_logging
+
+    torch.set_num_threads(1)
+    configure_logging(0)
+    with log_to_file(Path(out) / "hpopt.log"):
+        _optimize(Path(out), space, settings, direction, worker, trials, deadline)
+
+
+def _with_threads(config: RunConfig, threads: Optional[int]) -> RunConfig:
+    return replace(config, train=replace(config.train, threads=threads))
+
+
+def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
+                          space: Optional[Sequence[Param]] = None, resume: bool = False) -> SearchResult:
+    """Search ``space`` (default: :func:`~dgl_graphtx.runs.hpopt.search_space` of the base model) around
+    the resolved configuration ``base`` with Optuna's TPE sampler, watching the first of the
+    run's metrics on the validation part (``train.metrics``; RMSE or ROC-AUC by default).
+
+    Writes to ``out_dir``: ``base_config.yaml``, ``hpopt.journal`` (Optuna's journal storage:
+    ``resume=True`` continues a search up to ``settings.trials`` trials), ``trials/trial_<n>/``
+    (an ordinary run folder per trial), ``trials.csv``, ``best_trial.json`` and ``config.yaml``,
+    the best trial's configuration: ``dgl-graphtx train --config out_dir/config.yaml`` repeats the
+    best trial (exactly on CPU with the same thread count).
+    """
+    if base.data.cv or not base.ensemble.single:
+        raise ConfigError("hyperparameter search trains single runs; drop --cv, --ensemble-size and --replicates")
+    if base.data.path is None or not base.data.targets:
+        raise ConfigError("no training data or targets: give DATA and --targets (or data.path / data.targets)")
+    _optuna()
+    out = Path(out_dir)
+    journal = out / JOURNAL
+    if journal.exists() and not resume:
+        raise ConfigError(f"{out} already holds a search ({JOURNAL}); continue it with --resume or choose another --out")
+    if resume and not journal.exists():
+        logger.info("no %s yet: starting a new search", journal)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = base.data.dataset_cache or str((out / "cache").resolve())
+    base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
+    if not resume or not (out / BASE_CONFIG).exists():
+        base.save(out / BASE_CONFIG)
+    elif _with_threads(resolve_run_config(out / BASE_CONFIG), base.train.threads) != base:  # any --threads may continue it
+        raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
+    space = tuple(space) if space is not None else search_space(base.model.variant)
+    metric = resolve_metrics(base.model.task, base.train.metrics)[0]
+    direction = METRIC_DIRECTION[metric]
+    logger.info("searching %d trial(s) in %d process(es), watching valid %s (%s); space: %s", settings.trials,
+                settings.jobs, metric, direction, "; ".join(p.describe() for p in space))
+    deadline = time.time() + settings.timeout if settings.timeout is not None else None
+    shares = _shares(out, settings, direction)
+    if settings.jobs == 1:
+        _optimize(out, space, settings, direction, 0, shares[0], deadline)
+    else:
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=_worker, args=(str(out), space, settings, direction, j, share, deadline))
+                   for j, share in enumerate(shares) if share]
+        for process in workers:
+            process.start()
+        for process in workers:
+            process.join()
+        for process in workers:
+            if process.exitcode:
+                logger.warning("a search process ended with exit code %s; see %s", process.exitcode, out / "hpopt.log")
+    return _summarise(out, settings, direction, metric)
+
+
+def _summarise(out: Path, settings: SearchSettings, direction: str, metric: str) -> SearchResult:
+    study = _study(out, settings, direction, 0)
+    frame = study.trials_dataframe()
+    atomic_to_csv(frame, out / "trials.csv", index=False)
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    if not complete:
+        raise GraphTxError(f"no trial completed; see {out / 'trials.csv'} and {out}/trials/*/train.log")
+    best = study.best_trial
+    source = Path(best.user_attrs["run"]) / "config.yaml"
+    shutil.copyfile(source, out / "config.yaml")
+    report = {"trial": best.number, "metric": metric, "valid": best.value, "test": best.user_attrs.get("test"),
+              "params": best.params, "run": best.user_attrs["run"], "trials": len(study.trials),
+              "complete": len(complete), "pruned": sum(t.state.name == "PRUNED" for t in study.trials)}
+    atomic_write_text(json.dumps(report, indent=2, allow_nan=False, default=str), out / "best_trial.json")
+    return SearchResult(resolve_run_config(out / "config.yaml"), best.value, best.number, metric, frame)

@@ -1,0 +1,333 @@
+"""Descriptor pretraining: a backbone learns to regress normalised RDKit 2-D descriptors, computed
+from the molecule alone, with a random share of the targets left out of the loss at every step
+(as CheMeleon does with Mordred descriptors), so that it cannot lean on any fixed subset.
+
+The run goes through :class:`~dgl_graphtx.training.Trainer` (resumable from ``last.pt``, DDP-ready
+through its hooks) and ends with ``backbone.pt`` and its model card ``card.json``, which
+:func:`~dgl_graphtx.inference.get_pretrained` loads.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import platform
+import random
+import time
+import zipfile
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch.utils.data import Subset
+
+from .._version import __version__
+from ..atomic_io import atomic_write_text
+from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
+from ..datasets.sharded_store import MANIFEST
+from ..errors import ConfigError
+from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE, file_sha256
+from ..models import Preset, build_model
+from ..training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
+from ..validation import check_number
+from .folder import RunFolder
+
+logger = logging.getLogger("dgl_graphtx")
+
+PathLike = Union[str, Path]
+DESCRIPTOR_CACHE = "descriptors.npz"
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """What the backbone learns from.
+
+    Args:
+        generator: descriptor generator (see :mod:`dgl_graphtx.featurize.descriptors`).
+        mask_share: share of the (molecule, descriptor) targets left out of each step's loss.
+        valid_share: share of the corpus held out to measure descriptor R2 (and select the epoch).
+        workers: processes computing the descriptors.
+        subset: pretrain on this many molecules of the corpus file, drawn with the run's seed
+            (``None``: all).
+        corpus_name, corpus_licence, notes: recorded in the model card.
+
+    Example:
+        >>> PretrainConfig(mask_share=0.25).valid_share
+        0.05
+    """
+
+    generator: str = "rdkit2d"
+    mask_share: float = 0.15
+    valid_share: float = 0.05
+    workers: int = 1
+    subset: Optional[int] = None
+    corpus_name: str = "custom"
+    corpus_licence: str = "unknown"
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        check_number("mask_share", self.mask_share, 0, 1, high_open=True)
+        check_number("valid_share", self.valid_share, 0, 1, low_open=True, high_open=True)
+        check_number("workers", self.workers, 1, integer=True)
+        if self.subset is not None:
+            check_number("subset", self.subset, 2, integer=True)
+
+
+class MaskedDescriptorTrainer(Trainer):
+    """A :class:`Trainer` whose loss leaves out a random ``mask_share`` of the observed targets at
+    every step (drawn from torch's generator, so a resumed run draws the same masks)."""
+
+    def __init__(self, *args: Any, mask_share: float = 0.15, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mask_share = mask_share
+
+    def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
+        keep = torch.rand(batch.mask.shape, device=batch.mask.device) >= self.mask_share
+        return masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask & keep)
+
+
+class _UndefinedR2Filter(logging.Filter):
+    """Drops the per-descriptor "R^2 is undefined" notes (descriptors constant in a small held-out
+    part); the card says over how many descriptors the held-out R2 is averaged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "R^2 is undefined" not in record.getMessage()
+
+
+def heldout_r2(y_true: np.ndarray, y_pred: np.ndarray) -> Tuple[float, int]:
+    """Mean coefficient of determination over the columns where it is defined (at least two
+    distinct observed values), and the number of such columns.
+
+    Example:
+        >>> heldout_r2(np.array([[1.0, 2.0], [3.0, 2.0]]), np.array([[1.0, 0.0], [2.0, 0.0]]))
+        (0.5, 1)
+    """
+    scores = []
+    for column in range(y_true.shape[1]):
+        seen = np.isfinite(y_true[:, column])
+        truth, guess = y_true[seen, column], y_pred[seen, column]
+        if len(np.unique(truth)) < 2:
+            continue
+        scores.append(1.0 - float(((truth - guess) ** 2).sum()) / float(((truth - truth.mean()) ** 2).sum()))
+    return (float(np.mean(scores)) if scores else float("nan")), len(scores)
+
+
+class PretrainResult(NamedTuple):
+    """The card written next to ``backbone.pt``, and the trained model."""
+
+    card: Dict[str, Any]
+    model: torch.nn.Module
+    out_dir: Path
+
+
+def descriptor_targets(raw: np.ndarray, names: Sequence[str], train_rows: Sequence[int]) -> Tuple[np.ndarray, List[str], FeatureScaler]:
+    """Pretraining targets from raw descriptors: columns with a spread on the training rows,
+    robust-scaled and clipped (:class:`FeatureScaler`), NaN where RDKit gave none (left out of the
+    loss); their names and the scaler.
+
+    Example:
+        >>> raw = np.array([[1.0, 5.0, 2.0], [2.0, 5.0, np.nan], [3.0, 5.0, 4.0]])
+        >>> values, kept, _ = descriptor_targets(raw, ["a", "b", "c"], [0, 1, 2])
+        >>> kept, int(np.isnan(values).sum())
+        (['a', 'c'], 1)
+    """
+    part = np.where(np.isfinite(raw[list(train_rows)]), raw[list(train_rows)], np.nan)
+    with np.errstate(invalid="ignore"):
+        spread = np.nanmax(part, axis=0) - np.nanmin(part, axis=0) if len(part) else np.zeros(raw.shape[1])
+    keep = np.flatnonzero(np.nan_to_num(spread) > 0)
+    kept = [names[i] for i in keep]
+    scaler = FeatureScaler.fit(raw[list(train_rows)][:, keep], kept, method="robust")
+    values = scaler.transform(raw[:, keep]).astype(np.float32)
+    values[~np.isfinite(raw[:, keep])] = np.nan
+    return values, kept, scaler
+
+
+def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[int], seed: int,
+            progress: bool) -> Tuple[MoleculeDataset, List[Any], str]:
+    """The featurized corpus, the molecules of its rows, and the corpus file's SHA-256."""
+    path = Path(source)
+    if is_store(path):
+        if subset is not None:
+            raise ConfigError("subset applies to a corpus file; a featurized store is used whole")
+        dataset = load_store(path)
+        if dataset.featurizer.config != preset.featurizer or dataset.relation != preset.relation:
+            raise ConfigError(f"store {path} was featurized with other settings than the {preset.model.variant} model "
+                              "needs; featurize it with that model's featurizer and relation settings")
+        return dataset, list(dataset.identifiers), file_sha256(path / MANIFEST)
+    table = read_molecules(path, smiles_col)
+    rows = list(range(len(table)))
+    if subset is not None and subset < len(rows):
+        rows = sorted(random.Random(seed).sample(rows, subset))
+    molecules = [table.molecules[r] for r in rows]
+    dataset = MoleculeDataset(molecules, identifiers=[table.identifiers[r] for r in rows], featurizer=preset.featurizer,
+                              relation=preset.relation, progress=progress)
+    return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
+
+
+def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig,
+                 write: bool = True) -> Tuple[np.ndarray, List[str], float]:
+    """Raw descriptors of the corpus (cached in ``out`` for resumed runs and the other processes
+    of a distributed run; only a ``write``-ing process stores them) and seconds spent."""
+    cache = out / DESCRIPTOR_CACHE
+    names = feature_names([config.generator])
+    if cache.is_file():
+        stored = np.load(cache, allow_pickle=False)
+        if str(stored["corpus_sha256"]) == corpus_sha and list(stored["names"]) == names:
+            return stored["values"], names, float(stored["seconds"])
+    start = time.perf_counter()
+    values = compute_features([config.generator], molecules, workers=config.workers)
+    seconds = time.perf_counter() - start
+    if not write:
+        return values, names, seconds
+    tmp = out / (DESCRIPTOR_CACHE + ".tmp.npz")
+    np.savez(tmp, values=values, names=np.array(names), corpus_sha256=np.array(corpus_sha), seconds=np.array(seconds))
+    tmp.replace(cache)
+    return values, names, seconds
+
+
+def _hardware(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"GPU {torch.cuda.get_device_name(device)}"
+    return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)"
+
+
+def pretrain(
+    corpus: PathLike,
+    out_dir: PathLike,
+    preset: Preset,
+    train_config: TrainConfig,
+    config: PretrainConfig = PretrainConfig(),
+    name: Optional[str] = None,
+    smiles_col: str = "smiles",
+    overwrite: bool = False,
+    resume: bool = False,
+    hooks: Optional[ProcessHooks] = None,
+) -> PretrainResult:
+    """Pretrain ``preset``'s architecture on the descriptors of ``corpus`` (a SMILES/CSV/SDF file or a
+    store written by ``dgl-graphtx featurize``) and write ``backbone.pt``, ``card.json``,
+    ``log.csv``, ``last.pt`` (resumable: ``resume=True`` continues it) to ``out_dir``. With the
+    ``hooks`` of a distributed run (:func:`~dgl_graphtx.runs.distributed.process_hooks`) every process
+    trains on its share of each batch; the main process computes the descriptors and writes the outputs.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> from dgl_graphtx.models import get_preset
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "c.smi").write_text("\\n".join(["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCN", "c1ccncc1"]))
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> r = pretrain(folder / "c.smi", folder / "run", p, TrainConfig(epochs=1, batch_size=8, progress=False),
+        ...              PretrainConfig(valid_share=0.25))
+        >>> r.card["epochs"], r.card["corpus"]["molecules"], (folder / "run" / "backbone.pt").is_file()
+        (1, 8, True)
+    """
+    out = Path(out_dir)
+    hooks = hooks if hooks is not None else ProcessHooks()
+    run = RunFolder(out, overwrite, resume=resume) if hooks.is_main else None
+    with run if run is not None else contextlib.nullcontext():
+        if run is not None and not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
+            for stale in (BACKBONE_FILE, CARD_FILE):
+                (out / stale).unlink(missing_ok=True)
+        dataset, molecules, corpus_sha = _corpus(corpus, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
+        with hooks.main_first():
+            raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
+        split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
+        if not split.train or not split.valid:
+            raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "
+                              f"valid_share={config.valid_share}; use more molecules")
+        values, kept, scaler = descriptor_targets(raw, names, split.train)
+        dataset.raw_labels = torch.from_numpy(values)
+        dataset.target_names = kept
+        seed_everything(train_config.seed)
+        model_config = dataclasses.replace(preset.model, num_tasks=len(kept), task="regression", molecule_features=0,
+                                           atom_extra_features=0)
+        model = build_model(model_config)
+        recipe = {"pretrain": dataclasses.asdict(config), "train": dataclasses.asdict(train_config)}
+        meta = CheckpointMeta(preset.featurizer, preset.relation, kept,
+                              {"pretraining": {"targets": config.generator, "scaler": scaler.to_dict(), "recipe": recipe}})
+        trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share)
+        quiet = _UndefinedR2Filter()
+        logger.addFilter(quiet)
+        try:
+            result = trainer.fit(Subset(dataset, split.train), Subset(dataset, split.valid), resume=resume)
+        finally:
+            logger.removeFilter(quiet)
+        valid = Subset(dataset, split.valid)
+        r2, defined = heldout_r2(values[split.valid], trainer.predict(valid))
+        heldout = trainer.evaluate(valid)
+        if not hooks.is_main:
+            return PretrainResult({}, trainer.model, out)
+        backbone = out / BACKBONE_FILE
+        save_checkpoint(backbone, trainer.model, meta)
+        card = {
+            "name": name or out.name,
+            "variant": model_config.variant,
+            "architecture": model_config.to_dict(),
+            "parameters": sum(p.numel() for p in trainer.model.parameters()),
+            "corpus": {"name": config.corpus_name, "source": Path(corpus).name, "sha256": corpus_sha,
+                       "subset": config.subset, "subset_seed": train_config.seed,
+                       "molecules": len(dataset), "train": len(split.train), "heldout": len(split.valid),
+                       "licence": config.corpus_licence},
+            "targets": {"generator": config.generator, "count": len(kept), "names": kept,
+                        "normalisation": "robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"},
+            "recipe": recipe,
+            "epochs": int(result.history["epoch"].max()) if len(result.history) else 0,
+            "best_epoch": result.best_epoch,
+            "wall_time_s": round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
+            "descriptor_time_s": round(descriptor_seconds, 1),
+            "hardware": _hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
+            **json_safe({"heldout_r2": r2, "heldout_rmse": heldout["rmse"]}),  # undefined: null
+            "heldout_r2_descriptors": defined,
+            "library_version": __version__,
+            "torch_version": torch.__version__,
+            "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
+            "notes": config.notes,
+            "sha256": file_sha256(backbone),
+        }
+        atomic_write_text(json.dumps(card, indent=2, allow_nan=False), out / CARD_FILE)
+        run.finish()
+    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card["name"], card["heldout_r2"],
+                card["epochs"], backbone)
+    return PretrainResult(card, trainer.model, out)
+
+
+def ship(run_dir: PathLike, folder: PathLike) -> Path:
+    """Copy a pretraining run's ``backbone.pt`` and ``card.json`` to ``folder`` (e.g.
+    ``dgl_graphtx/pretrained/<name>/``), checking the hash first."""
+    source, target = Path(run_dir), Path(folder)
+    card = json.loads((source / CARD_FILE).read_text())
+    if file_sha256(source / BACKBONE_FILE) != card["sha256"]:
+        raise ConfigError(f"{source / BACKBONE_FILE} does not match its card")
+    target.mkdir(parents=True, exist_ok=True)
+    for file in (BACKBONE_FILE, CARD_FILE):
+        shutil.copyfile(source / file, target / file)
+    return target
+
+
+#: The MOSES training set inside the ``molsets`` wheel: 1,584,663 ZINC-derived SMILES, MIT licence
+#: (Polykovskiy et al., Front. Pharmacol. 11, 565644 (2020)).
+MOSES_MEMBER = "moses/dataset/data/train.csv.gz"
+MOSES_LICENCE = "MIT (MOSES, Polykovskiy et al. 2020; molecules from ZINC)"
+
+
+def moses_corpus(wheel_dir: PathLike, out_dir: PathLike) -> Path:
+    """The MOSES training SMILES (``SMILES`` column) as ``out_dir/moses_train.csv.gz``, copied out
+    of the ``molsets`` wheel in ``wheel_dir`` (fetch it with ``pip download --no-deps molsets -d
+    DIR``; it is read, never installed). Nothing is downloaded here."""
+    wheels = sorted(Path(wheel_dir).glob("molsets-*.whl"))
+    if not wheels:
+        raise ConfigError(f"no molsets wheel in {wheel_dir}: fetch it with 'pip download --no-deps molsets -d {wheel_dir}'")
+    target = Path(out_dir) / "moses_train.csv.gz"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheels[-1]) as archive, archive.open(MOSES_MEMBER) as raw:
+            tmp = target.with_name(target.name + ".tmp")
+            tmp.write_bytes(raw.read())
+            tmp.replace(target)
+    return target

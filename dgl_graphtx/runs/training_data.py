@@ -1,0 +1,54 @@
+"""The training data of a run, read as its configuration says: a molecule file through the common
+reader (with the extra features it asks for), a store written by ``dgl-graphtx featurize``, or QM9
+from its DFT geometries. The command line, hyperparameter search and Python read it the same way."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
+from ..datasets.extra_features import add_features_from_files
+from ..errors import GraphTxError
+from .config import RunConfig
+from .store_recipe import check_store_settings
+
+
+def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Split]]:
+    """The featurized training data of a run and, when the data defines it, its split: a file
+    through the common reader, a store written by ``dgl-graphtx featurize``, or QM9 from its DFT
+    geometries when ``data.path`` is ``qm9``.
+
+    Example:
+        >>> from dgl_graphtx.datasets import freesolv_path
+        >>> from dgl_graphtx.runs.config import resolve_run_config
+        >>> run = resolve_run_config(overrides=[f"data.path={freesolv_path()}", "data.targets=expt", "data.cache=false",
+        ...                                     "train.progress=false"])
+        >>> dataset, split = load_training_data(run)
+        >>> len(dataset), split
+        (642, None)
+    """
+    data = config.data
+    if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
+    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
+                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
+    if data.path is not None and is_store(data.path):
+        dataset = load_store(data.path)
+        check_store_settings(data.path, dataset, config.featurizer, config.relation)
+        if dataset.target_names != list(data.targets):
+            raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
+                               f"use --targets {','.join(dataset.target_names)}")
+        return dataset, None
+    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
+                  progress=config.train.progress)
+    if data.is_qm9:
+        return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
+    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                                   split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
+                                   positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
+                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
+    if data.extra_features.any:
+        files = [p for p in (data.path, data.valid, data.test) if p is not None]
+        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
+                                config.featurizer.explicit_hydrogens)
+    return dataset, split

@@ -1,0 +1,192 @@
+"""Extra features: molecule-level generators and columns in the readout, atom-level features,
+their scaling stored in checkpoints and reused at prediction time, and the command line."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from rdkit import Chem
+
+from cli_runner import assert_one_error_line, run_cli
+from dgl_graphtx.checkpoint import load_checkpoint
+from dgl_graphtx.datasets import MoleculeDataset, freesolv
+from dgl_graphtx.datasets import ExtraFeatures, add_extra_features
+from dgl_graphtx.datasets.extra_features import sdf_atom_properties
+from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.featurize import smiles_to_graphs
+from dgl_graphtx.featurize.descriptors import FeatureScaler, compute_features
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.models import get_preset
+from dgl_graphtx.runs import train_and_evaluate
+from dgl_graphtx.training import TrainConfig
+
+GENERATORS = ("rdkit2d", "morgan_counts:radius=1:size=32")
+TINY = dict(num_layers=1, hidden_dim=16, num_heads=2)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return freesolv()[:40][["smiles", "expt", "calc"]].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def trained(frame, tmp_path_factory):
+    preset = get_preset("vanilla", **TINY)
+    ds = MoleculeDataset.from_dataframe(frame, target_cols=["expt"], featurizer=preset.featurizer,
+                                        relation=preset.relation, progress=False)
+    add_extra_features(ds, ExtraFeatures(GENERATORS, ("calc",)), list(frame["smiles"]), frame)
+    out = tmp_path_factory.mktemp("features")
+    result = train_and_evaluate(ds, preset, TrainConfig(epochs=2, batch_size=8, progress=False), out_dir=out / "run")
+    return result, out / "run" / "best.pt"
+
+
+def test_scaler_is_fitted_on_training_rows_and_stored(frame, trained):
+    result, path = trained
+    stored = load_checkpoint(path).meta.extra["extra_features"]
+    raw = np.concatenate([compute_features(GENERATORS, frame["smiles"]), frame[["calc"]].to_numpy()], axis=1)
+    expected = FeatureScaler.fit(raw[result.split.train], ExtraFeatures(GENERATORS, ("calc",)).molecule_names)
+    assert FeatureScaler.from_dict(stored["molecule_scaler"]) == expected
+    assert stored["spec"]["generators"] == list(GENERATORS) and stored["spec"]["columns"] == ["calc"]
+    assert result.model.config.molecule_features == raw.shape[1]
+
+
+def test_prediction_reuses_stored_scaler_exactly(frame, trained):
+    result, path = trained
+    loaded = load_checkpoint(path)
+    scaler = FeatureScaler.from_dict(loaded.meta.extra["extra_features"]["molecule_scaler"])
+    smiles = list(frame["smiles"][:5])
+    got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt"].to_numpy()
+    # independent path: featurize, scale the raw values with the stored statistics, run the model
+    raw = np.concatenate([compute_features(GENERATORS, smiles), frame[["calc"]][:5].to_numpy()], axis=1)
+    scaled = torch.from_numpy(scaler.transform(raw))
+    model = loaded.model.eval()
+    for i, s in enumerate(smiles):
+        g, rel = smiles_to_graphs(s, loaded.meta.featurizer, loaded.meta.relation)
+        g.ndata["mol_features"] = scaled[i].expand(g.num_nodes(), -1)
+        assert float(model.predict(g, rel)[0, 0]) == pytest.approx(got[i], rel=1e-5, abs=1e-6)
+    # and the test predictions written at training time match the predictor's
+    test_rows = result.split.test
+    again = Predictor(path).predict(list(frame["smiles"][test_rows]), features=frame[["calc"]].iloc[test_rows])
+    np.testing.assert_allclose(again["expt"].to_numpy(), result.test_predictions["expt_pred"].to_numpy(), rtol=1e-5)
+
+
+def test_head_reads_the_feature_column(frame, trained):
+    _, path = trained
+    predictor = Predictor(path)
+    smiles = list(frame["smiles"][:3])
+    base = predictor.predict(smiles, features=frame[["calc"]][:3])["expt"].to_numpy()
+    shifted = predictor.predict(smiles, features=frame[["calc"]][:3] + 5.0)["expt"].to_numpy()
+    assert not np.allclose(base, shifted)
+
+
+def test_missing_feature_column_is_one_clear_error(frame, trained, tmp_path):
+    _, path = trained
+    with pytest.raises(ConfigError, match="feature column 'calc'"):
+        Predictor(path).predict(["CCO"])
+    csv = tmp_path / "no_calc.csv"
+    frame[["smiles", "expt"]].to_csv(csv, index=False)
+    assert_one_error_line(run_cli(["predict", "--checkpoint", path, "--input", csv]), "feature column 'calc'", "--features-cols")
+
+
+def test_cli_trains_and_predicts_with_features(frame, tmp_path):
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "run"
+    code, stdout, err = run_cli(["train", csv, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
+                                 "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2",
+                                 "--features-generators", "morgan_counts:radius=1:size=16", "--features-cols", "calc",
+                                 "--no-progress", "-q"])
+    assert code == 0, err
+    data = yaml.safe_load((out / "config.yaml").read_text())["data"]
+    assert data["features_generators"] == ["morgan_counts:radius=1:size=16"] and data["features_cols"] == ["calc"]
+    assert load_checkpoint(out / "best.pt").model.config.molecule_features == 17
+    code, stdout, err = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", csv, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    predictions = pd.read_csv(tmp_path / "p.csv")
+    assert len(predictions) == 40 and predictions["expt"].notna().all()
+    assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "bad", "--features-generators", "mordred"]),
+                          "unknown feature generator 'mordred'")
+
+
+def _first_atom_index(mol: Chem.Mol) -> np.ndarray:
+    """Atom-level feature: the atom's index in the input molecule and its atomic number."""
+    return np.array([[atom.GetIdx(), atom.GetAtomicNum()] for atom in mol.GetAtoms()], dtype=float)
+
+
+def test_atom_function_values_follow_input_atoms():
+    smiles = ["OCC", "CCN", "c1ccccc1O"]
+    ds = MoleculeDataset(smiles, [[1.0], [2.0], [3.0]], progress=False)
+    values = add_extra_features(ds, ExtraFeatures(), smiles, atom_function=_first_atom_index)
+    assert values.spec.atom_width == 2 and values.spec.atom_function == "_first_atom_index"
+    graphs = ds.graphs
+    input_atom = graphs.ndata["input_atom"].numpy()
+    # raw column 0 is the input atom index of every node, column 1 its element
+    np.testing.assert_array_equal(values.atom[:, 0], input_atom)
+    for index, s in enumerate(smiles):
+        mol = Chem.MolFromSmiles(s)
+        start, count = int(graphs.node_offsets[index]), int(graphs.num_nodes[index])
+        elements = [mol.GetAtomWithIdx(int(a)).GetAtomicNum() for a in input_atom[start:start + count]]
+        np.testing.assert_array_equal(values.atom[start:start + count, 1], elements)
+    fitted = values.fit([0, 1, 2])
+    assert ds[2][0].ndata["atom_extra"].shape == (7, 2)
+    np.testing.assert_allclose(ds.graphs.ndata["atom_extra"].numpy(), fitted.atom_scaler.transform(values.atom))
+
+
+def test_model_with_atom_function_predicts_the_same_for_any_smiles_order(tmp_path):
+    smiles = ["OCC", "CCN", "c1ccccc1O", "CC(=O)O", "CCCl", "NCCO"]
+    preset = get_preset("grpe", **TINY)
+    ds = MoleculeDataset(smiles, [[float(i)] for i in range(6)], featurizer=preset.featurizer, relation=preset.relation, progress=False)
+    add_extra_features(ds, ExtraFeatures(), smiles, atom_function=lambda m: [[a.GetDegree()] for a in m.GetAtoms()])
+    from dgl_graphtx.datasets import Split
+    train_and_evaluate(ds, preset, TrainConfig(epochs=1, batch_size=2, progress=False), split=Split([0, 1, 2, 3], [4], [5]),
+                       out_dir=tmp_path / "run")
+    path = tmp_path / "run" / "best.pt"
+    assert load_checkpoint(path).model.config.atom_extra_features == 1
+    with pytest.raises(ConfigError, match="pass it as atom_function"):
+        Predictor(path).predict(["CCO"])
+    predictor = Predictor(path, atom_function=lambda m: [[a.GetDegree()] for a in m.GetAtoms()])
+    a, b = predictor.predict(["OCC(N)c1ccccc1", "c1ccccc1C(N)CO"])["target_0"].to_numpy()
+    assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_sdf_atom_properties_are_read_from_records(tmp_path):
+    mol = Chem.MolFromSmiles("OCC")
+    mol.SetProp("atom.dprop.charge", "-0.4 0.1 0.05")
+    mol.SetProp("y", "1.5")
+    path = tmp_path / "m.sdf"
+    with Chem.SDWriter(str(path)) as writer:
+        writer.write(mol)
+        writer.write(mol)
+    reread = next(iter(Chem.SDMolSupplier(str(path))))
+    np.testing.assert_allclose(sdf_atom_properties(["charge"])(reread)[:, 0], [-0.4, 0.1, 0.05])
+    with pytest.raises(ConfigError, match="no atom property 'spin'"):
+        sdf_atom_properties(["spin"])(reread)
+
+
+def test_ensemble_with_feature_columns_predicts_and_requires_them(frame, tmp_path):
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "ens"
+    code, _, err = run_cli(["train", csv, "--targets", "expt", "--out", out, "--model", "vanilla", "--epochs", "1",
+                            "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2",
+                            "--features-cols", "calc", "--ensemble-size", "2", "-q"])
+    assert code == 0, err
+    code, _, err = run_cli(["predict", "--checkpoint", out, "--input", csv, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    assert pd.read_csv(tmp_path / "p.csv")["expt_std"].notna().all()
+    no_calc = tmp_path / "no_calc.csv"
+    frame[["smiles"]].to_csv(no_calc, index=False)
+    assert_one_error_line(run_cli(["predict", "--checkpoint", out, "--input", no_calc]), "feature column 'calc'")
+
+
+def test_text_in_a_feature_column_is_an_error_naming_molecule_and_column(frame):
+    ds = MoleculeDataset.from_dataframe(frame[:3], target_cols=["expt"], progress=False)
+    bad = frame[:3].assign(calc=["1.0", "abc", ""])
+    with pytest.raises(ConfigError, match=re.escape(f"molecule {frame['smiles'][1]!r}: feature column 'calc' holds 'abc'")):
+        add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad)
+    values = add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad.assign(calc=["1.0", "", "3"]))
+    assert values.molecule[:, 0].tolist()[0] == 1.0 and np.isnan(values.molecule[1, 0])  # blank: missing, imputed when scaled

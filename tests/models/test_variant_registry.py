@@ -1,0 +1,79 @@
+"""The variant registry is the one source of the variant names, config sections, models, presets,
+CLI choices and the attention test catalogue."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dgl_graphtx.cli.common import MODELS
+from dgl_graphtx.cli.presets import recipe_lines
+from dgl_graphtx.models import VARIANT_NAMES, VARIANT_SPECS, Gradformer, GraphTransformer, ModelConfig, build_model, get_preset
+from dgl_graphtx.models.variants import option_sections
+
+from attention_variants import VARIANTS
+
+
+def test_every_registered_variant_is_in_the_attention_test_catalogue():
+    assert {v.kind for v in VARIANTS} == set(VARIANT_NAMES)
+
+
+def test_cli_model_choices_are_the_registry():
+    assert MODELS == VARIANT_NAMES
+    assert VARIANT_NAMES[:5] == ("grpe", "moire", "gradformer", "vanilla", "graphormer")
+
+
+def test_model_config_has_one_options_section_per_variant_with_settings():
+    fields = {f.name: f.type for f in dataclasses.fields(ModelConfig)}
+    for name, options in option_sections().items():
+        assert fields[name] is options
+        assert isinstance(getattr(ModelConfig(), name), options)
+    assert "vanilla" not in fields  # the plain baseline has no settings
+
+
+def test_default_presets_are_the_ones_before_the_registry():
+    defaults = {name: get_preset(name).model for name in VARIANT_NAMES}
+    expected = {"grpe": "tiny", "moire": "2d", "gradformer": "default", "vanilla": "tiny", "graphormer": "tiny"}
+    for name, preset in expected.items():
+        assert VARIANT_SPECS[name].default_preset == preset
+        assert defaults[name] == get_preset(name, preset).model
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_build_model_picks_the_architecture_and_layers_of_the_entry(name):
+    config = ModelConfig(variant=name, num_layers=2, hidden_dim=8, num_heads=2, readout="mean", virtual_node=False)
+    model = build_model(config)
+    assert type(model) is {"transformer": GraphTransformer, "gps": Gradformer}[VARIANT_SPECS[name].architecture]
+    assert len(model.blocks) == 2
+    expected_ffn = 16 if name == "gradformer" else 8  # Gradformer's GPS block: 2 x hidden_dim
+    assert config.feedforward_dim == expected_ffn
+
+
+def test_recipe_lists_only_the_options_of_its_own_variant():
+    keys = {line.split(":")[0] for line in recipe_lines("moire", "2d")}
+    assert "model.moire" in keys
+    assert not keys & {"model.grpe", "model.gradformer", "model.graphormer"}
+
+
+def test_model_config_and_options_are_frozen():
+    config = ModelConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.num_layers = 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.grpe.max_distance = 2
+    assert dataclasses.replace(config, num_layers=2).num_layers == 2
+
+
+def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
+    from dgl_graphtx.checkpoint import CheckpointMeta, validate_meta
+    from dgl_graphtx.errors import ConfigError
+
+    three_d, hops = get_preset("moire", "3d"), get_preset("moire", "2d")
+    def reads_coordinates(model):
+        return VARIANT_SPECS[model.variant].uses_coordinates(model, model.options)
+
+    assert reads_coordinates(three_d.model) and not reads_coordinates(hops.model)
+    assert not any(reads_coordinates(get_preset(name).model) for name in VARIANT_NAMES if name != "moire")
+    validate_meta(three_d.model, CheckpointMeta(three_d.featurizer, three_d.relation, ["y"]))
+    with pytest.raises(ConfigError, match="3-D distances needs a featurizer with coordinates"):
+        validate_meta(three_d.model, CheckpointMeta(hops.featurizer, three_d.relation, ["y"]))

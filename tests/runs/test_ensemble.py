@@ -1,0 +1,127 @@
+"""Ensembles and replicates: seeds, splits, mean and std against the members' own predictions,
+replicate statistics, Spearman rho against scipy-free ranks, and the CLI."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest_models import freesolv_rows, tiny_preset
+
+from dgl_graphtx.datasets import MoleculeDataset
+from dgl_graphtx.datasets import make_split
+from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.inference import ensemble_predict
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.runs import train_ensemble
+from dgl_graphtx.training import TrainConfig, regression_metrics
+from cli_runner import run_cli
+
+
+def _ranks(values):
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values))
+    return ranks
+
+
+@pytest.fixture(scope="module")
+def ensemble(tmp_path_factory):
+    preset = tiny_preset("vanilla")
+    dataset = MoleculeDataset.from_dataframe(freesolv_rows(0, 60), target_cols=["expt"], featurizer=preset.featurizer,
+                                             relation=preset.relation, progress=False)
+    out = tmp_path_factory.mktemp("ensemble")
+    config = TrainConfig(epochs=2, batch_size=16, progress=False, seed=5)
+    return dataset, train_ensemble(dataset, preset, config, ensemble_size=3, replicates=2, out_dir=out), out
+
+
+def test_members_seeds_and_splits(ensemble):
+    dataset, result, out = ensemble
+    assert [len(r) for r in result.members] == [3, 3]
+    for replicate, runs in enumerate(result.members):
+        expected = make_split(dataset, "random", (0.8, 0.1, 0.1), 5 + replicate)
+        assert all(run.split == expected for run in runs)  # same split within a replicate
+        tested = [tuple(run.test_predictions["expt_pred"]) for run in runs]
+        assert len(set(tested)) == 3  # different seeds, different models
+        for member in range(3):
+            assert Predictor(out / f"replicate_{replicate}" / f"member_{member}" / "best.pt").target_names == ["expt"]
+    assert result.members[0][0].split != result.members[1][0].split
+
+
+def test_mean_std_metrics_and_spearman_against_the_members(ensemble):
+    dataset, result, out = ensemble
+    for replicate, runs in enumerate(result.members):
+        part = result.predictions[result.predictions["replicate"] == replicate]
+        stack = np.stack([run.test_predictions["expt_pred"].to_numpy() for run in runs])
+        np.testing.assert_allclose(part["expt_pred"], stack.mean(0))
+        np.testing.assert_allclose(part["expt_std"], np.sqrt(((stack - stack.mean(0)) ** 2).mean(0)))
+        np.testing.assert_allclose(part["expt"], runs[0].test_predictions["expt"])
+        manual = regression_metrics(part[["expt"]].to_numpy(), part[["expt_pred"]].to_numpy())
+        assert result.metrics.loc[replicate, "rmse"] == pytest.approx(manual["rmse"])
+        assert result.metrics.loc[replicate, "member_rmse"] == pytest.approx(np.mean([r.test_metrics["rmse"] for r in runs]))
+    rmse = result.metrics["rmse"].to_numpy()
+    assert result.summary["rmse"] == pytest.approx({"mean": rmse.mean(), "std": rmse.std()})
+    error = (result.predictions["expt_pred"] - result.predictions["expt"]).abs().to_numpy()
+    rho = np.corrcoef(_ranks(result.predictions["expt_std"].to_numpy()), _ranks(error))[0, 1]
+    assert result.spearman == pytest.approx(rho, abs=1e-9)
+    report = json.loads((out / "ensemble_metrics.json").read_text())
+    assert report["spearman_std_vs_abs_error"] == pytest.approx(rho) and report["replicates"] == 2
+    saved = pd.read_csv(out / "ensemble_test_predictions.csv")
+    np.testing.assert_allclose(saved["expt_std"], result.predictions["expt_std"])
+
+
+def test_ensemble_predict_is_the_members_mean(ensemble):
+    _, _, out = ensemble
+    paths = sorted((out / "replicate_0").rglob("best.pt"))
+    smiles = ["CCO", "C1CC", "c1ccccc1O"]
+    table = ensemble_predict([Predictor(p) for p in paths], smiles)
+    members = np.stack([Predictor(p).predict(smiles)["expt"].to_numpy() for p in paths])
+    np.testing.assert_allclose(table["expt"], members.mean(0))
+    np.testing.assert_allclose(table["expt_std"], members.std(0))
+    assert table["error"].notna().tolist() == [False, True, False]
+
+
+def test_replicates_need_a_random_or_scaffold_split(ensemble):
+    dataset, result, _ = ensemble
+    with pytest.raises(ConfigError, match="replicates need random or scaffold splits"):
+        train_ensemble(dataset, tiny_preset("vanilla"), split=result.members[0][0].split, replicates=2)
+
+
+
+
+def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
+    data = tmp_path / "d.csv"
+    freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(data, index=False)
+    code, stdout, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "ens", "--model", "vanilla",
+                              "--epochs", "1", "--device", "cpu", "--no-progress", "--ensemble-size", "2", "--replicates", "2",
+                              "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"])
+    assert code == 0, err
+    report = json.loads((tmp_path / "ens" / "ensemble_metrics.json").read_text())
+    assert f"rmse {report['summary']['rmse']['mean']:.4f} +/- {report['summary']['rmse']['std']:.4f}" in stdout
+    assert "Spearman rho" in stdout
+    assert (tmp_path / "ens" / "config.yaml").read_text().count("size: 2") == 1
+    code, stdout, err = run_cli(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
+    assert code == 0, err
+    assert stdout.splitlines()[0].split()[:4] == ["smiles", "canonical_smiles", "expt", "expt_std"]
+
+
+def test_two_target_ensemble_reports_each_target_over_replicates(tmp_path):
+    preset = tiny_preset("vanilla", num_tasks=2)
+    frame = freesolv_rows(0, 50)[["smiles", "expt", "calc"]]
+    dataset = MoleculeDataset.from_dataframe(frame, target_cols=["expt", "calc"], featurizer=preset.featurizer,
+                                             relation=preset.relation, progress=False)
+    result = train_ensemble(dataset, preset, TrainConfig(epochs=1, batch_size=16, progress=False), ensemble_size=2,
+                            replicates=2, out_dir=tmp_path)
+    written = pd.read_csv(tmp_path / "ensemble_test_predictions.csv")
+    for name in ("expt", "calc"):
+        # each replicate's test part scored on this target alone, by hand from the written predictions
+        per_replicate = [regression_metrics(part[[name]].to_numpy(), part[[f"{name}_pred"]].to_numpy())
+                         for _, part in written.groupby("replicate")]
+        for metric in ("rmse", "mae"):
+            values = np.array([m[metric] for m in per_replicate])
+            assert result.per_target[name][metric]["mean"] == pytest.approx(values.mean())
+            assert result.per_target[name][metric]["std"] == pytest.approx(values.std())
+    report = json.loads((tmp_path / "ensemble_metrics.json").read_text())
+    assert report["per_target"]["calc"]["rmse"]["mean"] == pytest.approx(result.per_target["calc"]["rmse"]["mean"])
