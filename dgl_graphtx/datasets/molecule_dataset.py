@@ -16,11 +16,10 @@ import rdkit
 import torch
 from rdkit import Chem
 from torch.utils.data import Dataset
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from .._version import __version__
+from ..checksums import file_sha256
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..featurize.molecule import MoleculeLike
@@ -82,9 +81,9 @@ def _coerce_targets(
         with np.errstate(invalid="ignore"):
             too_large = np.isfinite(values) & (np.abs(values) > FLOAT32_MAX)
         for row in np.flatnonzero(~np.isfinite(values) & ~blank):
-            report.add(RowIssue(int(row), ids[row], f"unusable value {raw.iloc[row]!r} in target {name!r}", LABEL_MASKED))
+            report.add(RowIssue(int(row), ids[int(row)], f"unusable value {raw.iloc[row]!r} in target {name!r}", LABEL_MASKED))
         for row in np.flatnonzero(too_large):
-            report.add(RowIssue(int(row), ids[row], f"value {raw.iloc[row]!r} in target {name!r} is beyond float32's range "
+            report.add(RowIssue(int(row), ids[int(row)], f"value {raw.iloc[row]!r} in target {name!r} is beyond float32's range "
                                 f"(|y| > {FLOAT32_MAX:.4g}); rescale the target", LABEL_MASKED))
         values[~np.isfinite(values) | too_large] = np.nan
         out[:, col] = values
@@ -100,14 +99,6 @@ def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
             digest.update(repr(mol).encode())
         digest.update(b"\0")
     digest.update(np.ascontiguousarray(targets).tobytes())
-    return digest.hexdigest()
-
-
-def _file_fingerprint(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -272,6 +263,7 @@ class MoleculeDataset(Dataset):
         if not done.rows:
             raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")
         report.issues.sort(key=lambda issue: issue.row)
+        assert done.graphs is not None and done.relations is not None  # some rows were featurized
         return {
             "graphs": done.graphs.state_dict(),
             "relations": done.relations.state_dict(),
@@ -348,7 +340,7 @@ class MoleculeDataset(Dataset):
         """
         featurizer = kwargs.get("featurizer", FeaturizerConfig())
         table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
-        kwargs.setdefault("fingerprint", f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
+        kwargs.setdefault("fingerprint", f"{file_sha256(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
         return cls.from_table(table, target_cols, **kwargs)
 
     @classmethod

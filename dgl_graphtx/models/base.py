@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union, cast
 
 import torch
 from torch import nn
@@ -31,6 +31,10 @@ class MoleculeModel(nn.Module):
     per-element reference values (:attr:`atom_reference`, in units of ``target_std``), so the
     head learns the standardised rest.
     """
+
+    target_mean: torch.Tensor  # buffers, registered in __init__
+    target_std: torch.Tensor
+    blocks: nn.ModuleList  # a subclass's blocks, each with an ``attention`` layer
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -156,6 +160,7 @@ class MoleculeModel(nn.Module):
         """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states
         (summed for the ``atomwise`` readout)."""
         if self.config.readout == "virtual":
+            assert virtual is not None  # the encoders give the virtual node's state with this readout
             return virtual
         return ops.readout(graph, atoms, "sum" if self.config.readout == "atomwise" else self.config.readout)
 
@@ -242,4 +247,4 @@ class MoleculeModel(nn.Module):
             >>> [type(layer.structure).__name__ for layer in model.attention_layers()]
             ['MoireTerm', 'MoireTerm']
         """
-        return [block.attention for block in self.blocks]
+        return [cast(RelationAttention, block.attention) for block in self.blocks]

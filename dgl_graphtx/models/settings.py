@@ -4,13 +4,14 @@ per variant and checks a config against the variant registry."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 from ..relation_graph.bond_classes import BondVocabulary
 from ..validation import check_number
+from .architectures import ARCHITECTURES, GPSOptions
 
 READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
 TASKS = ("regression", "classification", "multiclass")
@@ -69,6 +70,10 @@ class ModelSettings:
             the atoms, fitted by least squares on the training targets before training and saved
             with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
             extensive targets such as energies, so that the network learns only the rest.
+        architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
+            ``None``: the variant's own, from the registry).
+        gps: the GPS block's settings (local model over bonds, normalisation), used by the
+            ``gps`` architecture.
 
     Example:
         >>> ModelSettings(num_tasks=2, task="multiclass", num_classes=3).prediction_width
@@ -99,6 +104,8 @@ class ModelSettings:
     molecule_features: int = 0
     atom_extra_features: int = 0
     atom_reference: bool = False
+    architecture: Optional[str] = None
+    gps: GPSOptions = field(default_factory=GPSOptions)
 
     @property
     def prediction_width(self) -> int:
@@ -144,6 +151,8 @@ class ModelSettings:
         _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
         _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
                "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
+        _check(self.architecture is None or self.architecture in ARCHITECTURES,
+               f"architecture must be one of {ARCHITECTURES} (or None: the variant's own), got {self.architecture!r}")
 
     @property
     def bond_vocab(self) -> BondVocabulary:

@@ -171,6 +171,7 @@ class MoireTerm(StructureTerm):
         if self.mode == "reference":
             terms = ScoreTerms(gain=log_f, bias=REFERENCE_SELF_WEIGHT * is_self)
         else:
+            assert self.self_weight is not None  # the paper mode has one
             terms = ScoreTerms(bias=torch.addcmul(log_f, is_self, self.self_weight))  # log f + w [i == j]
         if self.radial is not None:
             terms.bias = terms.bias + self.radial.bias(state)

@@ -67,13 +67,16 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
             check_resumable_run(out, config.train)
         # the main process checks and locks the output folder before any featurization or training
         folder = RunFolder(out, overwrite, resume=resume) if hooks.is_main and single else None
+        # a resumed run keeps the run's config.yaml until it has checked its data and trained
+        resumed = resume and single and (out / "config.yaml").is_file()
         with folder if folder is not None else contextlib.nullcontext(), \
                 log_to_file(out / "train.log") if hooks.is_main else contextlib.nullcontext():
             if hooks.is_main:
                 logger.info("dgl_graphtx %s: training %s (preset %s) on %s with %d thread(s) per process; configuration in %s",
                             __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
                             config.data.path, config.train.threads or torch.get_num_threads(), out / "config.yaml")
-                config.save(out / "config.yaml")
+                if not resumed:
+                    config.save(out / "config.yaml")
             with hooks.main_first():
                 dataset, split = load_training_data(config)
             data, preset = config.data, config.as_preset()
@@ -86,6 +89,8 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
                                             out_dir=folder if folder is not None else out, hooks=hooks, resume=resume,
                                             uncertainty=config.uncertainty)
                 if hooks.is_main:
+                    if resumed:
+                        config.save(out / "config.yaml")
                     logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
             else:
                 result = train_ensemble(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,

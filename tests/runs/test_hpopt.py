@@ -98,3 +98,19 @@ def test_parallel_trials_in_processes(tiny_csv, tmp_path):
     result = hyperparameter_search(base, tmp_path / "par", SearchSettings(trials=2, jobs=2, pruner="none"), space=space)
     assert sorted(result.trials["number"]) == [0, 1] and set(result.trials["state"]) == {"COMPLETE"}
     assert result.best_config.train.lr == result.trials.loc[result.trials["value"].idxmin(), "params_train.lr"]
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_folder_holding_something_else_is_refused(tiny_csv, tmp_path, resume):
+    """A finished training run (or a store, or any other files) is not a search: neither --resume
+    nor a new search writes into it, and the folder is left exactly as it was."""
+    run = tmp_path / "run"
+    code, _, stderr = run_cli(["train", tiny_csv, "--targets", "expt", "--out", run, "--no-cache", *TINY])
+    assert code == 0, stderr
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    flag = ["--resume"] if resume else []
+    line = assert_one_error_line(run_cli(["hpopt", tiny_csv, "--targets", "expt", "--out", run, "--trials", "1", *flag, *TINY]),
+                                 str(run), "not an hpopt search")
+    assert "best.pt" in line and "run.json" in line
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in run.iterdir() if p.is_dir()) == []
