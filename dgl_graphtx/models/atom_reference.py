@@ -60,6 +60,8 @@ class AtomReference(nn.Module):
         ([[-154.0]], [6.0, 2.0, 1.0])
     """
 
+    values: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, atom_features: str, num_tasks: int) -> None:
         super().__init__()
         self.atom_features = atom_features

@@ -162,7 +162,9 @@ class MoireTerm(StructureTerm):
         return self.radial is not None
 
     def values(self, graph: GraphLike, attn: torch.Tensor, state: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        return self.radial.values(graph, attn, state) if self.radial is not None else None
+        if self.radial is None or state is None:
+            return None
+        return self.radial.values(graph, attn, state)
 
     def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         src, dst = graph.edges()
@@ -174,6 +176,7 @@ class MoireTerm(StructureTerm):
             assert self.self_weight is not None  # the paper mode has one
             terms = ScoreTerms(bias=torch.addcmul(log_f, is_self, self.self_weight))  # log f + w [i == j]
         if self.radial is not None:
+            assert terms.bias is not None  # both modes set one
             terms.bias = terms.bias + self.radial.bias(state)
         return terms
 

@@ -35,6 +35,8 @@ class GaussianRBF(nn.Module):
         ([0.0, 1.0, 2.0], [0.3679, 1.0, 0.3679])
     """
 
+    centers: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, num: int, cutoff: float) -> None:
         super().__init__()
         if num < 2 or cutoff <= 0:

@@ -387,11 +387,12 @@ class Trainer:
         (see :mod:`~dgl_graphtx.models.atom_reference`); returns the labels ``[M, T]`` minus them
         (NaN where missing), whose statistics standardise the targets."""
         reference = self.model.atom_reference
-        counts, labels = [], []
+        assert reference is not None  # called only for a model with one
+        count_parts, label_parts = [], []
         for batch in self.loader(train_set):
-            counts.append(reference.counts(batch.graph).double())
-            labels.append(torch.where(batch.mask, batch.labels.double(), torch.full_like(batch.labels.double(), math.nan)))
-        counts, labels = torch.cat(counts), torch.cat(labels)
+            count_parts.append(reference.counts(batch.graph).double())
+            label_parts.append(torch.where(batch.mask, batch.labels.double(), torch.full_like(batch.labels.double(), math.nan)))
+        counts, labels = torch.cat(count_parts), torch.cat(label_parts)
         values = fit_atom_references(counts, labels)
         self.model.set_atom_reference(values)
         if self.hooks.is_main:
