@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
+from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
@@ -15,6 +16,7 @@ from ..runs.config import RunConfig
 from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
+from ..uncertainty import UncertaintyConfig
 from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
@@ -99,9 +101,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
     ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
     ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
-    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: train K folds into OUT/fold_<k>/ and report mean +/- std per target")),
+    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: each of K folds tests once (OUT/fold_<k>/), validation is carved from the other folds; writes OUT/oof_predictions.csv and mean +/- std per target, and with --uncertainty CV+ intervals for 'predict --checkpoint OUT'")),
     ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
-    ("--split", "data.split", dict(choices=("random", "scaffold", "kmeans", "kennard_stone"), help="kmeans: k-means clusters of Morgan fingerprints; kennard_stone: Kennard-Stone on them (default: random)")),
+    ("--split", "data.split", dict(choices=SPLITS, help="; ".join(f"{k.name}: {k.summary}" for k in SPLIT_KINDS.values()) + " (default: random)")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),
@@ -126,7 +128,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
     ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help="models per split with different seeds; predictions get a std column (default: 1)")),
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
-    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help="uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on the validation part, see docs/uncertainty.md (default: none)")),
+    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help="uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: none)")),
+    ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
+    ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
     ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help="coverage of the conformal prediction intervals (default: 0.9)")),
     ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help="stochastic passes of MC dropout (default: 20)")),
 )

@@ -26,7 +26,7 @@ from .experiment import ExperimentResult, train_and_evaluate
 from .fine_tuning import pretrained_run_config
 from .folder import RunFolder
 from .pretraining import PretrainConfig, PretrainResult, pretrain
-from .training_data import load_training_data
+from .training_data import load_calibration_data, load_training_data
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -79,15 +79,17 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
                     config.save(out / "config.yaml")
             with hooks.main_first():
                 dataset, split = load_training_data(config)
+                calibration = load_calibration_data(config, dataset)
             data, preset = config.data, config.as_preset()
             if data.cv:
                 result: RunResult = cross_validate(dataset, preset, config.train, folds=data.cv, kind=data.split,
                                                    groups=dataset.groups if data.group_col else None, out_dir=out,
-                                                   overwrite=overwrite)
+                                                   overwrite=overwrite, uncertainty=config.uncertainty,
+                                                   valid_share=data.cv_valid_share)
             elif config.ensemble.single:
                 result = train_and_evaluate(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                                             out_dir=folder if folder is not None else out, hooks=hooks, resume=resume,
-                                            uncertainty=config.uncertainty)
+                                            uncertainty=config.uncertainty, calibration=calibration)
                 if hooks.is_main:
                     if resumed:
                         config.save(out / "config.yaml")
@@ -95,7 +97,7 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
             else:
                 result = train_ensemble(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                                         ensemble_size=config.ensemble.size, replicates=config.ensemble.replicates,
-                                        out_dir=out, uncertainty=config.uncertainty)
+                                        out_dir=out, uncertainty=config.uncertainty, calibration=calibration)
     return result if hooks.is_main else None
 
 
