@@ -17,6 +17,7 @@ from ..threads import DEFAULT_THREADS, set_threads
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
 from ..uncertainty import UncertaintyConfig
+from ..uncertainty.config import CALIBRATION_BINS
 from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
@@ -130,6 +131,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
     ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help="uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: none)")),
     ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
+    ("--calibration-bins", "uncertainty.calibration_bins", dict(choices=CALIBRATION_BINS, help="with --uncertainty (regression, one model): 'similarity' fits one conformal quantile per third of the calibration molecules by nearest-neighbour Tanimoto similarity to the training part, so that molecules unlike the training set get wider intervals (scaffold or series shift; stores the training fingerprints in the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md (default: none)")),
     ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
     ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help="coverage of the conformal prediction intervals (default: 0.9)")),
     ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help="stochastic passes of MC dropout (default: 20)")),

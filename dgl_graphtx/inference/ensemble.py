@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..featurize.molecule import MoleculeLike
+from ..featurize.similarity import SIMILARITY_COLUMN
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
 from .cross_conformal import CVPlus
@@ -42,14 +43,15 @@ def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.D
 def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str], value: str = "") -> pd.DataFrame:
     """:func:`ensemble_table` of the members' ``<name><value>`` columns, with ``<name>_std`` the
     members' spread; members that predict their own ``<name>_std`` add its mean variance (total
-    variance = variance of the means + mean of the variances), and their own intervals are dropped.
+    variance = variance of the means + mean of the variances), and their own intervals are dropped,
+    as is their similarity to their training parts (``similarity_to_training``), which may differ.
 
     Example:
         >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0], "y_std": [3.0]}); b = a.assign(y=[3.0])
         >>> combine_members([a, b], ["y"]).values.tolist()  # sqrt(1 + 9)
         [['C', 2.0, 3.1622776601683795]]
     """
-    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
+    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")] + [SIMILARITY_COLUMN]
     member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
                        for n in names if f"{n}_std" in tables[0]}
     out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [f"{n}{value}" for n in names])

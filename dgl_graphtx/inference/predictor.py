@@ -27,6 +27,7 @@ from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, to_mol
+from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..nn.graph_tensors import on_device
 from ..training.outputs import prediction_frame
 from ..uncertainty import Calibration
@@ -128,7 +129,10 @@ class Predictor:
         uncertainty: uncertainty method, by default the one the checkpoint was trained with;
             ``mc_dropout`` samples dropout with any model, ``none`` turns it off. A ``<target>_std``
             column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
-            interval) when the checkpoint holds a calibration for the method.
+            interval) when the checkpoint holds a calibration for the method. A checkpoint trained
+            with ``--calibration-bins similarity`` also gives a ``similarity_to_training`` column
+            (nearest-neighbour Tanimoto similarity to its training part) and takes each
+            molecule's interval from its similarity bin.
         mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
         atom_function: the function giving atom-level extra features, for a model trained with
             one (see :mod:`dgl_graphtx.datasets.extra_features`).
@@ -179,6 +183,9 @@ class Predictor:
             raise ConfigError(f"uncertainty {method.name!r} needs a model trained with it; this checkpoint has "
                               f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
         self.calibration = Calibration.from_dict(stored)
+        fingerprints = loaded.meta.extra.get("training_fingerprints")
+        #: The training part's packed fingerprints (``[N, 256]`` uint8), when the checkpoint stores them.
+        self.training_fingerprints = fingerprints.numpy() if isinstance(fingerprints, torch.Tensor) else None
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
@@ -350,15 +357,28 @@ class Predictor:
                         predictions[row] = values[position]
         config = self.model.config
         point = config.prediction_width
+        similarity = self._similarity(molecules, done.rows)
         predicted = calibrated(config.task, UncertainPredictions(
-            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration)
+            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration, similarity)
         table = prediction_frame(config.task, config.num_classes, self.target_names, predicted.mean)
         add_uncertainty_columns(table, self.target_names, predicted)
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
+        if similarity is not None:
+            table.insert(2, SIMILARITY_COLUMN, similarity)
         table["error"] = errors
         table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
         return table
+
+    def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
+        """Nearest-neighbour similarity to the training part of the featurized ``rows`` of
+        ``molecules`` (NaN for the others); ``None`` when the checkpoint stores no fingerprints."""
+        if self.training_fingerprints is None:
+            return None
+        similarity = np.full(len(molecules), np.nan)
+        if rows:
+            similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
+        return similarity
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:
         """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""

@@ -256,6 +256,8 @@ class RunConfig:
         resolve_metrics(self.model.task, self.train.metrics)
         if self.data.calibration is not None and not self.uncertainty.active:
             raise ConfigError("--calibration names molecules that calibrate an uncertainty: choose a method with --uncertainty")
+        if self.uncertainty.calibration_bins != "none" and not self.uncertainty.active:
+            raise ConfigError("--calibration-bins bins the intervals of an uncertainty: choose a method with --uncertainty")
         weights = self.train.task_weights
         if weights and self.data.targets and len(weights) != len(self.data.targets):
             raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "

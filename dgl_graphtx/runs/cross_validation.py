@@ -15,6 +15,7 @@ import pandas as pd
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..datasets import MoleculeDataset, fold_groups, folds_to_splits, group_folds, random_folds
 from ..datasets.folds import VALID_SHARE
+from ..errors import ConfigError
 from ..inference.cross_conformal import CV_REPORT, OOF_FILE
 from ..models import Preset
 from ..training import TrainConfig, compute_metrics, json_safe, prediction_values
@@ -112,6 +113,10 @@ def cross_validate(
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
     uncertainty = uncertainty if uncertainty is not None else UncertaintyConfig(preset.model.uncertainty_head)
+    if uncertainty.calibration_bins != "none":
+        raise ConfigError(f"--calibration-bins {uncertainty.calibration_bins} bins one model's split-conformal intervals; "
+                          "cross-validation's CV+ intervals use every molecule's out-of-fold score in one set: drop the option "
+                          "or train without --cv")
     kind = "group" if groups is not None else kind
     seed = train_config.seed
     together = fold_groups(kind, seed, smiles=dataset.identifiers, groups=groups or ())

@@ -116,6 +116,9 @@ def train_ensemble(
     if calibrate and (ensemble_size < 2 or preset.model.task != "regression"):
         raise ConfigError("uncertainty 'ensemble' calibrates the spread of >= 2 regression models; raise the ensemble size "
                           "(or use mc_dropout for classification)")
+    if uncertainty is not None and uncertainty.calibration_bins != "none" and ensemble_size > 1:
+        raise ConfigError(f"--calibration-bins {uncertainty.calibration_bins} bins one model's split-conformal intervals; an "
+                          "ensemble's intervals are calibrated on its members' spread: drop the option or use --ensemble-size 1")
     member_uncertainty = None if uncertainty is None or calibrate else uncertainty
     calibrations: List[Calibration] = []
     uncertainty_rows = []

@@ -5,10 +5,11 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
+import torch
 from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
@@ -16,6 +17,7 @@ from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
 from ..errors import ConfigError
+from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
 from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics,
@@ -25,6 +27,7 @@ from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
 from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
                                       predict_batches, report_metrics)
 from ..uncertainty.methods import check_method_fits, uncertainty_method
+from ..uncertainty.mondrian import check_bin_sizes, coverage_by_bin
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .fine_tuning import start_from_pretrained
 from .folder import RunFolder
@@ -89,6 +92,12 @@ def train_and_evaluate(
     ``uncertainty`` entry also holds the test coverage and the spread it should have
     (:func:`~dgl_graphtx.uncertainty.coverage_spread`); the test predictions get ``<target>_std`` /
     ``_lo`` / ``_hi`` columns, and ``calibration_predictions.csv`` holds the calibration molecules'.
+    With ``uncertainty.calibration_bins = "similarity"`` (regression), the conformal quantile is
+    fitted per third of the calibration molecules by nearest-neighbour similarity to the training
+    part (:mod:`~dgl_graphtx.uncertainty.mondrian`); ``best.pt`` then also stores the training
+    part's packed fingerprints (``training_fingerprints``) so that prediction can bin new
+    molecules, both tables get a ``similarity_to_training`` column, and ``metrics.json`` the
+    test coverage per bin (``test_by_similarity_bin``).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -127,6 +136,12 @@ def train_and_evaluate(
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
     parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, given=calibration, kind=split)
+    if part is not None and uncertainty.calibration_bins == "similarity":
+        if preset.model.task != "regression":
+            raise ConfigError("--calibration-bins similarity bins the conformal intervals of regression; this model is "
+                              f"{preset.model.task}: drop the option")
+        labels = part.dataset.raw_labels[part.indices].double().numpy()
+        check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], uncertainty.coverage)
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
         return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part)
@@ -166,14 +181,17 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
     calibration = with_uncertainty = calibration_table = None
+    near = _similarity_to_training(dataset, parts, part) if part is not None and uncertainty.calibration_bins == "similarity" else None
     if part is not None:
-        calibration, calibrated_part, with_uncertainty = _calibrate(trainer, dataset, parts.test, uncertainty, part)
+        calibration, calibrated_part, with_uncertainty = _calibrate(trainer, dataset, parts.test, uncertainty, part, near)
         predicted = with_uncertainty.mean
-        calibration_table = prediction_table(part.dataset, part.indices, preset, calibrated_part)
+        calibration_table = prediction_table(part.dataset, part.indices, preset, calibrated_part,
+                                             near.calibration if near is not None else None)
     metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
     per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names, preset.model.num_classes)
-    table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted)
+    table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
+                             near.test if near is not None else None)
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
@@ -188,11 +206,16 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
             summary["uncertainty"] = json_ready({
                 "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
                 "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names),
-                "expected_test_coverage": _expected_coverage(part, labels, dataset.target_names, uncertainty.coverage)})
+                "expected_test_coverage": _expected_coverage(part, labels, dataset.target_names, uncertainty.coverage),
+                **({"test_by_similarity_bin": coverage_by_bin(calibration.similarity_bins, near.test, labels, with_uncertainty.lo,
+                                                              with_uncertainty.hi, dataset.target_names)}
+                   if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None
+                   and with_uncertainty.hi is not None else {})})
             atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
             best = load_checkpoint(out / "best.pt")
             extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
-                                                        "calibrated_on": calibrated_on}}
+                                                        "calibrated_on": calibrated_on},
+                     **({"training_fingerprints": torch.from_numpy(near.fingerprints)} if near is not None else {})}
             save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
@@ -200,13 +223,15 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
 
 
 def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Preset,
-                     predicted: Union[np.ndarray, UncertainPredictions]) -> pd.DataFrame:
-    """The rows ``indices`` of ``dataset`` with their predictions: ``row``, ``smiles``, and per
-    target the label, ``<target>_pred`` (multiclass: also ``_prob_<k>``) and, for predictions with
-    an uncertainty, ``_std`` / ``_lo`` / ``_hi``."""
+                     predicted: Union[np.ndarray, UncertainPredictions], similarity: Optional[np.ndarray] = None) -> pd.DataFrame:
+    """The rows ``indices`` of ``dataset`` with their predictions: ``row``, ``smiles``,
+    ``similarity_to_training`` (when given), and per target the label, ``<target>_pred``
+    (multiclass: also ``_prob_<k>``) and, for predictions with an uncertainty, ``_std`` / ``_lo`` / ``_hi``."""
     values = predicted.mean if isinstance(predicted, UncertainPredictions) else predicted
     labels = dataset.raw_labels[indices].double().numpy()
     table = pd.DataFrame({"row": dataset.rows[indices].numpy(), "smiles": [dataset.identifiers[i] for i in indices]})
+    if similarity is not None:
+        table[SIMILARITY_COLUMN] = similarity
     width = values.shape[1] // len(dataset.target_names)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
@@ -217,18 +242,37 @@ def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Prese
     return table
 
 
+class TrainingSimilarity(NamedTuple):
+    """The training part's packed fingerprints and the calibration and test molecules'
+    nearest-neighbour similarity to it."""
+
+    fingerprints: np.ndarray
+    calibration: np.ndarray
+    test: np.ndarray
+
+
+def _similarity_to_training(dataset: MoleculeDataset, parts: Split, part: CalibrationPart) -> TrainingSimilarity:
+    fingerprints = packed_fingerprints(dataset.identifiers[i] for i in parts.train)
+    return TrainingSimilarity(
+        fingerprints,
+        nearest_similarity(packed_fingerprints(part.dataset.identifiers[i] for i in part.indices), fingerprints),
+        nearest_similarity(packed_fingerprints(dataset.identifiers[i] for i in parts.test), fingerprints))
+
+
 def _calibrate(trainer: Trainer, dataset: MoleculeDataset, test: List[int], uncertainty: UncertaintyConfig,
-               part: CalibrationPart) -> Tuple[Calibration, UncertainPredictions, UncertainPredictions]:
-    """The calibration fitted on the calibration molecules, their calibrated predictions, and the
-    calibrated test predictions."""
+               part: CalibrationPart, near: Optional[TrainingSimilarity] = None
+               ) -> Tuple[Calibration, UncertainPredictions, UncertainPredictions]:
+    """The calibration fitted on the calibration molecules (per similarity bin with ``near``),
+    their calibrated predictions, and the calibrated test predictions."""
     def batches(data: MoleculeDataset, rows: List[int]):
         return lambda: trainer.loader(Subset(data, rows))
 
     model = trainer.model
     labels = part.dataset.raw_labels[part.indices].double().numpy()
-    calibration, on_part = fit_calibration(model, batches(part.dataset, part.indices), labels, trainer.device, uncertainty)
+    calibration, on_part = fit_calibration(model, batches(part.dataset, part.indices), labels, trainer.device, uncertainty,
+                                           near.calibration if near is not None else None)
     predicted = predict_batches(model, batches(dataset, test)(), trainer.device, uncertainty, calibration.temperature)
-    return calibration, on_part, calibrated(model.config.task, predicted, calibration)
+    return calibration, on_part, calibrated(model.config.task, predicted, calibration, near.test if near is not None else None)
 
 
 def _expected_coverage(part: CalibrationPart, test_labels: np.ndarray, names: List[str], coverage: float) -> Dict[str, Dict[str, float]]:

@@ -24,6 +24,7 @@ from scipy.optimize import minimize_scalar
 from ..errors import ConfigError
 from .conformal import conformal_quantile, needed_scores, out_of_fold_scores
 from .methods import uncertainty_method
+from .mondrian import SimilarityBins, fit_similarity_bins
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -77,6 +78,9 @@ class Calibration:
         conformal: each target's conformal quantile ``q`` (regression).
         normalised: whether ``q`` is in units of std (else of the target).
         temperature: each target's temperature (classification).
+        similarity_bins: per-bin quantiles by similarity to the training part (Mondrian, see
+            :mod:`~dgl_graphtx.uncertainty.mondrian`), used in place of ``conformal`` for
+            molecules whose similarity is known.
 
     Example:
         >>> c = Calibration("mve", 0.9, z_scale=[2.0], conformal=[1.5], normalised=True)
@@ -91,6 +95,7 @@ class Calibration:
     conformal: Optional[List[float]] = None
     normalised: bool = False
     temperature: Optional[List[float]] = None
+    similarity_bins: Optional[SimilarityBins] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain dict (``weights_only``-safe)."""
@@ -98,27 +103,39 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, data: Optional[Dict[str, Any]]) -> Optional["Calibration"]:
-        """Inverse of :meth:`to_dict` (``None`` stays ``None``)."""
-        return None if data is None else cls(**data)
+        """Inverse of :meth:`to_dict` (``None`` stays ``None``; a dict from before the similarity
+        bins has none)."""
+        if data is None:
+            return None
+        bins = data.get("similarity_bins")
+        return cls(**{**data, "similarity_bins": SimilarityBins(**bins) if bins is not None else None})
 
-    def apply(self, mean: np.ndarray, std: Optional[np.ndarray]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
-        """Calibrated ``(std, lo, hi)`` ``[M, T]`` for regression predictions (``None`` where not fitted)."""
+    def apply(self, mean: np.ndarray, std: Optional[np.ndarray], similarity: Optional[np.ndarray] = None
+              ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """Calibrated ``(std, lo, hi)`` ``[M, T]`` for regression predictions (``None`` where not
+        fitted); with similarity bins and each molecule's ``similarity`` ``[M]`` to the training
+        part, a molecule's quantile is its bin's (the plain one where the similarity is NaN)."""
         if std is not None and self.z_scale is not None:
             std = std * np.asarray(self.z_scale)
         if self.conformal is None:
             return std, None, None
-        quantile = np.asarray(self.conformal, float)
+        quantile = np.broadcast_to(np.asarray(self.conformal, float), mean.shape)
+        if self.similarity_bins is not None and similarity is not None:
+            known = np.isfinite(similarity)[:, None]
+            quantile = np.where(known, self.similarity_bins.quantiles(np.nan_to_num(similarity)), quantile)
         with np.errstate(invalid="ignore"):  # inf * 0 stays inf
             half = np.where(np.isinf(quantile), np.inf, quantile * (std if self.normalised else 1.0))
         return std, mean - half, mean + half
 
 
 def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray, std: Optional[np.ndarray],
-                               coverage: float) -> Calibration:
+                               coverage: float, similarity: Optional[np.ndarray] = None) -> Calibration:
     """z-scaling (when ``std`` is given) and conformal quantiles per target from calibration
     ``labels``, ``mean`` and ``std`` ``[M, T]`` (NaN labels ignored); the conformal scores use the
     z-scaled std when the method's conformal scores are normalised (its ``scores`` in
-    :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`).
+    :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`). With the calibration
+    molecules' ``similarity`` ``[M]`` to the training part, the same scores also give per-bin
+    quantiles (:func:`~dgl_graphtx.uncertainty.mondrian.fit_similarity_bins`).
 
     Example:
         >>> rng = np.random.default_rng(0); y = rng.normal(size=(2000, 1)) * 3
@@ -127,14 +144,16 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
         (3.0, 1.6)
     """
     normalised = std is not None and uncertainty_method(method).scores == "normalised"
-    scales, quantiles = [], []
+    scales, scores = [], []
     for t in range(labels.shape[1]):
         if std is not None:
             scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
         scaled = std[:, t] * scales[-1] if normalised else None
-        quantiles.append(conformal_quantile(out_of_fold_scores(labels[:, t], mean[:, t], scaled), coverage))
+        scores.append(out_of_fold_scores(labels[:, t], mean[:, t], scaled))
+    quantiles = [conformal_quantile(target_scores, coverage) for target_scores in scores]
     if not all(math.isfinite(q) for q in quantiles):
         logger.warning("conformal intervals at coverage %g need at least %d calibration labels per target; with fewer "
                        "they are unbounded (lo=-inf, hi=inf): use a larger --calibration-share or file, or a lower "
                        "--coverage", coverage, needed_scores(coverage))
-    return Calibration(method, coverage, scales if std is not None else None, quantiles, normalised)
+    bins = fit_similarity_bins(similarity, np.stack(scores, axis=1), coverage) if similarity is not None else None
+    return Calibration(method, coverage, scales if std is not None else None, quantiles, normalised, similarity_bins=bins)

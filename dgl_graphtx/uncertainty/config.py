@@ -10,6 +10,9 @@ from .methods import uncertainty_method
 
 #: Parts of a split the calibration molecules can be carved from (``uncertainty.calibration_from``).
 CALIBRATION_SOURCES = ("train", "valid")
+#: How the conformal quantile is cut (``uncertainty.calibration_bins``): one for all molecules, or one
+#: per bin of similarity to the training part (:mod:`~dgl_graphtx.uncertainty.mondrian`).
+CALIBRATION_BINS = ("none", "similarity")
 
 
 @dataclass
@@ -26,6 +29,9 @@ class UncertaintyConfig:
             so that the molecules that choose the best epoch never calibrate; ignored when a
             calibration file is given (``data.calibration``).
         calibration_from: the part the calibration molecules are carved from, ``train`` or ``valid``.
+        calibration_bins: ``none`` (one conformal quantile) or ``similarity`` (Mondrian: one per
+            third of the calibration molecules by nearest-neighbour similarity to the training
+            part, which the checkpoint then stores as fingerprints; for scaffold or series shift).
 
     Example:
         >>> UncertaintyConfig("evidential").head, UncertaintyConfig("mc_dropout").head
@@ -38,6 +44,7 @@ class UncertaintyConfig:
     evidential_reg: float = 0.01
     calibration_share: float = 0.1
     calibration_from: str = "train"
+    calibration_bins: str = "none"
 
     def __post_init__(self) -> None:
         uncertainty_method(self.method)
@@ -47,6 +54,8 @@ class UncertaintyConfig:
         check_number("uncertainty.calibration_share", self.calibration_share, 0, 1, low_open=True, high_open=True)
         if self.calibration_from not in CALIBRATION_SOURCES:
             raise ConfigError(f"uncertainty.calibration_from must be one of {CALIBRATION_SOURCES}, got {self.calibration_from!r}")
+        if self.calibration_bins not in CALIBRATION_BINS:
+            raise ConfigError(f"uncertainty.calibration_bins must be one of {CALIBRATION_BINS}, got {self.calibration_bins!r}")
 
     @property
     def head(self) -> str:

@@ -53,25 +53,28 @@ def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) ->
 
 
 def fit_calibration(model: nn.Module, batches: Batches, labels: np.ndarray, device: torch.device,
-                    config: UncertaintyConfig) -> Tuple[Calibration, UncertainPredictions]:
+                    config: UncertaintyConfig, similarity: Optional[np.ndarray] = None) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
     calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
-    those predictions, calibrated."""
+    those predictions, calibrated. With the molecules' ``similarity`` to the training part
+    (regression), also per-bin quantiles (:mod:`~dgl_graphtx.uncertainty.mondrian`)."""
     if model.config.task == "classification":
         logits = predict_logits(model, batches(), device)
         temperatures = [fit_temperature(logits[:, t], labels[:, t]) for t in range(labels.shape[1])]
         calibration = Calibration(config.method, config.coverage, temperature=temperatures)
         return calibration, predict_batches(model, batches(), device, config, temperatures)
     predicted = predict_batches(model, batches(), device, config)
-    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage)
-    return calibration, calibrated(model.config.task, predicted, calibration)
+    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage, similarity)
+    return calibration, calibrated(model.config.task, predicted, calibration, similarity)
 
 
-def calibrated(task: str, predicted: UncertainPredictions, calibration: Optional[Calibration]) -> UncertainPredictions:
-    """Regression predictions with the calibration's std scale and intervals applied (others unchanged)."""
+def calibrated(task: str, predicted: UncertainPredictions, calibration: Optional[Calibration],
+               similarity: Optional[np.ndarray] = None) -> UncertainPredictions:
+    """Regression predictions with the calibration's std scale and intervals applied (others
+    unchanged); ``similarity`` to the training part picks per-bin quantiles where the calibration has them."""
     if calibration is None or task == "classification":
         return predicted
-    std, lo, hi = calibration.apply(predicted.mean, predicted.std)
+    std, lo, hi = calibration.apply(predicted.mean, predicted.std, similarity)
     return UncertainPredictions(predicted.mean, std, lo, hi)
 
 
