@@ -314,9 +314,9 @@ def _refuse_derived(cls: type, name: str, key: str) -> None:
         raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 
-def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
-    """``values`` checked against the fields of ``cls`` and coerced; derived model fields refused."""
-    return section_dict(cls, values, prefix, _refuse_derived)
+def _section_dict(cls: type, values: Mapping[str, Any], prefix: str, origin: str) -> Dict[str, Any]:
+    """``values`` (from ``origin``) checked against the fields of ``cls`` and coerced; derived model fields refused."""
+    return section_dict(cls, values, prefix, _refuse_derived, origin)
 
 
 def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
@@ -329,7 +329,7 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
     return parse_set_items(items, SECTIONS, whole=("relation",))
 
 
-def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
+def _relation_dict(value: Any, origin: str) -> Dict[str, Any]:
     """A relation section given as a spec string (``"hops=3"``) or as a table of fields."""
     if isinstance(value, str):
         parsed = RelationConfig.parse(value)
@@ -337,7 +337,7 @@ def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
         if parsed.virtual_node:
             out["virtual_node"] = True
         return out
-    return _section_dict(RelationConfig, value, prefix)
+    return _section_dict(RelationConfig, value, "relation", origin)
 
 
 def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any]]:
@@ -347,9 +347,9 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
         if section not in SECTIONS:
             raise ConfigError(f"unknown section {section!r} in {origin}; sections are {list(SECTIONS)}")
         if section == "relation":
-            out[section] = _relation_dict(values)
+            out[section] = _relation_dict(values, origin)
         else:
-            out[section] = _section_dict(_SECTION_TYPES[section], values, section)
+            out[section] = _section_dict(_SECTION_TYPES[section], values, section, origin)
     return out
 
 
