@@ -3,6 +3,7 @@ from them and their embeddings."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -244,3 +245,19 @@ def test_pretraining_in_two_processes_matches_one_process(corpus, tmp_path):
     card = get_pretrained(tmp_path / "pt2").card
     assert card["hardware"].endswith("x 2 processes") and len(logs[2]) == 2
     np.testing.assert_allclose(logs[2], logs[1], rtol=5e-3)
+
+
+@pytest.mark.parametrize("card_text,message", [
+    ("{not json", "is not valid JSON (line 1"),
+    ("[1, 2]", "is not a JSON object"),
+])
+def test_a_model_card_that_is_not_json_is_one_error(backbone, tmp_path, card_text, message):
+    copy = tmp_path / "copy"
+    shutil.copytree(backbone, copy)
+    (copy / "card.json").write_text(card_text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        get_pretrained(copy)
+    csv = tmp_path / "d.csv"
+    freesolv()[:30].to_csv(csv, index=False)
+    assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "r", "--from-pretrained", copy]),
+                          f"its model card {copy / 'card.json'} {message}")
