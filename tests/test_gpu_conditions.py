@@ -65,3 +65,86 @@ def test_resuming_with_as_many_gpus_restores_them_all_silently(visible_gpus, cap
     with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
         restore_rng_state(_state_with_gpus(2))
     assert [index for index, _ in restored] == [0, 1] and caplog.text == ""
+
+
+@pytest.fixture()
+def one_gpu_cpu_only_dgl(visible_gpus, monkeypatch):
+    """One visible GPU beside a DGL built without CUDA (as pip's default dgl wheel is)."""
+    from dgl_graphtx import devices
+    visible_gpus(1)
+    monkeypatch.setattr(devices, "dgl_cuda_error", lambda: "DGLError: Device API cuda is not enabled")
+
+
+@pytest.fixture()
+def no_featurizing(monkeypatch):
+    """Fail the test if a command starts reading or featurizing its data."""
+    from dgl_graphtx.inference import Predictor
+    from dgl_graphtx.runs import from_config
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the data was read before the device settings were checked")
+
+    monkeypatch.setattr(from_config, "load_training_data", refuse)
+    monkeypatch.setattr(Predictor, "predict", refuse)
+
+
+def test_a_gpu_index_beyond_the_visible_ones_is_refused(one_gpu_cpu_only_dgl):
+    from dgl_graphtx.devices import resolve_device
+    from dgl_graphtx.errors import ConfigError
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(ConfigError, match=r"device 'cuda:3' requested but torch sees 1 CUDA device \(cuda:0\)"):
+        resolve_device("cuda:3")
+
+
+def test_dgl_compute_on_cuda_with_a_cpu_only_dgl_is_refused(one_gpu_cpu_only_dgl):
+    from dgl_graphtx.devices import resolve_compute
+    from dgl_graphtx.errors import ConfigError
+    assert resolve_compute("auto", "cuda") == "tensors" and resolve_compute("dgl", "cpu") == "dgl"
+    with pytest.raises(ConfigError, match="compute='dgl' on cuda needs a CUDA build of DGL.*Device API cuda is not enabled"):
+        resolve_compute("dgl", "cuda")
+
+
+def test_device_mistakes_are_one_line_before_any_work(one_gpu_cpu_only_dgl, no_featurizing, tmp_path):
+    from cli_runner import assert_one_error_line, run_cli
+    data = tmp_path / "d.csv"
+    data.write_text("smiles,y\nCCO,1\nCCN,2\n")
+    train = ["train", data, "--targets", "y", "--out", tmp_path / "run"]
+    assert_one_error_line(run_cli([*train, "--device", "cuda:3"]), "cuda:3", "torch sees 1 CUDA device")
+    assert_one_error_line(run_cli([*train, "--device", "cuda", "--set", "train.compute=dgl"]),
+                          "compute='dgl' on cuda", "compute='tensors'")
+    assert not (tmp_path / "run").exists()
+    assert_one_error_line(run_cli(["predict", "--checkpoint", tmp_path / "none.pt", "--device", "cuda:3", "CCO"]),
+                          "torch sees 1 CUDA device")
+
+
+@pytest.fixture()
+def no_launch(monkeypatch):
+    """Fail the test if a command starts the processes of a distributed run."""
+    from dgl_graphtx.cli import pretrain, train
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the processes were started before the devices were checked")
+
+    monkeypatch.setattr(train, "launch_local", refuse)
+    monkeypatch.setattr(pretrain, "launch_local", refuse)
+
+
+def test_more_processes_than_gpus_are_refused_before_they_start(visible_gpus, no_launch, tmp_path):
+    """Two processes on one GPU used to both get cuda:0, which NCCL refuses at the first barrier."""
+    from cli_runner import assert_one_error_line, run_cli
+    from dgl_graphtx.errors import ConfigError
+    from dgl_graphtx.runs.distributed import local_device
+    visible_gpus(1)
+    assert local_device("auto", 0, 1) == torch.device("cuda", 0)
+    with pytest.raises(ConfigError, match="2 processes on this machine need one GPU each, but torch sees 1"):
+        local_device("auto", 1, 2)
+    with pytest.raises(ConfigError, match="puts all 2 processes on one GPU"):
+        local_device("cuda:0", 1, 2)
+    assert local_device("cpu", 1, 2) == torch.device("cpu")
+    data = tmp_path / "d.csv"
+    data.write_text("smiles,y\nCCO,1\nCCN,2\n")
+    assert_one_error_line(run_cli(["train", data, "--targets", "y", "--out", tmp_path / "r", "--nproc", "2"]),
+                          "need one GPU each, but torch sees 1", "--device cpu")
+    assert_one_error_line(run_cli(["pretrain", data, "--out", tmp_path / "p", "--nproc", "2", "--device", "cuda"]),
+                          "need one GPU each")
+    assert not (tmp_path / "r").exists() and not (tmp_path / "p").exists()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
@@ -11,8 +10,7 @@ from ..devices import resolve_device
 from ..errors import ConfigError
 from ..models.presets import DEFAULT_MODEL
 from ..models.variants import VARIANT_NAMES
-from ..runs.config import RunConfig
-from ..threads import DEFAULT_THREADS, set_threads
+from ..threads import DEFAULT_THREADS
 from ..training.losses import LOSSES
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
 from ..validation import check_number, describe_range
@@ -147,18 +145,6 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N`` of the commands that predict (``train`` has it among :data:`TRAIN_FLAGS`);
     the CLI's entry point applies it before the command runs."""
     parser.add_argument("--threads", type=bounded(int, 1), default=None, metavar="N", help=THREADS_HELP)
-
-
-def with_threads(config: RunConfig) -> RunConfig:
-    """``config`` with its ``train.threads`` resolved and applied to this process (see
-    :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
-
-    Example:
-        >>> from dgl_graphtx.runs.config import resolve_run_config
-        >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
-        1
-    """
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=set_threads(config.train.threads)))
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

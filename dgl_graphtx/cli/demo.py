@@ -8,9 +8,9 @@ from typing import Any, Dict, List
 
 from ..datasets import FREESOLV_TARGET, freesolv_path
 from ..inference import Predictor
-from ..runs.config import resolve_run_config
+from ..runs.config import apply_threads, resolve_run_config
 from ..runs.from_config import train_from_config
-from .common import bounded, print_table, with_threads
+from .common import bounded, print_table
 from .run_report import print_run
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     print("dgl_graphtx demo: 'dgl-graphtx train' with its defaults on FreeSolv "
           "(642 molecules, hydration free energy, kcal/mol, random 80/10/10 split)")
     print("  " + " ".join(train_argv(args)))
-    config = with_threads(resolve_run_config(flags=train_flags(args)))
+    config = apply_threads(resolve_run_config(flags=train_flags(args)))
     print_run(train_from_config(config, args.out, overwrite=True), config, Path(args.out))
     print(f"learning curve: {Path(args.out) / 'learning_curve.png'}")
     table = Predictor(Path(args.out) / "best.pt").predict(DEMO_SMILES)

@@ -8,10 +8,10 @@ from pathlib import Path
 from ..errors import GraphTxError
 from ..logs import log_to_file
 from ..models.variants import VARIANT_SPECS
-from ..runs.config import resolve_run_config
+from ..runs.config import apply_threads, resolve_run_config
 from ..runs.hpopt.space import COMMON
 from ..training.target_metrics import format_metrics
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, with_threads
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.hpopt import SearchSettings, hyperparameter_search, search_space
 
     flags = explicit_train_flags(args)
-    config = with_threads(resolve_run_config(args.config, args.set, flags).with_absolute_paths())
+    config = apply_threads(resolve_run_config(args.config, args.set, flags).with_absolute_paths())
     fixed = set(flags) | {item.split("=", 1)[0].strip() for item in args.set}
     space = [p for p in search_space(config.model.variant) if p.key not in fixed and p.key.split(".")[0] not in fixed]
     if config.data.path is None or not config.data.targets:

@@ -39,7 +39,7 @@ from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
 from .featurized import featurize_and_pack
-from .molecule_dataset import MoleculeDataset, _coerce_targets, _content_fingerprint, featurization_settings
+from .molecule_dataset import MoleculeDataset, coerce_targets, _content_fingerprint, featurization_settings
 from .molecule_dataset import _file_fingerprint
 from .readers import read_molecules
 from .report import InputReport, RowIssue
@@ -219,7 +219,7 @@ def featurize_to_store(
     if len(ids) != num_rows:
         raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
     label_report = InputReport(num_rows)
-    raw_targets, names = _coerce_targets(targets, target_names, ids, label_report)
+    raw_targets, names = coerce_targets(targets, target_names, ids, label_report)
     settings = featurization_settings(MoleculeFeaturizer(featurizer, relation), names)
     settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
     key = cache_key(settings)

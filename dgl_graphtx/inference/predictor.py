@@ -283,7 +283,7 @@ class Predictor:
         """
         tables, pooled, per_atom = [], [], []
         for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
-            done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
+            done, _ = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
             for batch in self._batches(done):
@@ -319,13 +319,20 @@ class Predictor:
         return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
 
     def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
-                   molecule_level: bool = True) -> Featurized:
+                   molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
+        """The featurized molecules with their extra features, and per input row why extra
+        feature values were masked (as at training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
+        masked: List[Optional[str]] = [None] * len(molecules)
         if self.extras is not None and done.rows:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
-            self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
-                                           [describe_molecule(molecules[r]) for r in done.rows], self.atom_function, molecule_level)
-        return done
+            notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
+                                                   [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
+                                                   molecule_level)
+            for position, reason in notes:
+                row = done.rows[position]
+                masked[row] = reason if masked[row] is None else f"{masked[row]}; {reason}"
+        return done, masked
 
     @property
     def _width(self) -> int:
@@ -337,7 +344,7 @@ class Predictor:
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
                        features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), self._width), np.nan)
-        done = self._featurize(molecules, features)
+        done, masked = self._featurize(molecules, features)
         errors = done.errors
         for batch in self._batches(done):
             for positions, values, error in self._forward(done, batch, self._predict_batch):
@@ -357,7 +364,9 @@ class Predictor:
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors
-        table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
+        table["warning"] = [None if errors[row] is not None else
+                            "; ".join(w for w in (self.domain.check(molecules[row]), masked[row]) if w) or None
+                            for row in range(len(molecules))]
         return table
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:

@@ -37,6 +37,7 @@ from ..models import ModelConfig, Preset, get_preset
 from ..models.presets import DEFAULT_MODEL, PRESETS
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
+from ..threads import set_threads
 from ..training import TrainConfig, resolve_loss, resolve_metrics
 from ..uncertainty import UncertaintyConfig
 from .settings_files import get_dotted as _get
@@ -235,6 +236,15 @@ class RunConfig:
         if weights and self.data.targets and len(weights) != len(self.data.targets):
             raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
                               f"{list(self.data.targets)}; give one weight per target (--task-weights)")
+
+    def with_threads(self, threads: Optional[int]) -> "RunConfig":
+        """The run with ``train.threads`` set to ``threads``.
+
+        Example:
+            >>> resolve_run_config(overrides=["data.targets=y"]).with_threads(3).train.threads
+            3
+        """
+        return dataclasses.replace(self, train=dataclasses.replace(self.train, threads=threads))
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
@@ -447,6 +457,18 @@ def resolve_run_config(
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+def apply_threads(config: RunConfig) -> RunConfig:
+    """``config`` with its ``train.threads`` resolved and applied to this process (see
+    :func:`~dgl_graphtx.threads.set_threads`: ``--threads``, else ``OMP_NUM_THREADS``, else 1),
+    so that ``config.yaml`` records the number used.
+
+    Example:
+        >>> apply_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
+        1
+    """
+    return config.with_threads(set_threads(config.train.threads))
 
 
 def default_preset_name(model: str) -> str:

@@ -12,8 +12,10 @@ import pandas as pd
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..datasets import MoleculeDataset, cv_splits
+from ..inference.backbones import Pretrained
 from ..models import Preset
 from ..training import TrainConfig, compute_metrics, json_safe, prediction_values
+from ..uncertainty import UncertaintyConfig
 from .experiment import ExperimentResult, train_and_evaluate
 
 logger = logging.getLogger("dgl_graphtx")
@@ -61,6 +63,8 @@ def cross_validate(
     groups: Optional[Sequence[Hashable]] = None,
     out_dir: Optional[PathLike] = None,
     overwrite: bool = False,
+    uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
 ) -> CVResult:
     """Train ``folds`` runs of ``preset``: run ``k`` tests on fold ``k``, validates on fold
     ``k + 1`` and trains on the rest (folds ``random``, by ``scaffold``, or by ``groups``, one
@@ -68,7 +72,8 @@ def cross_validate(
 
     With ``out_dir``, run ``k`` writes its usual files to ``out_dir/fold_<k>/``, and
     ``cv_metrics.json`` / ``cv_metrics.csv`` (mean and std over folds per target and metric,
-    and each fold's value) go to ``out_dir``.
+    and each fold's value) go to ``out_dir``. ``uncertainty`` and ``backbone`` go to every
+    fold's run (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -90,8 +95,8 @@ def cross_validate(
     for k, split in enumerate(splits):
         logger.info("cross-validation fold %d of %d: %d train, %d valid, %d test molecules",
                     k + 1, folds, len(split.train), len(split.valid), len(split.test))
-        run = train_and_evaluate(dataset, preset, train_config, split=split,
-                                 out_dir=out / f"fold_{k}" if out is not None else None, overwrite=overwrite)
+        run = train_and_evaluate(dataset, preset, train_config, split=split, out_dir=out / f"fold_{k}" if out is not None else None,
+                                 overwrite=overwrite, uncertainty=uncertainty, backbone=backbone)
         runs.append(run)
         frames.append(fold_metrics(run, preset, dataset.target_names, train_config.metrics).assign(fold=k))
     per_fold = pd.concat(frames, ignore_index=True)[["fold", "target", "metric", "value"]]

@@ -18,6 +18,7 @@ from torch.utils.data import Subset
 
 from ..datasets import MoleculeDataset, Split, make_split
 from ..errors import ConfigError
+from ..inference.backbones import Pretrained
 from ..inference.ensemble import combine_members, with_intervals
 from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics
@@ -80,6 +81,7 @@ def train_ensemble(
     replicates: int = 1,
     out_dir: Optional[PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
 ) -> EnsembleResult:
     """Train ``ensemble_size`` models per split over ``replicates`` splits and evaluate the
     ensemble mean on each test part.
@@ -87,7 +89,8 @@ def train_ensemble(
     ``uncertainty`` with method ``ensemble`` calibrates the members' spread on each replicate's
     validation part (z-scaling and conformal intervals, written to
     ``replicate_<r>/calibration.json`` with ``out_dir``); any other method is passed to every
-    member (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
+    member (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`, which also takes
+    ``backbone``).
 
     Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
@@ -127,7 +130,7 @@ def train_ensemble(
             logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, replicates, member + 1, ensemble_size, seed)
             member_dir = out / f"replicate_{replicate}" / f"member_{member}" if out is not None else None
             runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
-                                           fractions, member_dir, uncertainty=member_uncertainty))
+                                           fractions, member_dir, uncertainty=member_uncertainty, backbone=backbone))
         members.append(runs)
         table = combine_members([r.test_predictions for r in runs], names, value="_pred")
         if calibrate:

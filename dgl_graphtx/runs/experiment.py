@@ -14,6 +14,7 @@ from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..errors import ConfigError
+from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
@@ -53,6 +54,7 @@ def train_and_evaluate(
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
     :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
@@ -73,6 +75,10 @@ def train_and_evaluate(
     validation part, the calibration is stored in ``best.pt``, the test predictions get
     ``<target>_std`` / ``_lo`` / ``_hi`` columns and ``metrics.json`` an ``uncertainty`` entry.
 
+    With ``train_config.from_pretrained``, the model starts from that backbone's weights
+    (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`); ``backbone`` passes it when
+    it is loaded already, so that a run loads it once.
+
     Example:
         >>> from dgl_graphtx.datasets import freesolv
         >>> from dgl_graphtx.models import get_preset
@@ -85,8 +91,8 @@ def train_and_evaluate(
     """
     if preset.model.num_tasks != dataset.num_tasks:
         raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
-    if dataset.relation != preset.relation or dataset.featurizer.config != preset.featurizer:
-        raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
+    dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
+                                "featurize it with preset.featurizer / preset.relation")
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
     if uncertainty is None:
@@ -112,14 +118,15 @@ def train_and_evaluate(
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty)
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, backbone)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty)
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, backbone)
 
 
 def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
          fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
-         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig) -> ExperimentResult:
+         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig,
+         backbone: Optional[Pretrained]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
     run = out_dir if isinstance(out_dir, RunFolder) else None
@@ -129,7 +136,9 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     fitted = extras.fit(parts.train) if extras is not None else None
     model = build_model(preset.model if fitted is None else dataclasses.replace(
         preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
-    pretrained = start_from_pretrained(model, train_config.from_pretrained, dataset) if train_config.from_pretrained else None
+    if backbone is None and train_config.from_pretrained:
+        backbone = get_pretrained(train_config.from_pretrained)
+    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),

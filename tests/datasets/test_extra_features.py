@@ -190,3 +190,35 @@ def test_text_in_a_feature_column_is_an_error_naming_molecule_and_column(frame):
         add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad)
     values = add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad.assign(calc=["1.0", "", "3"]))
     assert values.molecule[:, 0].tolist()[0] == 1.0 and np.isnan(values.molecule[1, 0])  # blank: missing, imputed when scaled
+
+
+def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
+    """One 1e308 in a --features-cols column used to overflow the scaler (centre 3.2e306, scale 1):
+    the whole column became the constant -10, with an empty input report. Such values (and
+    infinite ones) are masked like missing values and reported; the column keeps its information."""
+    from cli_runner import run_cli_without_runtime_warnings
+    from dgl_graphtx.datasets.report import FEATURE_MASKED
+    table = frame[["smiles", "expt"]].copy()
+    table["feat"] = np.linspace(-1.0, 1.0, len(table))
+    table["feat"] = table["feat"].astype(object)
+    table.loc[3, "feat"], table.loc[7, "feat"] = "1e308", "-inf"
+    table["part"] = ["train"] * 30 + ["valid"] * 5 + ["test"] * 5
+    csv = tmp_path / "d.csv"
+    table.to_csv(csv, index=False)
+    out = tmp_path / "run"
+    code, _, err = run_cli_without_runtime_warnings(["train", csv, "--targets", "expt", "--split-col", "part", "--out", out,
+                                                     "--features-cols", "feat", "--model", "vanilla", "--epochs", "1",
+                                                     "--no-cache", "--device", "cpu", "--set", "model.num_layers=1",
+                                                     "model.hidden_dim=16", "model.num_heads=2"])
+    assert code == 0, err
+    report = pd.read_csv(out / "input_report.csv")
+    assert report[["row", "action"]].values.tolist() == [[3, FEATURE_MASKED], [7, FEATURE_MASKED]]
+    assert "value 1e+308 of extra feature 'feat' is beyond float32's range" in report["reason"][0]
+    assert "value -inf of extra feature 'feat' is not finite" in report["reason"][1]
+    scaler = load_checkpoint(out / "best.pt").meta.extra["extra_features"]["molecule_scaler"]
+    usable = np.linspace(-1.0, 1.0, len(table))[[r for r in range(30) if r not in (3, 7)]]  # the training rows kept
+    assert scaler["center"][0] == pytest.approx(usable.mean()) and scaler["scale"][0] == pytest.approx(usable.std())
+    # prediction masks the same values the same way, and says so
+    predicted = Predictor(out / "best.pt").predict_file(csv)
+    assert "extra feature 'feat' is beyond float32's range" in predicted["warning"][3]
+    assert predicted["warning"][[0, 1, 2]].isna().all()

@@ -234,7 +234,7 @@ def test_pretraining_in_two_processes_matches_one_process(corpus, tmp_path):
     # molecule's descriptors can be partly missing), which Adam magnifies; the fit itself moves 4x the tolerance
     common = ["--model", "vanilla", "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2",
               "model.dropout=0", "train.warmup_epochs=0", "--epochs", "2", "--batch-size", "8", "--lr", "0.01",
-              "--valid-share", "0.25", "--mask-share", "0", "-q"]
+              "--valid-share", "0.25", "--mask-share", "0", "--device", "cpu", "-q"]
     logs = {}
     for nproc in (1, 2):
         out = tmp_path / f"pt{nproc}"
