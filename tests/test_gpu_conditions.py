@@ -78,12 +78,10 @@ def one_gpu_cpu_only_dgl(visible_gpus, monkeypatch):
 @pytest.fixture()
 def no_featurizing(monkeypatch):
     """Fail the test if a command starts reading or featurizing its data."""
+    from cli_runner import must_not_be_called
     from dgl_graphtx.inference import Predictor
     from dgl_graphtx.runs import from_config
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the data was read before the device settings were checked")
-
+    refuse = must_not_be_called("the data was read before the device settings were checked")
     monkeypatch.setattr(from_config, "load_training_data", refuse)
     monkeypatch.setattr(Predictor, "predict", refuse)
 
@@ -120,11 +118,9 @@ def test_device_mistakes_are_one_line_before_any_work(one_gpu_cpu_only_dgl, no_f
 @pytest.fixture()
 def no_launch(monkeypatch):
     """Fail the test if a command starts the processes of a distributed run."""
+    from cli_runner import must_not_be_called
     from dgl_graphtx.cli import pretrain, train
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the processes were started before the devices were checked")
-
+    refuse = must_not_be_called("the processes were started before the devices were checked")
     monkeypatch.setattr(train, "launch_local", refuse)
     monkeypatch.setattr(pretrain, "launch_local", refuse)
 

@@ -189,13 +189,9 @@ def small_csv(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("mistake", ["missing file", "folder holds a run", "timeout nan", "timeout 0"])
 def test_user_errors_of_a_two_process_run_are_found_before_the_processes_start(mistake, small_csv, tmp_path, monkeypatch):
-    from cli_runner import assert_one_error_line, run_cli
+    from cli_runner import assert_one_error_line, must_not_be_called, run_cli
     from dgl_graphtx.cli import train
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the processes were started before the mistake was found")
-
-    monkeypatch.setattr(train, "launch_local", refuse)
+    monkeypatch.setattr(train, "launch_local", must_not_be_called("the processes were started before the mistake was found"))
     out = tmp_path / "run"
     argv = ["train", small_csv, "--targets", "expt", "--out", out, "--nproc", "2", "--device", "cpu"]
     if mistake == "missing file":
