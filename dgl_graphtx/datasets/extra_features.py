@@ -32,10 +32,9 @@ from rdkit import Chem
 
 from ..errors import ConfigError
 from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
-from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, to_mol
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, prepare_input, to_mol
 from .molecule_dataset import FLOAT32_MAX
 from .packed import PackedGraphs
-from .readers import read_molecules
 from .report import FEATURE_MASKED, RowIssue
 
 logger = logging.getLogger("dgl_graphtx")
@@ -314,7 +313,7 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Mo
     :class:`~dgl_graphtx.datasets.MoleculeTable`'s ``molecules`` and ``frame``.
     """
     picked = dataset.rows.tolist()
-    chosen = [molecules[r] for r in picked]
+    chosen = [prepare_input(molecules[r], dataset.featurizer.config) for r in picked]
     ids = list(dataset.identifiers)
     part = frame.iloc[picked].reset_index(drop=True) if frame is not None else None
     notes: MaskNotes = []
@@ -353,16 +352,3 @@ def describe_extra_features(spec: ExtraFeatures) -> str:
         source = "SDF atom properties" if spec.atom_properties else f"the function {spec.atom_function}"
         parts.append(f"{len(spec.atom_names)} atom-level from {source}")
     return ", ".join(parts) or "none"
-
-
-def add_features_from_files(dataset: Any, spec: ExtraFeatures, paths: Sequence[Any], smiles_col: str = "smiles",
-                            delimiter: Optional[str] = None, explicit_hydrogens: bool = False,
-                            atom_function: Optional[AtomFunction] = None, workers: int = 1) -> ExtraFeatureValues:
-    """:func:`add_extra_features` for a dataset built from the files ``paths`` (its rows numbered
-    across them in order, as :func:`~dgl_graphtx.datasets.load_labelled` does): the files are read
-    again for their molecules and feature columns."""
-    tables = [read_molecules(path, smiles_col, delimiter, explicit_hydrogens=explicit_hydrogens) for path in paths]
-    molecules = [m for table in tables for m in table.molecules]
-    frame = pd.concat([table.columns for table in tables], ignore_index=True) if spec.columns else None
-    return add_extra_features(dataset, spec, molecules, frame, atom_function, workers,
-                              source=" / ".join(str(table.source) for table in tables))

@@ -354,7 +354,7 @@ class MoleculeDataset(Dataset):
             True
         """
         featurizer = kwargs.get("featurizer", FeaturizerConfig())
-        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+        table = read_molecules(path, smiles_col, delimiter, featurizer)
         kwargs.setdefault("fingerprint", f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
         return cls.from_table(table, target_cols, **kwargs)
 

@@ -22,7 +22,8 @@ import pandas as pd
 from rdkit import Chem, rdBase
 
 from ..errors import ConfigError
-from ..featurize.molecule import MoleculeLike
+from ..featurize import FeaturizerConfig
+from ..featurize.molecule import MoleculeLike, prepare_input
 
 PathLike = Union[str, Path]
 
@@ -268,8 +269,10 @@ def _record_start_lines(text: str) -> List[int]:
     return starts
 
 
-def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
-    """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns.
+def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) -> MoleculeTable:
+    """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns,
+    prepared for ``featurizer`` as every route prepares them (:func:`~dgl_graphtx.featurize.molecule.prepare_input`:
+    hydrogen atoms removed unless it keeps them).
 
     Unreadable records stay in place as ``None`` with an identifier naming the record number
     (0-based, like rows), its first line (1-based) and its title, so reports point at them.
@@ -285,7 +288,7 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
     if not text.strip():
         raise ConfigError(f"SDF file {path} is empty: it holds no molecule records")
     supplier = Chem.SDMolSupplier()
-    supplier.SetData(text, removeHs=not explicit_hydrogens)
+    supplier.SetData(text, removeHs=False)  # hydrogens are prepare_input's decision
     starts = _record_start_lines(text)
     molecules: List[Optional[Chem.Mol]] = []
     identifiers: List[str] = []
@@ -293,7 +296,8 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
     properties: List[dict] = []
     with rdBase.BlockLogs():
         for index in range(len(supplier)):
-            mol = supplier[index]
+            read = supplier[index]
+            mol = prepare_input(read, featurizer) if read is not None else None
             molecules.append(mol)
             if mol is None:
                 item = supplier.GetItemText(index) or ""
@@ -354,7 +358,7 @@ def read_table(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[s
 
 
 def read_molecules(
-    path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None, explicit_hydrogens: bool = False
+    path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None, featurizer: FeaturizerConfig = FeaturizerConfig()
 ) -> MoleculeTable:
     """Read any supported molecule file, chosen by its suffix (``.gz`` allowed on all of them).
 
@@ -362,7 +366,8 @@ def read_molecules(
         path: ``.csv``/``.tsv``/other delimited text, ``.sdf``/``.sd``, or ``.smi``.
         smiles_col: SMILES column of a table (ignored for SDF and ``.smi``).
         delimiter: table delimiter (sniffed when ``None``).
-        explicit_hydrogens: keep an SDF's hydrogens as atoms.
+        featurizer: the settings the molecules are read for (whether an SDF's hydrogens stay atoms;
+            see :func:`~dgl_graphtx.featurize.molecule.prepare_input`).
 
     Example:
         >>> from dgl_graphtx.datasets import example_sdf_path, freesolv_path
@@ -371,7 +376,7 @@ def read_molecules(
     """
     kind = file_kind(path)
     if kind == "sdf":
-        return read_sdf(path, explicit_hydrogens)
+        return read_sdf(path, featurizer)
     if kind == "smi":
         return read_smi(path)
     return read_table(path, smiles_col, delimiter)

@@ -267,7 +267,7 @@ def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles"
         >>> len(load_store(store))
         8
     """
-    table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+    table = read_molecules(path, smiles_col, delimiter, featurizer)
     targets = table.targets(target_cols) if target_cols else None
     fingerprint = f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols)}"
     return featurize_to_store(table.molecules, out_dir, targets, target_names=list(target_cols),

@@ -26,7 +26,7 @@ from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
-from ..featurize.molecule import MoleculeLike, to_mol
+from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
 from ..nn.graph_tensors import on_device
 from ..training.outputs import prediction_frame
 from ..uncertainty import Calibration
@@ -229,7 +229,7 @@ class Predictor:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
         self._check_feature_columns(features)
-        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried, self._prepare):
             table = self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
             yield with_carried_columns(table, carried, start)
 
@@ -252,7 +252,7 @@ class Predictor:
             >>> table.shape, list(table.columns[:3])
             ((8, 6), ['name', 'smiles', 'canonical_smiles'])
         """
-        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
+        table = read_molecules(path, smiles_col, delimiter, self.meta.featurizer)
         self._check_feature_columns(table.columns, str(path))
         return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
                             carried=table.carried_columns(id_col, keep_cols), features=table.columns)
@@ -282,7 +282,7 @@ class Predictor:
             ((2, 16), (3, 16), None, [False, True])
         """
         tables, pooled, per_atom = [], [], []
-        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried, self._prepare):
             done, _ = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
@@ -305,6 +305,12 @@ class Predictor:
                  with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
+
+    def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
+        """An input as the checkpoint's featurizer takes it, as a file reader would give it
+        (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
+        atoms are not nodes of a model trained without them)."""
+        return prepare_input(molecule, self.meta.featurizer)
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""
@@ -364,10 +370,28 @@ class Predictor:
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors
+        unseen = self._unseen_features(done)
         table["warning"] = [None if errors[row] is not None else
-                            "; ".join(w for w in (self.domain.check(molecules[row]), masked[row]) if w) or None
+                            "; ".join(w for w in (self.domain.check(molecules[row], unseen[row]), masked[row]) if w) or None
                             for row in range(len(molecules))]
         return table
+
+    def _unseen_features(self, done: Featurized) -> List[List[str]]:
+        """Per input row, the atom and bond feature values of its graph that training never saw."""
+        out: List[List[str]] = [[] for _ in done.errors]
+        if done.graphs is None:
+            return out
+        graphs = done.graphs
+        positions = torch.arange(len(done.rows))
+        flagged = set(torch.repeat_interleave(positions, graphs.num_nodes)[self.domain.unseen_mask("atom", graphs.ndata["feat"])].tolist())
+        flagged |= set(torch.repeat_interleave(positions, graphs.num_edges)[self.domain.unseen_mask("bond", graphs.edata["feat"])].tolist())
+        for position in sorted(flagged):  # the per-molecule words only where a value is unseen
+            row = done.rows[position]
+            nodes = slice(int(graphs.node_offsets[position]), int(graphs.node_offsets[position] + graphs.num_nodes[position]))
+            edges = slice(int(graphs.edge_offsets[position]), int(graphs.edge_offsets[position] + graphs.num_edges[position]))
+            out[row] = self.domain.unseen_features(graphs.ndata["feat"][nodes], graphs.edata["feat"][edges],
+                                                   self.featurizer.describe_feature)
+        return out
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:
         """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""

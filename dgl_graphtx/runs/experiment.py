@@ -139,7 +139,7 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     if backbone is None and train_config.from_pretrained:
         backbone = get_pretrained(train_config.from_pretrained)
     pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
-    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
+    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
              **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),

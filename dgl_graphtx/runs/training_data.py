@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
-from ..datasets.extra_features import add_features_from_files
 from ..errors import GraphTxError
 from .config import RunConfig
 from .store_recipe import check_store_settings
@@ -46,9 +45,6 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
                                    split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
                                    positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
-                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
-    if data.extra_features.any:
-        files = [p for p in (data.path, data.valid, data.test) if p is not None]
-        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
-                                config.featurizer.explicit_hydrogens)
+                                   weight_col=data.weight_col, group_col=data.group_col,
+                                   extra_features=data.extra_features, **kwargs)
     return dataset, split
