@@ -222,3 +222,20 @@ def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
     predicted = Predictor(out / "best.pt").predict_file(csv)
     assert "extra feature 'feat' is beyond float32's range" in predicted["warning"][3]
     assert predicted["warning"][[0, 1, 2]].isna().all()
+
+
+def test_training_data_with_extra_features_reads_each_file_once(frame, tmp_path, monkeypatch):
+    """The files were read twice when extra features were on (once for the molecules, again for the features)."""
+    from dgl_graphtx.datasets import readers
+    from dgl_graphtx.runs import load_training_data, resolve_run_config
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    reads = []
+    read_table = readers.read_table
+    monkeypatch.setattr(readers, "read_table", lambda path, *args: reads.append(path) or read_table(path, *args))
+    config = resolve_run_config(overrides=[f"data.path={csv}", "data.targets=expt", "data.features_cols=calc",
+                                           "data.features_generators=morgan_counts:radius=1:size=8", "data.cache=false",
+                                           "train.progress=false"])
+    dataset, _ = load_training_data(config)
+    assert [str(p) for p in reads] == [str(csv)]
+    np.testing.assert_allclose(dataset.extra_values.molecule[:, -1], frame["calc"].to_numpy())
