@@ -157,8 +157,23 @@ def describe(card: Dict[str, Any]) -> str:
         ...           "heldout_r2": 0.5, "epochs": 2})
         'm: grpe, 1,000 parameters, pretrained on 10 molecules of MOSES for 2 epochs, held-out descriptor R2 0.500'
     """
+    return f"{card.get('name')}: {_facts(card)}"
+
+
+def describe_loaded(pretrained: Pretrained) -> str:
+    """One line about a loaded backbone: what it was asked by, its checked hash and its card.
+
+    Example:
+        >>> describe_loaded(get_pretrained("gradformer-tiny-moses3k"))  # doctest: +ELLIPSIS
+        'pretrained backbone gradformer-tiny-moses3k (SHA-256 ..., as its card says): gradformer, ... parameters, pretrained on ...'
+    """
+    sha = str(pretrained.card.get("sha256"))[:12]
+    return f"pretrained backbone {pretrained.source} (SHA-256 {sha}, as its card says): {_facts(pretrained.card)}"
+
+
+def _facts(card: Dict[str, Any]) -> str:
     corpus = card.get("corpus", {})
-    return (f"{card['name']}: {card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
+    return (f"{card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
             f"{corpus.get('molecules', 0):,} molecules of {corpus.get('name')} for {card.get('epochs')} epochs, "
             f"held-out descriptor R2 {_number(card.get('heldout_r2'))}")
 

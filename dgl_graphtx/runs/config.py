@@ -14,7 +14,8 @@ Resolution order (later wins), the same for the command line and for Python:
 
 A few fields are derived and cannot be set: ``model.variant`` (= ``preset.model``),
 ``model.num_tasks`` (= the number of targets), ``model.atom_features`` and the feature sizes
-(from the featurizer). Linked pairs follow whichever side was set: ``model.virtual_node`` /
+(from the featurizer); ``model.molecule_features`` and ``model.atom_extra_features`` follow the
+extra features of ``data`` and are recorded with their resolved widths. Linked pairs follow whichever side was set: ``model.virtual_node`` /
 ``relation.virtual_node``, ``model.rwse_steps`` / ``featurizer.rwse_steps``; setting both to
 different values is an error. :meth:`RunConfig.save` writes the resolved result as YAML, and
 loading that file reproduces the run.
@@ -51,6 +52,9 @@ SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensem
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
                         "uncertainty_head")
+#: Model fields resolved from the extra features of ``data`` and recorded in config.yaml: a value
+#: read back must be the resolved one (or 0, which config.yaml files written before recorded).
+EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -445,6 +449,7 @@ def resolve_run_config(
             _set(resolved, second, _get(resolved, first)[1])
 
     data = DataConfig(**resolved["data"])
+    _resolve_extra_feature_widths(resolved["model"], user.get("model", {}), data)
     uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
@@ -469,6 +474,17 @@ def apply_threads(config: RunConfig) -> RunConfig:
         1
     """
     return config.with_threads(set_threads(config.train.threads))
+
+
+def _resolve_extra_feature_widths(model: Dict[str, Any], given: Mapping[str, Any], data: DataConfig) -> None:
+    """Set the model's extra feature widths (:data:`EXTRA_FEATURE_FIELDS`) from ``data``'s extra
+    features, refusing other values given for them."""
+    widths = {"molecule_features": len(data.extra_features.molecule_names), "atom_extra_features": len(data.atom_properties)}
+    for name, width in widths.items():
+        if given.get(name, width) not in (width, 0):
+            raise ConfigError(f"model.{name}={given[name]} but the extra features of data give {width}; it follows "
+                              "data.features_generators / data.features_cols / data.atom_properties: drop model." + name)
+        model[name] = width
 
 
 def default_preset_name(model: str) -> str:

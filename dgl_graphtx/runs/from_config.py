@@ -16,7 +16,7 @@ from .._version import __version__
 from ..datasets import MoleculeDataset, Split
 from ..devices import resolve_compute
 from ..errors import GraphTxError
-from ..inference.backbones import Pretrained, get_pretrained
+from ..inference.backbones import Pretrained, describe_loaded, get_pretrained
 from ..logs import log_to_file
 from ..training import ProcessHooks
 from ..training.resume import check_resumable_run
@@ -128,6 +128,8 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
                 logger.info("dgl_graphtx %s: training %s (preset %s) on %s with %d thread(s) per process; configuration in %s",
                             __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
                             config.data.path, config.train.threads or torch.get_num_threads(), out / "config.yaml")
+                if backbone is not None:
+                    logger.info("fine-tuning from the %s", describe_loaded(backbone))
                 config.save(out / "config.yaml")
             dataset, split = load_training_data(config)
         result = _train(config, dataset, split, folder if folder is not None else out, hooks, overwrite, resume, backbone)

@@ -261,3 +261,31 @@ def test_a_model_card_that_is_not_json_is_one_error(backbone, tmp_path, card_tex
     freesolv()[:30].to_csv(csv, index=False)
     assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "r", "--from-pretrained", copy]),
                           f"its model card {copy / 'card.json'} {message}")
+
+
+def test_a_fine_tuning_run_says_what_it_loaded_and_computed_and_records_it(tmp_path, caplog):
+    """A fine-tuning run with rdkit2d features said nothing about its backbone or its 217
+    descriptors, and config.yaml recorded molecule_features: 0."""
+    import logging
+
+    import yaml
+
+    from cli_runner import run_cli_without_runtime_warnings
+    from dgl_graphtx.featurize.descriptors import feature_names as names_of
+    csv = tmp_path / "d.csv"
+    freesolv()[:40].to_csv(csv, index=False)
+    out = tmp_path / "tuned"
+    with caplog.at_level(logging.INFO, logger="dgl_graphtx"):
+        code, _, err = run_cli_without_runtime_warnings([
+            "train", csv, "--targets", "expt", "--out", out, "--from-pretrained", "gradformer-tiny-moses3k",
+            "--features-generators", "rdkit2d", "--features-cols", "calc", "--epochs", "1", "--no-cache", "--device", "cpu"])
+    assert code == 0, err
+    card = next(c for c in list_pretrained() if c["name"] == "gradformer-tiny-moses3k")
+    log = (out / "train.log").read_text()
+    assert f"pretrained backbone gradformer-tiny-moses3k (SHA-256 {card['sha256'][:12]}" in log
+    assert f"{card['parameters']:,} parameters, pretrained on {card['corpus']['molecules']:,} molecules" in log
+    descriptors = len(names_of(["rdkit2d"]))
+    assert f"extra features of 40 molecules: {descriptors} molecule-level from rdkit2d, 1 molecule-level from the column calc" in log
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["model"]["molecule_features"] == descriptors + 1 and saved["model"]["atom_extra_features"] == 0
+    assert load_checkpoint(out / "best.pt").model.config.molecule_features == descriptors + 1

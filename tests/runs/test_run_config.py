@@ -62,8 +62,8 @@ ALTERNATIVES = {
     "model.rwse_steps": ("8", 8, []),
     "model.input_mlp": ("yes", True, []),
     "model.head_layers": ("2", 2, []),
-    "model.molecule_features": ("3", 3, []),
-    "model.atom_extra_features": ("2", 2, []),
+    "model.molecule_features": ("1", 1, ["data.features_cols=a"]),  # follows the extra features
+    "model.atom_extra_features": ("1", 1, ["data.atom_properties=q"]),
     "model.grpe.max_distance": ("3", 3, ["preset.model=grpe"]),
     "model.grpe.mode": ("reference", "reference", ["preset.model=grpe"]),
     "model.grpe.share_encodings": ("false", False, ["preset.model=grpe"]),
@@ -329,3 +329,12 @@ def test_wrong_config_type_is_one_cli_line(tmp_path):
     path.write_text("train:\n  lr:\n")
     code, out, err = run_cli(["train", "d.csv", "--targets", "y", "--out", tmp_path / "o", "--config", path])
     assert code == 2 and err.strip() == f"error: train.lr must be a number, got an empty value (in {path})"
+
+
+def test_extra_feature_widths_follow_the_data_section():
+    run = resolve_run_config(overrides=["data.targets=y", "data.features_generators=morgan_counts:radius=1:size=8",
+                                        "data.features_cols=a,b", "data.atom_properties=q"])
+    assert (run.model.molecule_features, run.model.atom_extra_features) == (10, 1)
+    assert resolve_run_config(overrides=["model.molecule_features=0", "data.features_cols=a"]).model.molecule_features == 1
+    with pytest.raises(ConfigError, match="model.molecule_features=5 but the extra features of data give 0"):
+        resolve_run_config(overrides=["model.molecule_features=5"])
