@@ -289,3 +289,19 @@ def test_a_fine_tuning_run_says_what_it_loaded_and_computed_and_records_it(tmp_p
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert saved["model"]["molecule_features"] == descriptors + 1 and saved["model"]["atom_extra_features"] == 0
     assert load_checkpoint(out / "best.pt").model.config.molecule_features == descriptors + 1
+
+
+def test_a_run_locates_hashes_and_loads_its_backbone_once(tmp_path, monkeypatch):
+    """The backbone of --from-pretrained was located, hashed and loaded twice per run (once more
+    per ensemble member)."""
+    from dgl_graphtx.inference import backbones
+    from dgl_graphtx.runs import resolve_run_config, train_from_config
+    loads = []
+    load = backbones.load_checkpoint
+    monkeypatch.setattr(backbones, "load_checkpoint", lambda path, *a, **k: loads.append(path) or load(path, *a, **k))
+    csv = tmp_path / "d.csv"
+    freesolv()[:40].to_csv(csv, index=False)
+    config = resolve_run_config(overrides=[f"data.path={csv}", "data.targets=expt", "train.from_pretrained=gradformer-tiny-moses3k",
+                                           "train.epochs=1", "train.progress=false", "data.cache=false", "ensemble.size=2"])
+    train_from_config(config, tmp_path / "run")
+    assert len(loads) == 1
