@@ -13,7 +13,7 @@ from .molecule_io import add_carry_options, add_checkpoint_option, carried_colum
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` sub-command to ``sub``."""
     evaluate = sub.add_parser(
-        "evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi)",
+        "evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi, .xyz)",
         description="Print the metrics (mean over targets and per target) as JSON; with --output, also one row per "
                     "molecule: carried ids, smiles, canonical_smiles, measured <target>, <target>_pred, error.")
     evaluate.add_argument("data", help="CSV/TSV with the SMILES column and the checkpoint's target columns, or SDF with them as SD properties")

@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "node; a model without one needs an atom index)")
     plot.add_argument("--layers", help="attention --per-head: comma-separated layers (default: all)")
     plot.add_argument("--heads", help="attention --per-head: comma-separated heads (default: all)")
-    plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi)")
+    plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi, .xyz)")
     plot.add_argument("--target", help="parity: which target (default: the first)")
     add_input_options(plot)
     plot.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
+    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, .xyz (targets as comment-line key=value pairs), a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
     train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder (refused if it already holds a run, unless --overwrite or --resume)")
     add_input_options(train)
