@@ -10,6 +10,7 @@ from ..datasets import FREESOLV_TARGET, freesolv_path
 from ..inference import Predictor
 from ..runs.config import apply_threads, resolve_run_config
 from ..runs.from_config import train_from_config
+from ..training import TrainConfig
 from .common import bounded, print_table
 from .run_report import print_run
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="run 'train' with its defaults on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder, replaced on each run (default: demo_run)")
     demo.add_argument("--epochs", type=bounded(int, 1), default=None, help="override train's default epoch count (for a quick look)")
-    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=0)
+    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=TrainConfig.seed)
     demo.set_defaults(func=run)
 
 

@@ -32,9 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
     run.add_argument("--smiles-col", default=None, help="SMILES column of a table (default: smiles; SMILES for moses)")
     run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
-    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=0.15, help="share of descriptor targets left out of each step's loss (default: 0.15)")
-    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=0.05, help="held-out share for descriptor R2 and epoch selection (default: 0.05)")
-    run.add_argument("--workers", type=bounded(int, 1), default=1, help="processes computing descriptors (default: 1)")
+    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=PretrainConfig.mask_share,
+                     help=f"share of descriptor targets left out of each step's loss (default: {PretrainConfig.mask_share})")
+    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=PretrainConfig.valid_share,
+                     help=f"held-out share for descriptor R2 and epoch selection (default: {PretrainConfig.valid_share})")
+    run.add_argument("--workers", type=bounded(int, 1), default=PretrainConfig.workers,
+                     help=f"processes computing descriptors (default: {PretrainConfig.workers})")
     run.add_argument("--corpus-name", help="corpus name in the card (default: the file name; MOSES for moses)")
     run.add_argument("--corpus-licence", help="licence of the corpus, recorded in the card (default: unknown; MIT for moses)")
     run.add_argument("--notes", default="", help="free text for the model card (how and why the model was made)")

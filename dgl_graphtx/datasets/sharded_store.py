@@ -52,6 +52,8 @@ PathLike = Union[str, Path]
 STORE_FORMAT = 1
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
+#: Molecules per shard (``shard_size``), the unit of resumption.
+SHARD_SIZE = 2000
 GRAPH_PARTS = ("graphs", "relations")
 
 
@@ -193,7 +195,7 @@ def featurize_to_store(
     relation: RelationConfig = RelationConfig(),
     fingerprint: Optional[str] = None,
     workers: int = 1,
-    shard_size: int = 2000,
+    shard_size: int = SHARD_SIZE,
     progress: Optional[bool] = None,
 ) -> Path:
     """Featurize ``molecules`` into the store ``out_dir`` with ``workers`` processes (resuming

@@ -12,6 +12,7 @@ from ..relation_graph import RelationConfig
 from ..validation import check_number
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
+from .settings import DEFAULT_MODEL
 from .variants import VARIANT_NAMES, VARIANT_SPECS
 
 
@@ -165,11 +166,6 @@ _GRADFORMER_COMMON = (
     "the random-walk encoding (here both are summed at width d), and a 3-layer head d-d/2-d/4-T "
     "(here d-d-T)."
 )
-
-#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
-#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
-#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model").
-DEFAULT_MODEL = "gradformer"
 
 #: The paper recipes of each variant that has them, ``{variant: {preset: factory}}``.
 _PAPER_PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {

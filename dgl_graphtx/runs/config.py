@@ -23,6 +23,7 @@ loading that file reproduces the run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -32,6 +33,7 @@ import yaml
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
 from ..datasets.split_kinds import SPLITS
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
@@ -120,7 +122,7 @@ class DataConfig:
     smiles_col: str = "smiles"
     delimiter: Optional[str] = None
     split: str = "random"
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1)
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS
     split_col: Optional[str] = None
     valid: Optional[str] = None
     test: Optional[str] = None
@@ -163,9 +165,9 @@ class DataConfig:
         """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
         return self.path == "qm9"
 
-    @property
+    @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
-        """The extra features these settings ask for."""
+        """The extra features these settings ask for (checked once, when the settings are made)."""
         return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
 
     @property

@@ -84,7 +84,7 @@ class MaskedDescriptorTrainer(Trainer):
     """A :class:`Trainer` whose loss leaves out a random ``mask_share`` of the observed targets at
     every step (drawn from torch's generator, so a resumed run draws the same masks)."""
 
-    def __init__(self, *args: Any, mask_share: float = 0.15, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mask_share: float = PretrainConfig.mask_share, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.mask_share = mask_share
 

@@ -169,7 +169,7 @@ def test_every_field_is_settable_with_set_and_from_a_file(key, tmp_path):
 
 
 def test_resolution_order_defaults_preset_file_set_flags(tmp_path):
-    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == ModelConfig().readout == "virtual"  # grpe keeps it
+    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == get_preset("grpe").model.readout == "virtual"
     assert resolve_run_config(overrides=["preset.model=moire"]).model.readout == "max"  # preset beats default
     toml = tmp_path / "run.toml"
     toml.write_text('[preset]\nmodel = "moire"\n[model]\nreadout = "sum"\nnum_layers = 2\n[train]\nepochs = 5\nlr = 0.002\n')
