@@ -11,7 +11,7 @@ from ..datasets import MoleculeTable
 from ..datasets.class_labels import apply_class_labels
 from ..datasets.molecule_dataset import coerce_targets
 from ..datasets.report import InputReport, one_line
-from ..training import compute_metrics, json_safe, metric_notes, prediction_values
+from ..training import compute_metrics, json_safe, metric_notes, prediction_column, prediction_values
 from ..training.target_metrics import per_target_metrics
 from .ensemble import ensemble_predict
 from .predictor import Predictor, with_carried_columns
@@ -88,7 +88,7 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
     rows = predicted[["smiles", "canonical_smiles"]].copy()
     for t, name in enumerate(names):
         rows[name] = measured[:, t]
-        rows[f"{name}_pred"] = predicted[name].to_numpy(dtype=float)
+        rows[prediction_column(name)] = predicted[prediction_column(name)].to_numpy(dtype=float)
         extra = [c for c in predicted.columns if c == f"{name}_std" or c.startswith(f"{name}_prob_")]
         for column in extra:
             rows[column] = predicted[column].to_numpy(dtype=float)

@@ -28,7 +28,7 @@ from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
 from ..nn.graph_tensors import on_device
-from ..training.outputs import prediction_frame
+from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.config import stored_settings
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
@@ -41,6 +41,12 @@ from .input_chunks import input_chunks
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+#: Most molecules per forward pass (``batch_size``).
+BATCH_SIZE = 256
+#: Most relation-graph edges per forward pass (``batch_edges``), which bounds the memory of a step.
+BATCH_EDGES = 2_000_000
+#: Molecules featurized and held in memory at a time (``chunk_size``).
+CHUNK_SIZE = 4096
 #: What one batch step gives (predictions, or embeddings).
 BatchResult = TypeVar("BatchResult")
 
@@ -141,17 +147,17 @@ class Predictor:
         ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
         >>> table = Predictor(path).predict(["OCC", "not a smiles"])
         >>> list(table.columns), table["canonical_smiles"][0], table["error"].isna().tolist()
-        (['smiles', 'canonical_smiles', 'logS', 'error', 'warning'], 'CCO', [True, False])
+        (['smiles', 'canonical_smiles', 'logS_pred', 'error', 'warning'], 'CCO', [True, False])
     """
 
     def __init__(
         self,
         checkpoint: Union[PathLike, LoadedCheckpoint],
         device: str = "auto",
-        batch_size: int = 256,
+        batch_size: int = BATCH_SIZE,
         limits: SizeLimits = SizeLimits(),
-        batch_edges: int = 2_000_000,
-        chunk_size: int = 4096,
+        batch_edges: int = BATCH_EDGES,
+        chunk_size: int = CHUNK_SIZE,
         compute: str = "auto",
         uncertainty: Optional[str] = None,
         mc_samples: Optional[int] = None,
@@ -208,12 +214,12 @@ class Predictor:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns the ``carried`` columns (ids and kept columns, one row per input, e.g.
         :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
-        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``.
+        given, or ``identifiers``), ``canonical_smiles``, one column per target (``<target>_pred``), ``error`` and ``warning``.
         ``features``: a table, one row per input, holding the user feature columns the model was
         trained with (``--features-cols``)."""
         chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
         if not chunks:
-            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{n: np.zeros(0) for n in self.target_names},
+            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{prediction_column(n): np.zeros(0) for n in self.target_names},
                                   "error": [], "warning": []})
             return with_carried_columns(empty, carried, 0)
         return pd.concat(chunks, ignore_index=True)
@@ -366,7 +372,7 @@ class Predictor:
         predicted = calibrated(config.task, UncertainPredictions(
             predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration)
         table = prediction_frame(config.task, config.num_classes, self.target_names, predicted.mean)
-        add_uncertainty_columns(table, self.target_names, predicted)
+        add_uncertainty_columns(table, self.target_names, predicted, prediction_column)
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
         table["error"] = errors

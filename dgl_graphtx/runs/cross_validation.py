@@ -48,7 +48,7 @@ def fold_metrics(result: ExperimentResult, preset: Preset, names: Sequence[str],
     rows = [{"target": ALL_TARGETS, "metric": k, "value": v} for k, v in result.test_metrics.items()]
     table, task = result.test_predictions, preset.model.task
     for name in names:
-        predicted = prediction_values(task, preset.model.num_classes, [name], table, "_pred")
+        predicted = prediction_values(task, preset.model.num_classes, [name], table)
         values = compute_metrics(task, table[[name]].to_numpy(dtype=np.float64), predicted, metrics)
         rows += [{"target": name, "metric": k, "value": v} for k, v in values.items()]
     return pd.DataFrame(rows)

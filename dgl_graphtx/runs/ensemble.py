@@ -17,6 +17,7 @@ from scipy.stats import spearmanr
 from torch.utils.data import Subset
 
 from ..datasets import MoleculeDataset, Split, make_split
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained
 from ..inference.ensemble import combine_members, with_intervals
@@ -76,7 +77,7 @@ def train_ensemble(
     preset: Preset,
     train_config: TrainConfig = TrainConfig(),
     split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
     ensemble_size: int = 1,
     replicates: int = 1,
     out_dir: Optional[PathLike] = None,
@@ -132,7 +133,7 @@ def train_ensemble(
             runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
                                            fractions, member_dir, uncertainty=member_uncertainty, backbone=backbone))
         members.append(runs)
-        table = combine_members([r.test_predictions for r in runs], names, value="_pred")
+        table = combine_members([r.test_predictions for r in runs], names)
         if calibrate:
             calibration = _calibrate_spread(runs, dataset, parts, uncertainty, train_config)
             calibrations.append(calibration)

@@ -13,11 +13,12 @@ from torch.utils.data import Subset
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
-from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
+from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_column, prediction_frame, seed_everything
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig
 from ..uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
@@ -48,7 +49,7 @@ def train_and_evaluate(
     preset: Preset,
     train_config: Optional[TrainConfig] = None,
     split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
     out_dir: Optional[Union[PathLike, RunFolder]] = None,
     overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
@@ -163,10 +164,10 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     width = predicted.shape[1] // len(dataset.target_names)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
-        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width], "_pred")
+        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width])
         table = pd.concat([table, columns], axis=1)
     if calibration is not None:
-        add_uncertainty_columns(table, dataset.target_names, with_uncertainty, after=lambda name: f"{name}_pred")
+        add_uncertainty_columns(table, dataset.target_names, with_uncertainty, prediction_column)
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")

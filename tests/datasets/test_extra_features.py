@@ -59,7 +59,7 @@ def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     loaded = load_checkpoint(path)
     scaler = FeatureScaler.from_dict(loaded.meta.extra["extra_features"]["molecule_scaler"])
     smiles = list(frame["smiles"][:5])
-    got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt"].to_numpy()
+    got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt_pred"].to_numpy()
     # independent path: featurize, scale the raw values with the stored statistics, run the model
     raw = np.concatenate([compute_features(GENERATORS, smiles), frame[["calc"]][:5].to_numpy()], axis=1)
     scaled = torch.from_numpy(scaler.transform(raw))
@@ -71,15 +71,15 @@ def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     # and the test predictions written at training time match the predictor's
     test_rows = result.split.test
     again = Predictor(path).predict(list(frame["smiles"][test_rows]), features=frame[["calc"]].iloc[test_rows])
-    np.testing.assert_allclose(again["expt"].to_numpy(), result.test_predictions["expt_pred"].to_numpy(), rtol=1e-5)
+    np.testing.assert_allclose(again["expt_pred"].to_numpy(), result.test_predictions["expt_pred"].to_numpy(), rtol=1e-5)
 
 
 def test_head_reads_the_feature_column(frame, trained):
     _, path = trained
     predictor = Predictor(path)
     smiles = list(frame["smiles"][:3])
-    base = predictor.predict(smiles, features=frame[["calc"]][:3])["expt"].to_numpy()
-    shifted = predictor.predict(smiles, features=frame[["calc"]][:3] + 5.0)["expt"].to_numpy()
+    base = predictor.predict(smiles, features=frame[["calc"]][:3])["expt_pred"].to_numpy()
+    shifted = predictor.predict(smiles, features=frame[["calc"]][:3] + 5.0)["expt_pred"].to_numpy()
     assert not np.allclose(base, shifted)
 
 
@@ -107,7 +107,7 @@ def test_cli_trains_and_predicts_with_features(frame, tmp_path):
     code, stdout, err = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", csv, "--output", tmp_path / "p.csv"])
     assert code == 0, err
     predictions = pd.read_csv(tmp_path / "p.csv")
-    assert len(predictions) == 40 and predictions["expt"].notna().all()
+    assert len(predictions) == 40 and predictions["expt_pred"].notna().all()
     assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "bad", "--features-generators", "mordred"]),
                           "unknown feature generator 'mordred'")
 
@@ -149,7 +149,7 @@ def test_model_with_atom_function_predicts_the_same_for_any_smiles_order(tmp_pat
     with pytest.raises(ConfigError, match="pass it as atom_function"):
         Predictor(path).predict(["CCO"])
     predictor = Predictor(path, atom_function=lambda m: [[a.GetDegree()] for a in m.GetAtoms()])
-    a, b = predictor.predict(["OCC(N)c1ccccc1", "c1ccccc1C(N)CO"])["target_0"].to_numpy()
+    a, b = predictor.predict(["OCC(N)c1ccccc1", "c1ccccc1C(N)CO"])["target_0_pred"].to_numpy()
     assert a == pytest.approx(b, abs=1e-5)
 
 

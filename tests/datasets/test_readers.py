@@ -132,7 +132,7 @@ def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, mode
     assert code == 0, err
     table = pd.read_csv(tmp_path / "p.csv")
     assert table["smiles"].tolist() == [Chem.MolToSmiles(m) for m in mols]
-    np.testing.assert_allclose(table["expt"], expected["expt"], atol=1e-6)
+    np.testing.assert_allclose(table["expt_pred"], expected["expt_pred"], atol=1e-6)
 
 
 def test_sdf_missing_the_target_property_names_file_and_property(tmp_path):
@@ -206,7 +206,7 @@ def test_evaluate_an_sdf_and_a_tsv(tmp_path, model_dir):
     code, stdout, err = run_cli(["evaluate", tsv, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
     assert code == 0, err
     predicted = Predictor(model_dir / "best.pt", device="cpu").predict(list(frame["smiles"]))
-    manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt"]].to_numpy(dtype=float))
+    manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt_pred"]].to_numpy(dtype=float))
     assert json.loads(stdout)["rmse"] == pytest.approx(manual["rmse"], rel=1e-5)
     sdf = tmp_path / "labelled.sdf"
     with Chem.SDWriter(str(sdf)) as writer:

@@ -30,7 +30,7 @@ def test_rdkit_molecules_with_hydrogen_atoms_are_prepared_as_the_file_reader_doe
     from_file = predictor.predict_file(sdf_path)
     from_python = predictor.predict(sdf_mols_with_h)
     assert from_file["error"].isna().all() and from_python["error"].isna().all()
-    np.testing.assert_allclose(from_python["y"], from_file["y"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(from_python["y_pred"], from_file["y_pred"], rtol=0, atol=1e-6)
     assert from_python["warning"].tolist() == from_file["warning"].tolist()
     assert from_python["smiles"].tolist() == from_file["smiles"].tolist()
     featurizer = MoleculeFeaturizer(preset.featurizer, preset.relation)

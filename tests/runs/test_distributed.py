@@ -99,7 +99,7 @@ def test_two_processes_match_one_process_and_checkpoint_predicts_in_a_plain_proc
     assert table["row"].tolist() == reference["row"].tolist()
     np.testing.assert_allclose(table["expt_pred"], reference["expt_pred"], rtol=METRIC_RTOL, atol=METRIC_RTOL)
     predicted = Predictor(two_process_run / "best.pt", device="cpu").predict(table["smiles"].tolist())
-    np.testing.assert_allclose(predicted["expt"], table["expt_pred"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(predicted["expt_pred"], table["expt_pred"], rtol=1e-5, atol=1e-5)
 
 
 def test_failing_rank_ends_the_job_with_its_error_and_the_run_resumes_to_the_same_result(two_process_run, tmp_path):
