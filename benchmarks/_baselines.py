@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Sequence, Tuple
 
+import dgl_graphtx  # noqa: F401,I001  (first: selects DGL's PyTorch backend and stands in for graphbolt before dgllife imports dgl)
+import numpy as np
 import torch
 from dgllife.model import AttentiveFPPredictor
 from torch import nn
-
-import dgl_graphtx  # noqa: F401  (selects DGL's PyTorch backend before dgllife imports dgl)
 
 #: Widths of dgllife's canonical atom and bond features (``FeaturizerConfig(atom_features="canonical")``).
 CANONICAL_ATOM_FEATURES, CANONICAL_BOND_FEATURES = 74, 12
@@ -38,3 +39,19 @@ class AttentiveFPBaseline(nn.Module):
 
     def to_target_space(self, output):
         return torch.sigmoid(output) if self.config.task == "classification" else output * self.target_std + self.target_mean
+
+
+def attentive_fp_predictions(dataset, train_rows: Sequence[int], valid_rows: Sequence[int], test_rows: Sequence[int],
+                             task: str, recipe, epochs: int, seed: int) -> Tuple[np.ndarray, int]:
+    """Test predictions ``[M, T]`` of :class:`AttentiveFPBaseline` trained by the library's Trainer
+    with ``recipe`` (a preset's ``train``) for ``epochs``, from its best validation epoch (also
+    returned); ``dataset`` has canonical atom features and the rows are dataset indices."""
+    from torch.utils.data import Subset
+
+    from dgl_graphtx.training import Trainer, TrainConfig, seed_everything
+
+    seed_everything(seed)
+    model = AttentiveFPBaseline(num_tasks=len(dataset.target_names), task=task)
+    trainer = Trainer(model, TrainConfig.from_recipe(recipe, epochs=epochs, seed=seed, progress=False, device="cpu"))
+    result = trainer.fit(Subset(dataset, list(train_rows)), Subset(dataset, list(valid_rows)))
+    return trainer.predict(Subset(dataset, list(test_rows))), result.best_epoch

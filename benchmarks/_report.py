@@ -33,6 +33,17 @@ def update_section(name: str, markdown: str, path: Path = DOCS) -> Path:
     return path
 
 
+def save_figure(figure, path: Path, dpi: int = 110) -> Path:
+    """Write a matplotlib ``figure`` (tight layout) to ``path``, creating its folder, and close it."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+    return path
+
+
 def environment() -> Dict[str, str]:
     """Versions, thread counts and the machine's load, for the report header and the CSV."""
     info = {

@@ -39,7 +39,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report as R  # noqa: E402
 import default_model as D  # noqa: E402
-from _baselines import AttentiveFPBaseline  # noqa: E402
+from _baselines import attentive_fp_predictions  # noqa: E402
+from _forest import random_forest_predictions  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
 from dgl_graphtx.datasets import make_split  # noqa: E402
@@ -49,9 +50,8 @@ from dgl_graphtx.featurize.descriptors import compute_features  # noqa: E402
 from dgl_graphtx.inference import get_pretrained  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
 from dgl_graphtx.relation_graph import RelationConfig  # noqa: E402
-from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
-from dgl_graphtx.runs import pretrained_preset  # noqa: E402
-from dgl_graphtx.training import Trainer, TrainConfig, compute_metrics, seed_everything  # noqa: E402
+from dgl_graphtx.runs import pretrained_preset, train_and_evaluate  # noqa: E402
+from dgl_graphtx.training import TrainConfig, compute_metrics  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FRACTIONS = (0.8, 0.1, 0.1)
@@ -78,35 +78,24 @@ def network(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, 
 
 def random_forest(bench: D.Benchmark, seed: int, frame: pd.DataFrame, args: argparse.Namespace) -> Dict[str, float]:
     """Test metrics of a random forest on Morgan count fingerprints (train + validation parts)."""
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-
     dataset = MoleculeDataset.from_dataframe(frame, target_cols=["target"], progress=False, cache_dir=args.cache)
     parts = make_split(dataset, bench.split, FRACTIONS, seed)
     x = compute_features(["morgan_counts:radius=2:size=2048"], dataset.identifiers)
     y = dataset.raw_labels[:, 0].double().numpy()
-    fit = parts.train + parts.valid
-    kind = RandomForestRegressor if bench.task == "regression" else RandomForestClassifier
-    forest = kind(n_estimators=500, random_state=seed, n_jobs=1).fit(x[fit], y[fit])
-    test = np.asarray(parts.test)
-    predicted = forest.predict(x[test]) if bench.task == "regression" else forest.predict_proba(x[test])[:, 1]
-    return {**compute_metrics(bench.task, y[test, None], predicted[:, None]), "best_epoch": 0}
+    predicted = random_forest_predictions(x, y, parts.train + parts.valid, parts.test, bench.task, seed)
+    return {**compute_metrics(bench.task, y[np.asarray(parts.test), None], predicted[:, None]), "best_epoch": 0}
 
 
 def attentive_fp(bench: D.Benchmark, seed: int, frame: pd.DataFrame, args: argparse.Namespace) -> Dict[str, float]:
     """Test metrics of dgllife's AttentiveFP trained by the library's Trainer with the same recipe."""
-    from torch.utils.data import Subset
-
     dataset = MoleculeDataset.from_dataframe(frame, target_cols=["target"], featurizer=FeaturizerConfig(atom_features="canonical"),
                                              relation=RelationConfig(), progress=False, cache_dir=args.cache)
     parts = make_split(dataset, bench.split, FRACTIONS, seed)
     backbone = get_pretrained(args.backbone)
     recipe = get_preset(backbone.checkpoint.model.config.variant, task=bench.task).train
-    seed_everything(seed)
-    model = AttentiveFPBaseline(num_tasks=1, task=bench.task)
-    trainer = Trainer(model, TrainConfig.from_recipe(recipe, epochs=args.epochs, seed=seed, progress=False, device="cpu"))
-    result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid))
+    predicted, best_epoch = attentive_fp_predictions(dataset, parts.train, parts.valid, parts.test, bench.task, recipe, args.epochs, seed)
     labels = dataset.raw_labels[parts.test].double().numpy()
-    return {**compute_metrics(bench.task, labels, trainer.predict(Subset(dataset, parts.test))), "best_epoch": result.best_epoch}
+    return {**compute_metrics(bench.task, labels, predicted), "best_epoch": best_epoch}
 
 
 def run_one(bench: D.Benchmark, candidate: str, seed: int, frame: pd.DataFrame, args: argparse.Namespace) -> Dict[str, object]:

@@ -55,7 +55,7 @@ from torch.utils.data import Subset  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _baselines import AttentiveFPBaseline  # noqa: E402
-from _report import DOCS, RESULTS_DIR, update_section  # noqa: E402
+from _report import DOCS, RESULTS_DIR, save_figure, update_section  # noqa: E402
 
 from dgl_graphtx.datasets import QM9_ORBITAL_TARGETS, MoleculeDataset, qm9, scaffold_split  # noqa: E402
 from dgl_graphtx.featurize import FeaturizerConfig  # noqa: E402
@@ -261,11 +261,7 @@ def plot_learning_curves(records: pd.DataFrame, protocol: Protocol, out: Path, p
         axis(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_title(f"QM9 learning curves ({protocol.name} protocol)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_focus(focus_files: Dict[str, Path], path: Path) -> Optional[Path]:
@@ -294,11 +290,7 @@ def plot_focus(focus_files: Dict[str, Path], path: Path) -> Optional[Path]:
         for col in range(len(per_layer), cols):
             axes[row][col].axis("off")
     axes[0][0].set_ylabel("focus f(d)", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def markdown(summary: pd.DataFrame, records: pd.DataFrame, protocol: Protocol, args, focus: List[str], curve: str) -> str:

@@ -80,6 +80,10 @@ class TrainConfig(TrainRecipe):
             weights initialise everything but the head (see :mod:`dgl_graphtx.inference.backbones`).
         freeze_backbone_epochs: train only the head for this many first epochs.
         backbone_lr_scale: learning rate of everything but the head, relative to ``lr``.
+        layer_lr_decay: layer-wise learning-rate decay ``g`` in ``(0, 1]`` (as in ULMFiT and BEiT
+            fine-tuning): block ``i`` of ``L`` (counted from the input, 1-based) learns at
+            ``g ** (L + 1 - i)`` times the backbone's rate, the input encoders at ``g ** (L + 1)``,
+            the head at ``lr``. ``1``: one rate for the whole backbone.
         threads: torch intra-op threads of the training process (of every DDP rank), set by
             :class:`Trainer` through :func:`~dgl_graphtx.threads.set_threads`; ``None`` leaves
             torch's setting alone (the CLI resolves it: ``--threads``, else ``OMP_NUM_THREADS``,
@@ -108,6 +112,7 @@ class TrainConfig(TrainRecipe):
     from_pretrained: Optional[str] = None
     freeze_backbone_epochs: int = 0
     backbone_lr_scale: float = 1.0
+    layer_lr_decay: float = 1.0
     threads: Optional[int] = None
     batch_edges: Optional[int] = None
 
@@ -122,6 +127,7 @@ class TrainConfig(TrainRecipe):
             check_number("each task weight", weight, 0)
         check_number("freeze_backbone_epochs", self.freeze_backbone_epochs, 0, integer=True)
         check_number("backbone_lr_scale", self.backbone_lr_scale, 0, 1000)
+        check_number("layer_lr_decay", self.layer_lr_decay, 0, 1, low_open=True)
         if self.batch_edges is not None:
             check_number("batch_edges", self.batch_edges, 1, integer=True)
         if self.schedule not in SCHEDULES:
@@ -235,6 +241,21 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
         tensor(1.)
     """
     return weighted_loss(resolve_loss(task, "auto"), output, target, mask, pos_weight=pos_weight)
+
+
+def backbone_depths(model: torch.nn.Module) -> Dict[int, int]:
+    """Depth of the parameters of each block in ``model.blocks`` (1 for the block next to the
+    input, ``L`` for the last), keyed by ``id(parameter)``; parameters outside the blocks are at
+    depth 0 (the input encoders) when absent from the result.
+
+    Example:
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> model = build_model(get_preset("gradformer", num_layers=2, hidden_dim=16, num_heads=2).model)
+        >>> sorted(set(backbone_depths(model).values()))
+        [1, 2]
+    """
+    blocks = getattr(model, "blocks", None) or []
+    return {id(p): depth for depth, block in enumerate(blocks, start=1) for p in block.parameters()}
 
 
 class Trainer:
@@ -452,11 +473,22 @@ class Trainer:
         return [p for p in self.model.parameters() if id(p) not in head]
 
     def _parameter_groups(self) -> List[Dict[str, Any]]:
-        """One group, or (with ``backbone_lr_scale`` != 1) the backbone at the scaled rate and the head."""
-        if self.config.backbone_lr_scale == 1.0:
+        """One group; or the head at ``lr`` and the backbone at ``lr * backbone_lr_scale``, split by
+        depth with a rate of its own per block when ``layer_lr_decay`` < 1."""
+        config = self.config
+        if config.backbone_lr_scale == 1.0 and config.layer_lr_decay == 1.0:
             return [{"params": list(self.model.parameters())}]
-        return [{"params": self._backbone_parameters(), "lr": self.config.lr * self.config.backbone_lr_scale},
-                {"params": list(self.model.head.parameters())}]
+        backbone_lr = config.lr * config.backbone_lr_scale
+        head = [{"params": list(self.model.head.parameters())}]
+        if config.layer_lr_decay == 1.0:
+            return [{"params": self._backbone_parameters(), "lr": backbone_lr}] + head
+        depths = backbone_depths(self.model)
+        top = max(depths.values(), default=0) + 1
+        groups: Dict[int, List[torch.nn.Parameter]] = {}
+        for parameter in self._backbone_parameters():
+            groups.setdefault(depths.get(id(parameter), 0), []).append(parameter)
+        return [{"params": params, "lr": backbone_lr * config.layer_lr_decay ** (top - depth)}
+                for depth, params in sorted(groups.items())] + head
 
     def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The training loss of one batch: the uncertainty head's distribution loss, or the chosen

@@ -115,6 +115,7 @@ ALTERNATIVES = {
     "train.from_pretrained": ("gradformer-tiny-moses3k", "gradformer-tiny-moses3k", []),
     "train.freeze_backbone_epochs": ("2", 2, []),
     "train.backbone_lr_scale": ("0.1", 0.1, []),
+    "train.layer_lr_decay": ("0.8", 0.8, []),
     "train.threads": ("2", 2, []),
     "train.batch_edges": ("5000", 5000, []),
     "ensemble.size": ("5", 5, []),

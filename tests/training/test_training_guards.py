@@ -152,3 +152,21 @@ def test_featurizer_config_rejects_bad_values():
         FeaturizerConfig(embed_seed=-5)
     with pytest.raises(ConfigError, match="explicit_hydrogens must be True or False"):
         FeaturizerConfig(explicit_hydrogens="yes")
+
+
+def test_layer_lr_decay_gives_each_block_its_rate():
+    """Head at lr; block i of L at lr * scale * g**(L + 1 - i); encoders at lr * scale * g**(L + 1)."""
+    from dgl_graphtx.models import build_model, get_preset
+    from dgl_graphtx.training import TrainConfig, Trainer
+
+    model = build_model(get_preset("gradformer", num_layers=3, hidden_dim=16, num_heads=2).model)
+    config = TrainConfig(epochs=1, lr=1e-3, backbone_lr_scale=0.5, layer_lr_decay=0.5, progress=False)
+    groups = Trainer(model, config)._parameter_groups()
+    rate_of = {id(p): group.get("lr", config.lr) for group in groups for p in group["params"]}
+    assert len(rate_of) == len(list(model.parameters()))  # every parameter once
+    expected = {**{id(p): 1e-3 * 0.5 * 0.5 ** 4 for p in model.parameters()},
+                **{id(p): 1e-3 * 0.5 * 0.5 ** (4 - i) for i, b in enumerate(model.blocks, 1) for p in b.parameters()},
+                **{id(p): 1e-3 for p in model.head.parameters()}}
+    assert rate_of == pytest.approx(expected)
+    with pytest.raises(ConfigError, match="layer_lr_decay"):
+        TrainConfig(layer_lr_decay=0.0)

@@ -1,0 +1,198 @@
+"""The suite's report from the stored results: per half, mean ± std per set and tool, wins and
+losses per pair of tools, mean ranks, a paired Wilcoxon test over sets x seeds for the key pairs,
+and CPU time per run; printed and written into docs/benchmarks.md (section ``suite``)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pandas as pd
+from scipy.stats import wilcoxon
+
+from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOLS
+from .metrics import error
+
+TOOL_ORDER = [t.name for t in TOOLS]
+HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test half (run only to report)"}
+
+
+def load_results(folder: Path) -> pd.DataFrame:
+    """One row per stored run: set, half, seed, tool, metric, value, cpu_s, wall_s."""
+    rows = [json.loads(path.read_text()) for path in sorted((folder / "runs").glob("*/seed*/*.json"))]
+    columns = ["set", "half", "seed", "tool", "metric", "value", "cpu_s", "wall_s", "epochs"]
+    return pd.DataFrame([{k: r[k] for k in columns} for r in rows], columns=columns)
+
+
+def mean_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each (set, tool) over seeds, sets as rows and tools as columns."""
+    return frame.pivot_table(index="set", columns="tool", values="value", aggfunc="mean")
+
+
+def _lower_is_better(frame: pd.DataFrame) -> Dict[str, bool]:
+    return {s: m != "rocauc" for s, m in frame.groupby("set")["metric"].first().items()}
+
+
+def ranks(means: pd.DataFrame, lower: Dict[str, bool]) -> pd.DataFrame:
+    """Rank of each tool on each set (1 = best; ties share the average rank) among the tools that ran it.
+
+    Example:
+        >>> means = pd.DataFrame({"a": [1.0, 0.9], "b": [2.0, 0.8], "c": [2.0, 0.7]}, index=["x", "y"])
+        >>> ranks(means, {"x": True, "y": False}).values.tolist()
+        [[1.0, 2.5, 2.5], [1.0, 2.0, 3.0]]
+    """
+    return pd.DataFrame({s: means.loc[s].rank(ascending=lower[s]) for s in means.index}).T
+
+
+def wins_losses(means: pd.DataFrame, lower: Dict[str, bool], a: str, b: str) -> Tuple[int, int, int]:
+    """Sets where ``a``'s mean beats, loses to, and ties ``b``'s (sets both ran).
+
+    Example:
+        >>> means = pd.DataFrame({"a": [1.0, 0.9, 0.5], "b": [2.0, 0.8, 0.5]}, index=["x", "y", "z"])
+        >>> wins_losses(means, {"x": True, "y": False, "z": True}, "a", "b")
+        (2, 0, 1)
+    """
+    both = means[[a, b]].dropna()
+    sign = np.array([1 if lower[s] else -1 for s in both.index])
+    diff = (both[b] - both[a]).to_numpy() * sign
+    return int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
+
+
+def relative_improvement(metric: str, a: float, b: float) -> float:
+    """How much ``a`` beats ``b``, as a share of ``b``'s error (RMSE, MAE, or 1 - ROC-AUC):
+    positive means ``a`` is better, comparable across sets with different metrics.
+
+    Example:
+        >>> relative_improvement("rmse", 0.9, 1.0), relative_improvement("rocauc", 0.8, 0.75)
+        (0.1, 0.2)
+    """
+    return round((error(metric, b) - error(metric, a)) / error(metric, b), 12)
+
+
+def paired_test(frame: pd.DataFrame, a: str, b: str) -> Dict[str, float]:
+    """Wilcoxon signed-rank test (two-sided) of ``a`` against ``b`` over the (set, seed) pairs both
+    ran, on their relative improvements; with the pair count, ``a``'s wins and the median."""
+    pivot = frame.pivot_table(index=["set", "seed"], columns="tool", values="value")
+    if a not in pivot or b not in pivot:
+        return {"n": 0, "wins": 0, "median": float("nan"), "p": float("nan")}
+    both = pivot[[a, b]].dropna()
+    metric = frame.groupby("set")["metric"].first()
+    diffs = np.array([relative_improvement(metric[s], row[a], row[b]) for (s, _), row in both.iterrows()])
+    p = float(wilcoxon(diffs).pvalue) if len(diffs) and np.any(diffs != 0) else float("nan")
+    return {"n": len(diffs), "wins": int((diffs > 0).sum()), "median": float(np.median(diffs)) if len(diffs) else float("nan"), "p": p}
+
+
+def _cell(values: pd.Series) -> str:
+    if values.empty:
+        return "-"
+    spread = f" ± {values.std():.3f}" if len(values) > 1 else ""
+    return f"{values.mean():.3f}{spread}"
+
+
+def half_markdown(frame: pd.DataFrame) -> List[str]:
+    """The tables of one half."""
+    tools = [t for t in TOOL_ORDER if t in set(frame.tool)]
+    sets = [s for s in SETS_BY_NAME if s in set(frame.set)]
+    means, lower = mean_table(frame), _lower_is_better(frame)
+    lines = ["| set (metric, seeds) | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    for s in sets:
+        best = means.loc[s].min() if lower[s] else means.loc[s].max()
+        cells = []
+        for tool in tools:
+            values = frame[(frame.set == s) & (frame.tool == tool)]["value"]
+            cell = _cell(values)
+            cells.append(f"**{cell}**" if not values.empty and np.isclose(values.mean(), best) else cell)
+        seeds = frame[frame.set == s]["seed"].nunique()
+        lines.append(f"| {s} ({frame[frame.set == s]['metric'].iloc[0]}, {seeds}) | " + " | ".join(cells) + " |")
+    rank = ranks(means, lower)
+    lines += ["", "Mean rank over sets (1 = best; among the tools that ran each set) and CPU time per run "
+              "(user + system of the tool's processes, one thread):", "",
+              "| tool | mean rank | sets | CPU-s per run (mean) | CPU-h, all runs |", "|---|---|---|---|---|"]
+    for tool in tools:
+        runs = frame[frame.tool == tool]
+        lines.append(f"| {tool} | {rank[tool].mean():.2f} | {int(rank[tool].notna().sum())} | "
+                     f"{runs.cpu_s.mean():.0f} | {runs.cpu_s.sum() / 3600:.2f} |")
+    lines += ["", "Wins / losses / ties over sets (by mean over seeds), row tool against column tool:", "",
+              "| | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    for a in tools:
+        cells = ["" if a == b else "{}/{}/{}".format(*wins_losses(means, lower, a, b)) for b in tools]
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    lines += ["", "Paired test over sets x seeds (Wilcoxon signed-rank, two-sided, on the relative improvement "
+              "(error of B - error of A) / error of B, error = RMSE, MAE or 1 - ROC-AUC; positive: A better):", "",
+              "| A | B | pairs | A better | median improvement | p |", "|---|---|---|---|---|---|"]
+    for a, b in KEY_PAIRS:
+        test = paired_test(frame, a, b)
+        if test["n"]:
+            lines.append(f"| {a} | {b} | {test['n']} | {test['wins']} | {100 * test['median']:+.1f}% | {test['p']:.3g} |")
+    return lines
+
+
+TOOLS_MARKDOWN = [
+    "Tools (each child process with `OMP_NUM_THREADS=1`; `E` the set's epochs, `k` the seed; our runs add "
+    "`--task classification` on classification sets, chemprop `--task-type classification`):", "",
+    "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
+    f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
+    f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
+    "with `--model moire --preset 3d`",
+    "- `chemprop` (v2.3.1, `.venv-bench`): `chemprop train --data-path data.csv --smiles-columns smiles --target-columns target "
+    "--splits-column split --epochs E --data-seed k --pytorch-seed k --accelerator cpu --devices 1 --num-workers 0`; "
+    "`chemprop+descriptors`: also `--molecule-featurizers v1_rdkit_2d_normalized`",
+    "- `RF-morgan`: scikit-learn random forest, 500 trees, on radius-2 2,048-bit Morgan counts, fitted on train + validation; "
+    "`RF-coulomb` (QM9 sets): the same on sorted Coulomb-matrix eigenvalues of the DFT geometry with hydrogens",
+    "- `AttentiveFP`: dgllife's AttentiveFP (canonical features) trained by the library's Trainer with the default model's recipe "
+    "(`benchmarks/_baselines.py`, as `pretrained_gain.py`)",
+]
+
+
+def sets_markdown(results: Path) -> List[str]:
+    """The sets of the suite: source, licence, molecules (from ``splits.json``), task, split, half, why."""
+    record = json.loads((results / "splits.json").read_text()) if (results / "splits.json").exists() else {}
+    lines = ["| set | half | task (metric) | molecules | split | source (package: file) | licence | why |",
+             "|---|---|---|---|---|---|---|---|"]
+    for spec in SETS_BY_NAME.values():
+        rows = next((sum(entry["rows"].values()) for name, entry in record.items() if name.startswith(spec.name + "/")), None)
+        source = f"`{spec.source.package}` {spec.source.version}: " + ", ".join(f"`{m}`" for m in spec.source.members)
+        size = "-" if rows is None else f"{rows:,}"
+        lines.append(f"| {spec.name} | {spec.half} | {spec.task} ({spec.metric}) | {size} | {spec.split}, {spec.epochs} epochs "
+                     f"| {source}; {spec.source.citation} | {spec.source.licence} | {spec.reason} |")
+    return lines
+
+
+def markdown(frame: pd.DataFrame, results: Path) -> str:
+    """The docs section: the sets, then one block per half with results."""
+    lines = ["## Transfer suite: every tool on the same split files", "",
+             "`benchmarks/suite.py` (issue 28): sets, sources, licences, splits and the reason for each half in "
+             "`benchmarks/_suite/config.py`; results per run (JSON and test predictions) in `benchmarks/suite_results/`. "
+             "Scaffold splits 80/10/10 (random for FreeSolv and QM9), one split file per seed given unchanged to every "
+             "tool; equal epochs; metrics computed by the suite from each tool's test predictions; mean ± std over "
+             f"seeds, best per set in bold. Recommended recipe: `{RECOMMENDED}`.", "", *sets_markdown(results),
+             "", *TOOLS_MARKDOWN]
+    for half, title in HALVES.items():
+        part = frame[frame.half == half]
+        planned = sum(len(SEEDS) for s in SETS_BY_NAME.values() if s.half == half for t in TOOLS if s.three_d or not t.three_d_only)
+        lines += ["", f"### {title}", "", f"{len(part)} of the {planned} runs ({len(SEEDS)} seeds x tools) finished.", ""]
+        lines += half_markdown(part) if not part.empty else ["No results yet."]
+    return "\n".join(lines)
+
+
+FIGURE = Path(__file__).resolve().parents[2] / "docs" / "img" / "suite.png"
+
+
+def write_report(results: Path, docs: bool) -> int:
+    """Print the report from ``results`` and (with ``docs``) write it and its figure into docs/."""
+    frame = load_results(results)
+    text = markdown(frame, results)
+    print(text)
+    if docs:
+        from .figure import draw, improvements
+
+        if not frame.empty and not improvements(frame).empty:
+            text += f"\n\n![each tool against chemprop per set and seed](img/{FIGURE.name})"
+            print(f"figure written to {draw(frame, FIGURE)}")
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        import _report
+
+        print(f"updated {_report.update_section('suite', text)}")
+    return 0
