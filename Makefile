@@ -28,10 +28,10 @@ endef
 venv: $(VENV)/.installed-stamp
 venv-oldest: $(OLDEST_VENV)/.installed-stamp
 
-$(VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/newest.txt
+$(VENV)/.installed-stamp: setup.cfg setup.py dgl_graphtx-graphbolt.pth pyproject.toml requirements/newest.txt
 	$(call install,$(VENV),requirements/newest.txt,$(PYTHON))
 
-$(OLDEST_VENV)/.installed-stamp: setup.cfg pyproject.toml requirements/oldest.txt
+$(OLDEST_VENV)/.installed-stamp: setup.cfg setup.py dgl_graphtx-graphbolt.pth pyproject.toml requirements/oldest.txt
 	$(call install,$(OLDEST_VENV),requirements/oldest.txt,$(OLDEST_PYTHON))
 
 demo: venv

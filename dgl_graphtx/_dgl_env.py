@@ -1,31 +1,35 @@
-"""Prepare the environment for :mod:`dgl` before it is imported anywhere in the package.
+"""Make ``import dgl`` work on every supported torch, whatever is imported first.
 
-1. Select DGL's PyTorch backend.
-2. On a torch for which the installed DGL ships no compiled graphbolt library (dgl 2.1.0 ships
-   them for torch 2.0.0-2.2.1 only), register an empty placeholder module as ``dgl.graphbolt``.
-   ``import dgl`` reaches graphbolt only through ``dgl.distributed``, and this library never uses
-   graphbolt; without the placeholder, ``import dgl`` fails on every newer torch. Nothing else in
-   DGL is touched, and on a torch that has its library the real graphbolt is imported as usual.
+DGL 2.1.0 ships its compiled graphbolt library for torch 2.0.0-2.2.1 only, and ``import dgl``
+imports ``dgl.graphbolt`` (through ``dgl.distributed``), which fails on every newer torch. This
+library never uses graphbolt. :class:`GraphboltPlaceholder`, an import hook on ``sys.meta_path``,
+answers the import of ``dgl.graphbolt`` with an empty placeholder module exactly when DGL's package
+folder has no graphbolt library for the running torch, and stands aside for every other import (on
+torch 2.2.1 DGL's own graphbolt loads as usual). Nothing else in DGL is touched.
 
-Import :mod:`dgl_graphtx` before :mod:`dgl` (or :mod:`dgllife`, which imports it) so that this
-runs first.
+The hook is installed at interpreter start by ``dgl_graphtx-graphbolt.pth``, which pip puts in
+site-packages with the package (wheel and editable installs alike). That line imports nothing: it
+puts a small finder first on ``sys.meta_path`` that answers ``None`` to every import but
+``dgl.graphbolt``, and for that one hands the question to :class:`GraphboltPlaceholder`, importing
+this module then. A Python that never imports DGL pays a few microseconds, and ``import dgl`` or
+``import dgllife`` may come first in any script. Importing :mod:`dgl_graphtx` installs the hook
+too (and selects DGL's PyTorch backend), which covers a copy outside site-packages
+(``PYTHONPATH``, ``pip install --target``), where ``.pth`` files are not read.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
-import types
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, Sequence, Union
 
-os.environ.setdefault("DGLBACKEND", "pytorch")
-
-#: Name under which the placeholder is registered.
+#: The module the placeholder stands in for.
 GRAPHBOLT = "dgl.graphbolt"
+#: Attribute marking the hook (on ``sys.meta_path``) and the placeholder module.
+MARKER = "__dgl_graphtx_placeholder__"
 
 
-def graphbolt_library(torch_version: str, dgl_dir: Optional[Path]) -> Optional[Path]:
+def graphbolt_library(torch_version: str, dgl_dir: Union[None, str, "os.PathLike[str]"]) -> Optional[Path]:
     """The compiled graphbolt library DGL would load for ``torch_version``, or ``None`` when
     ``dgl_dir`` (the installed ``dgl`` package folder) has none for it.
 
@@ -36,40 +40,69 @@ def graphbolt_library(torch_version: str, dgl_dir: Optional[Path]) -> Optional[P
     if dgl_dir is None:
         return None
     release = torch_version.split("+", maxsplit=1)[0]
-    for suffix in ("so", "dylib"):
-        path = dgl_dir / "graphbolt" / f"libgraphbolt_pytorch_{release}.{suffix}"
-        if path.exists():
-            return path
-    windows = dgl_dir / "graphbolt" / f"graphbolt_pytorch_{release}.dll"
-    return windows if windows.exists() else None
+    folder = Path(dgl_dir) / "graphbolt"
+    for name in (f"libgraphbolt_pytorch_{release}.so", f"libgraphbolt_pytorch_{release}.dylib", f"graphbolt_pytorch_{release}.dll"):
+        if (folder / name).exists():
+            return folder / name
+    return None
 
 
-def _dgl_package_dir() -> Optional[Path]:
-    spec = importlib.util.find_spec("dgl")
-    if spec is None or not spec.submodule_search_locations:
+class GraphboltPlaceholder:
+    """Import hook for ``sys.meta_path``: an empty ``dgl.graphbolt`` when DGL has no graphbolt
+    library for the running torch; every other import, and ``dgl.graphbolt`` where the library
+    exists, is left to the usual finders (``find_spec`` returns ``None``).
+
+    Example:
+        >>> GraphboltPlaceholder().find_spec("dgl.function", ["/no/dgl"]) is None
+        True
+        >>> GraphboltPlaceholder().find_spec("dgl.graphbolt", ["/no/dgl"]).name
+        'dgl.graphbolt'
+    """
+
+    __dgl_graphtx_placeholder__ = True
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
+        """A spec of the placeholder for ``dgl.graphbolt`` (``path``: DGL's package folder) when
+        DGL lacks the library for the running torch, else ``None``."""
+        if fullname != GRAPHBOLT or not path:
+            return None
+        import torch  # dgl imported it before reaching graphbolt
+
+        if graphbolt_library(torch.__version__, next(iter(path))) is not None:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> None:
+        """The default module object."""
         return None
-    return Path(next(iter(spec.submodule_search_locations)))
+
+    def exec_module(self, module: Any) -> None:
+        """Mark ``module`` as the placeholder; it holds nothing else."""
+        module.__doc__ = "Placeholder registered by dgl_graphtx: DGL ships no graphbolt library for this torch."
+        setattr(module, MARKER, True)
 
 
-def _register_graphbolt_placeholder() -> bool:
-    """Register the placeholder when DGL is installed, not yet imported, and has no graphbolt
-    library for the running torch; return whether the placeholder is (now) in use."""
-    if GRAPHBOLT in sys.modules:
-        return getattr(sys.modules[GRAPHBOLT], "__dgl_graphtx_placeholder__", False)
-    if "dgl" in sys.modules:  # imported before us: whatever it did stands
-        return False
-    dgl_dir = _dgl_package_dir()
-    if dgl_dir is None:
-        return False
-    import torch
+def install() -> None:
+    """Put :class:`GraphboltPlaceholder` first on ``sys.meta_path`` unless a hook is there already
+    (the start-up hook's, or one installed before).
 
-    if graphbolt_library(torch.__version__, dgl_dir) is not None:
-        return False
-    placeholder = types.ModuleType(GRAPHBOLT, "Placeholder registered by dgl_graphtx: DGL ships no graphbolt library for this torch.")
-    placeholder.__dgl_graphtx_placeholder__ = True  # type: ignore[attr-defined]
-    sys.modules[GRAPHBOLT] = placeholder
-    return True
+    Example:
+        >>> install(); install()
+        >>> sum(getattr(f, MARKER, False) for f in sys.meta_path)
+        1
+    """
+    if not any(getattr(finder, MARKER, False) for finder in sys.meta_path):
+        sys.meta_path.insert(0, GraphboltPlaceholder())
 
 
-#: Whether ``dgl.graphbolt`` is the placeholder (reported by ``dgl-graphtx info``).
-GRAPHBOLT_PLACEHOLDER: bool = _register_graphbolt_placeholder()
+def graphbolt_placeholder_in_use() -> bool:
+    """Whether the imported ``dgl.graphbolt`` is the placeholder (reported by ``dgl-graphtx info``).
+
+    Example:
+        >>> import dgl, torch
+        >>> graphbolt_placeholder_in_use() == (graphbolt_library(torch.__version__, dgl.__path__[0]) is None)
+        True
+    """
+    return bool(getattr(sys.modules.get(GRAPHBOLT), MARKER, False))

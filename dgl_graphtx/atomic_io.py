@@ -4,14 +4,20 @@ Readers (and a run killed at any moment) see either the previous file or the new
 of one. Files get the usual permissions (``0666`` less the umask), like any other output. A write
 that fails (full disk, read-only folder, permission denied) raises :class:`OutputError` naming the
 path, and leaves the previous file untouched and no temporary file behind.
+
+A destination that is not a regular file is never replaced (see :func:`output_destination`): a
+symbolic link keeps pointing where it did and its target is written (atomically, as above); a
+character device (``/dev/null``, a terminal) or a FIFO is written through, as ``cp`` would; a link
+to nothing, a block device or a socket is refused.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, NamedTuple, Union
 
 import pandas as pd
 import torch
@@ -21,7 +27,8 @@ from .errors import OutputError
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _default_mode() -> int:
+def default_file_mode() -> int:
+    """The permissions of a new file: ``0666`` less the umask."""
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
@@ -40,10 +47,52 @@ def describe_os_error(err: BaseException) -> str:
     return text[0] if text else type(err).__name__
 
 
+class OutputDestination(NamedTuple):
+    """Where an output named ``path`` is written: ``path`` itself, or the file a symbolic link
+    names; ``through`` when it is a character device or a FIFO, written as it is (never replaced)."""
+
+    path: Path
+    through: bool
+
+
+def output_destination(path: PathLike) -> OutputDestination:
+    """Where to write the output named ``path``: a regular file (existing or not) is written
+    atomically; a symbolic link, at the file it names (the link stays); a character device or FIFO
+    (``/dev/null``, ``/dev/stdout``, a named pipe) is written through. A folder, a link to nothing,
+    a block device or a socket raises :class:`OutputError`.
+
+    Example:
+        >>> output_destination("/dev/null")
+        OutputDestination(path=PosixPath('/dev/null'), through=True)
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); (folder / "link.csv").symlink_to(folder / "real.csv")
+        >>> output_destination(folder / "link.csv")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.OutputError: cannot write .../link.csv: it is a symbolic link to .../real.csv, which does not exist; ...
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise OutputError(f"cannot write {path}: it is a symbolic link to {os.readlink(path)}, which does not exist; "
+                              "create the file it names, or remove the link") from None
+        return OutputDestination(path, False)
+    except OSError as err:
+        raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"cannot write {path}: it is a folder; give a file name")
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return OutputDestination(path, True)
+    if not stat.S_ISREG(mode):
+        kind = "block device" if stat.S_ISBLK(mode) else "socket" if stat.S_ISSOCK(mode) else "special file"
+        raise OutputError(f"cannot write {path}: it is a {kind}; give a file, a character device or a FIFO")
+    return OutputDestination(Path(os.path.realpath(path)) if path.is_symlink() else path, False)
+
+
 def _temporary_beside(path: Path) -> Path:
     """A new empty temporary file in ``path``'s folder (created if missing)."""
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a folder; give a file name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -56,7 +105,8 @@ def _temporary_beside(path: Path) -> Path:
 @contextlib.contextmanager
 def atomic_path(path: PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; when the block ends without error, the temporary
-    file is flushed to disk and renamed to ``path``; on error it is removed.
+    file is flushed to disk and renamed to ``path``; on error it is removed. A link is followed
+    and a character device or FIFO is yielded itself (see :func:`output_destination`).
 
     Example:
         >>> import tempfile
@@ -66,13 +116,19 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
         ('done', ['t.txt'])
     """
-    path = Path(path)
+    path, through = output_destination(path)
+    if through:
+        try:
+            yield path
+        except (OSError, RuntimeError) as err:
+            raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
+        return
     tmp = _temporary_beside(path)
     try:
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
-        os.chmod(tmp, _default_mode())
+        os.chmod(tmp, default_file_mode())
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # torch reports a full disk as RuntimeError
         raise OutputError(f"cannot write {path}: {describe_os_error(err)}; the previous file, if any, is unchanged") from None
@@ -83,7 +139,8 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
 
 def check_writable(path: PathLike) -> Path:
     """Fail early, with :class:`OutputError` naming ``path``, if a file cannot be written there
-    (a folder of that name, a read-only or missing-and-uncreatable folder). Writes nothing.
+    (a folder of that name, a read-only or missing-and-uncreatable folder, a device or FIFO without
+    write permission, see :func:`output_destination`). Writes nothing; returns where the output goes.
 
     Example:
         >>> import tempfile
@@ -93,7 +150,11 @@ def check_writable(path: PathLike) -> Path:
         ...
         dgl_graphtx.errors.OutputError: cannot write ...: it is a folder; give a file name
     """
-    path = Path(path)
+    path, through = output_destination(path)
+    if through:
+        if not os.access(path, os.W_OK):
+            raise OutputError(f"cannot write {path}: Permission denied")
+        return path
     _temporary_beside(path).unlink()
     return path
 
@@ -137,57 +198,3 @@ def atomic_to_csv(frame: pd.DataFrame, path: PathLike, **kwargs: Any) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, **kwargs)
     return Path(path)
-
-
-class ProgressiveCSV:
-    """A CSV written chunk by chunk: rows go to ``<path>.partial``, flushed to disk after every
-    chunk, and :meth:`finish` renames it to ``path``. A run that stops early leaves the rows done
-    so far in the ``.partial`` file, and ``resume=True`` continues after them. ``sep`` is the
-    delimiter (a tab for TSV).
-
-    Example:
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp()) / "p.csv"
-        >>> writer = ProgressiveCSV(out)
-        >>> writer.append(pd.DataFrame({"a": [1, 2]})); writer.append(pd.DataFrame({"a": [3]}))
-        >>> writer.partial.exists(), writer.rows_done
-        (True, 3)
-        >>> writer.finish().read_text()
-        'a\\n1\\n2\\n3\\n'
-    """
-
-    def __init__(self, path: PathLike, resume: bool = False, sep: str = ",") -> None:
-        self.path = Path(path)
-        self.sep = sep
-        self.partial = self.path.with_name(self.path.name + ".partial")
-        check_writable(self.path)
-        self.rows_done = 0
-        if resume and self.partial.exists():
-            try:
-                self.rows_done = len(pd.read_csv(self.partial, dtype=str, keep_default_na=False, sep=self.sep))
-            except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError) as err:
-                raise OutputError(f"cannot resume from {self.partial}: {describe_os_error(err)}; delete it to start again") from None
-        elif self.partial.exists():
-            self.partial.unlink()
-
-    def append(self, frame: pd.DataFrame) -> None:
-        """Add ``frame``'s rows (the header is written with the first rows)."""
-        header = not self.partial.exists()
-        try:
-            with open(self.partial, "a", encoding="utf-8", newline="") as handle:
-                frame.to_csv(handle, header=header, index=False, sep=self.sep)
-                handle.flush()
-                os.fsync(handle.fileno())
-        except OSError as err:
-            raise OutputError(f"cannot write {self.partial}: {describe_os_error(err)}; the {self.rows_done} rows "
-                              "written before are kept there (rerun with --resume to continue)") from None
-        self.rows_done += len(frame)
-
-    def finish(self) -> Path:
-        """Rename the finished file to its final name (an empty table gets a header only)."""
-        try:
-            os.chmod(self.partial, _default_mode())
-            os.replace(self.partial, self.path)
-        except OSError as err:
-            raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; the rows are in {self.partial}") from None
-        return self.path

@@ -47,7 +47,6 @@ def dgl_cuda_error() -> Optional[str]:
     CUDA device), or ``None`` when it can. Probed once per process."""
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
-    from . import _dgl_env  # noqa: F401
     import dgl
 
     try:

@@ -29,7 +29,7 @@ def _compute_path() -> str:
 
 
 def _graphbolt_state() -> str:
-    if _dgl_env.GRAPHBOLT_PLACEHOLDER:
+    if _dgl_env.graphbolt_placeholder_in_use():
         return f"placeholder (dgl {dgl.__version__} ships no graphbolt library for torch {torch.__version__}; unused here)"
     return "dgl's own"
 

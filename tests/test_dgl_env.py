@@ -1,17 +1,31 @@
-"""The ``dgl.graphbolt`` placeholder: registered exactly when the installed DGL has no compiled
-graphbolt library for the running torch, and ``import dgl`` works either way. The expectation is
-derived from the files in DGL's own package folder, not from the library's helper."""
+"""The ``dgl.graphbolt`` placeholder: used exactly when the installed DGL has no compiled graphbolt
+library for the running torch, and ``import dgl`` works in any import order where dgl_graphtx is
+installed (the start-up hook ``dgl_graphtx-graphbolt.pth``). The expectation is derived from the
+files in DGL's own package folder, not from the library's helper; every import order is tried in a
+fresh interpreter."""
 from __future__ import annotations
 
 import importlib.util
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import torch
 
 from dgl_graphtx import _dgl_env
+
+#: A small DGL computation printing its result and whether dgl.graphbolt is the placeholder.
+COMPUTE = (
+    "import sys, torch\n"
+    "import dgl.function as fn\n"
+    "g = dgl.graph(([0, 1], [1, 2]))\n"
+    "g.ndata['x'] = torch.ones(3, 2)\n"
+    "g.update_all(fn.copy_u('x', 'm'), fn.sum('m', 'y'))\n"
+    "print(g.ndata['y'].sum().item(), hasattr(sys.modules['dgl.graphbolt'], '__dgl_graphtx_placeholder__'))\n"
+)
 
 
 def _dgl_dir() -> Path:
@@ -23,8 +37,17 @@ def _has_library_for(torch_version: str) -> bool:
     return any(p.name.startswith(f"libgraphbolt_pytorch_{release}.") for p in (_dgl_dir() / "graphbolt").iterdir())
 
 
-def test_placeholder_used_exactly_when_dgl_lacks_the_library():
-    assert _dgl_env.GRAPHBOLT_PLACEHOLDER == (not _has_library_for(torch.__version__))
+def _python(code: str, cwd: Path) -> List[str]:
+    """The words ``code`` prints in a fresh interpreter started in ``cwd`` (outside the checkout, so
+    only the installed package is found)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("DGLBACKEND", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+EXPECTED = ["4.0", str(not _has_library_for(torch.__version__))]
 
 
 def test_library_lookup_reads_dgl_folder(tmp_path):
@@ -35,17 +58,39 @@ def test_library_lookup_reads_dgl_folder(tmp_path):
     assert _dgl_env.graphbolt_library("2.13.0+cpu", tmp_path) is None
 
 
-def test_fresh_interpreter_imports_dgl_after_the_package():
-    """``import dgl_graphtx`` then ``import dgl`` computes in a new process, with DGL's own
-    graphbolt where it has one and the placeholder where it has not."""
-    code = (
-        "import dgl_graphtx, dgl, sys, torch\n"
-        "g = dgl.graph(([0, 1], [1, 2]))\n"
-        "g.ndata['x'] = torch.ones(3, 2)\n"
-        "import dgl.function as fn\n"
-        "g.update_all(fn.copy_u('x', 'm'), fn.sum('m', 'y'))\n"
-        "print(g.ndata['y'].sum().item(), hasattr(sys.modules['dgl.graphbolt'], '__dgl_graphtx_placeholder__'))\n"
-    )
+def test_start_up_hook_is_installed_in_site_packages():
+    hooks = [Path(d) / "dgl_graphtx-graphbolt.pth" for d in site.getsitepackages()]
+    assert any(h.is_file() for h in hooks), f"no dgl_graphtx-graphbolt.pth in {site.getsitepackages()}"
+
+
+def test_dgl_imported_first(tmp_path):
+    assert _python("import dgl\n" + COMPUTE, tmp_path) == EXPECTED
+
+
+def test_dgllife_imported_first(tmp_path):
+    code = "import dgllife, dgl\nfrom dgllife.utils import smiles_to_bigraph\nassert smiles_to_bigraph('CCO').num_nodes() == 3\n"
+    assert _python(code + COMPUTE, tmp_path) == EXPECTED
+
+
+def test_dgl_imported_after_the_package(tmp_path):
+    assert _python("import dgl_graphtx, dgl\n" + COMPUTE, tmp_path) == EXPECTED
+
+
+def test_start_up_imports_nothing_and_installs_one_hook(tmp_path):
+    """The start-up line imports nothing (a Python that never imports dgl pays for nothing, and a
+    checkout of the package on sys.path later still wins over the installed copy), and puts one
+    hook on sys.meta_path even where site-packages is read twice (a venv's lib64 link to lib)."""
+    code = ("import sys; print('dgl_graphtx' in sys.modules, 'torch' in sys.modules, 'dgl' in sys.modules, "
+            "sum(bool(getattr(f, '__dgl_graphtx_placeholder__', False)) for f in sys.meta_path))")
+    assert _python(code, tmp_path) == ["False", "False", "False", "1"]
+
+
+def test_pytest_of_a_user_test_file_that_imports_dgl(tmp_path):
+    (tmp_path / "test_user.py").write_text(
+        "import dgl\nimport torch\n\n\ndef test_graph():\n    g = dgl.graph(([0, 1], [1, 2]))\n"
+        "    assert g.num_edges() == 2 and dgl.add_self_loop(g).num_edges() == 5\n")
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
-    assert out == ["4.0", str(not _has_library_for(torch.__version__))]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout

@@ -2,19 +2,15 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 from ..errors import GraphTxError
-from ..logs import log_to_file
 from ..models.variants import VARIANT_SPECS
 from ..runs.config import apply_threads, resolve_run_config
 from ..runs.hpopt.search import PRUNERS, SearchSettings
 from ..runs.hpopt.space import COMMON
 from ..training.target_metrics import format_metrics
 from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags
-
-logger = logging.getLogger("dgl_graphtx")
 
 EPILOG = "searched for every model: " + "; ".join(p.describe() for p in COMMON) + "\n" + "\n".join(
     f"  {variant}: " + ("; ".join(p.describe() for p in spec.search) or "nothing more") for variant, spec in VARIANT_SPECS.items()
@@ -67,9 +63,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     settings = SearchSettings(trials=args.trials, timeout=args.timeout, jobs=args.jobs, pruner=args.pruner,
                               seed=config.train.seed)
-    out.mkdir(parents=True, exist_ok=True)
-    with log_to_file(out / "hpopt.log"):
-        result = hyperparameter_search(config, out, settings, space=space, resume=args.resume)
+    result = hyperparameter_search(config, out, settings, space=space, resume=args.resume)
     best = result.trials
     finished = best["state"].value_counts().to_dict() if "state" in best else {}
     print(f"{len(best)} trial(s): " + ", ".join(f"{n} {state.lower()}" for state, n in finished.items()))

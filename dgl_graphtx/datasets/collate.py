@@ -4,8 +4,6 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence, Tuple, Union
 
 import torch
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from ..nn.graph_tensors import GraphLike, GraphTensors

@@ -9,11 +9,12 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from ..checksums import file_sha256
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from .class_labels import check_usable_targets, encode_class_labels
 from .extra_features import ExtraFeatures, add_extra_features
-from .molecule_dataset import MoleculeDataset, _file_fingerprint
+from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
 from .row_columns import sample_weights, split_censored
 from .splits import Split
@@ -109,7 +110,7 @@ def load_labelled(
     weights = None if weight_col is None else np.concatenate(
         [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
     groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
-    fingerprint = "|".join(f"{_file_fingerprint(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
+    fingerprint = "|".join(f"{file_sha256(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
     fingerprint += "".join(f"|{c.to_dict()}" for c in classes)
     fingerprint += "|censored" if censored else ""
     dataset = MoleculeDataset(

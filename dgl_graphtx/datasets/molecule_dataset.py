@@ -16,11 +16,10 @@ import rdkit
 import torch
 from rdkit import Chem
 from torch.utils.data import Dataset
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from .._version import __version__
+from ..checksums import file_sha256
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..featurize.molecule import MoleculeLike
@@ -107,14 +106,6 @@ def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
             digest.update(repr(mol).encode())
         digest.update(b"\0")
     digest.update(np.ascontiguousarray(targets).tobytes())
-    return digest.hexdigest()
-
-
-def _file_fingerprint(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -355,7 +346,7 @@ class MoleculeDataset(Dataset):
         """
         featurizer = kwargs.get("featurizer", FeaturizerConfig())
         table = read_molecules(path, smiles_col, delimiter, featurizer)
-        kwargs.setdefault("fingerprint", f"{_file_fingerprint(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
+        kwargs.setdefault("fingerprint", f"{file_sha256(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
         return cls.from_table(table, target_cols, **kwargs)
 
     @classmethod

@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Dict, Sequence, Union
 
 import torch
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 Indices = Union[Sequence[int], torch.Tensor]

@@ -81,7 +81,15 @@ def _read_text(path: Path, what: str) -> str:
         return text
 
 
-def _check_path(path: PathLike, what: str) -> Path:
+def check_file(path: PathLike, what: str) -> Path:
+    """``path`` as a ``Path`` when it names a file; else a :class:`ConfigError` naming it as a ``what`` file.
+
+    Example:
+        >>> check_file("no/such.csv", "molecule")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: molecule file not found: no/such.csv
+    """
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{path} is a folder, not a {what} file")
@@ -236,7 +244,7 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles", delimiter: Opt
         >>> read_molecule_csv(p).shape
         (1, 2)
     """
-    path = _check_path(path, "data")
+    path = check_file(path, "data")
     text = _read_text(path, "CSV")
     if delimiter is not None and len(delimiter) != 1:
         raise ConfigError(f"delimiter must be one character, got {delimiter!r} (use '\\t' for tab)")
@@ -291,7 +299,7 @@ def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) 
         >>> len(table), table.columns.shape[1] > 0
         (8, True)
     """
-    path = _check_path(path, "SDF")
+    path = check_file(path, "SDF")
     text = _read_text(path, "SDF")
     if not text.strip():
         raise ConfigError(f"SDF file {path} is empty: it holds no molecule records")
@@ -338,7 +346,7 @@ def read_smi(path: PathLike) -> MoleculeTable:
         >>> t.molecules, t.columns["name"].tolist()
         (['CCO', 'c1ccccc1'], ['ethanol', 'benzene'])
     """
-    path = _check_path(path, "SMILES")
+    path = check_file(path, "SMILES")
     lines = [line.strip() for line in _read_text(path, "a SMILES file").splitlines()]
     rows = [line.split(None, 1) for line in lines if line and not line.startswith("#")]
     if rows and rows[0][0].lower() == "smiles":

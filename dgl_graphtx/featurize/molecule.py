@@ -7,8 +7,6 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 import numpy as np
 import torch
 from rdkit import Chem, rdBase
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_to_bigraph
 

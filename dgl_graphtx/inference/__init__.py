@@ -4,16 +4,20 @@ streamed a chunk at a time, with the applicability domain and uncertainty the ch
 from .backbones import Pretrained, get_pretrained, is_pretrained_reference, list_pretrained
 from .checkpoint_paths import resolve_checkpoints, single_checkpoint
 from .domain import Domain
-from .ensemble import ensemble_predict, stored_calibration
+from .ensemble import ensemble_chunks, ensemble_predict, stored_calibration
 from .evaluation import Evaluation, evaluate_table
+from .prediction_job import PredictionJob, PredictionSummary, run_prediction
 from .predictor import Embeddings, Predictor, predict_smiles
 
 __all__ = [
     "Domain",
     "Embeddings",
     "Evaluation",
+    "PredictionJob",
+    "PredictionSummary",
     "Predictor",
     "Pretrained",
+    "ensemble_chunks",
     "ensemble_predict",
     "evaluate_table",
     "get_pretrained",
@@ -21,6 +25,7 @@ __all__ = [
     "list_pretrained",
     "predict_smiles",
     "resolve_checkpoints",
+    "run_prediction",
     "single_checkpoint",
     "stored_calibration",
 ]

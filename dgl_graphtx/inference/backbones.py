@@ -5,12 +5,12 @@ SHA-256 against the card. Fine-tuning one is :mod:`dgl_graphtx.runs.fine_tuning`
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
+from ..checksums import file_sha256
 from ..errors import CheckpointError, ConfigError
 
 PathLike = Union[str, Path]
@@ -28,23 +28,6 @@ class Pretrained(NamedTuple):
     card: Dict[str, Any]
     path: Path
     source: str
-
-
-def file_sha256(path: PathLike) -> str:
-    """SHA-256 hex digest of a file's bytes.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
-        >>> _ = p.write_bytes(b"abc")
-        >>> file_sha256(p)[:16]
-        'ba7816bf8f01cfea'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def list_pretrained() -> List[Dict[str, Any]]:

@@ -1,20 +1,50 @@
 """What ``--checkpoint`` may name, resolved the same way by every command and by :class:`~dgl_graphtx.inference.Predictor`:
-a checkpoint file, a run folder (its ``best.pt``) or an ensemble folder (every ``best.pt`` below it)."""
+a checkpoint file, a run folder (its ``best.pt``) or an ensemble folder (every ``best.pt`` below it).
+
+A run that was stopped before it finished (its ``run.json`` says ``running``) still has the
+``best.pt`` of its best epoch so far. Named itself it is used (with a warning when its run folder
+is named); found among the members of an ensemble folder it is left out, with a warning naming it,
+so an ensemble is never averaged over a half-trained member without a word; a folder none of
+whose runs finished is refused.
+"""
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from ..errors import CheckpointError
+
+logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
 #: The checkpoint a run keeps (the best validation epoch).
 BEST = "best.pt"
+#: A run folder's state: ``{"run_id": ..., "status": "running" | "complete"}``.
+RUN_INFO = "run.json"
+
+
+def run_status(folder: PathLike) -> Optional[str]:
+    """The ``status`` in ``folder``'s ``run.json`` (``running`` or ``complete``), or ``None`` when
+    it has no readable one (a checkpoint copied out of its run, a run of an older version).
+
+    Example:
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp()); _ = (run / RUN_INFO).write_text('{"status": "running"}')
+        >>> run_status(run), run_status(run / "elsewhere")
+        ('running', None)
+    """
+    try:
+        status = json.loads((Path(folder) / RUN_INFO).read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return status if isinstance(status, str) else None
 
 
 def checkpoints_in(path: PathLike) -> List[Path]:
     """``path`` itself if it is a file; a run folder's ``best.pt``; else every ``best.pt`` below
-    the folder (an ensemble's members, sorted).
+    the folder (an ensemble's members, sorted) but those of runs that did not finish.
 
     Example:
         >>> checkpoints_in("no/such/folder")
@@ -26,12 +56,22 @@ def checkpoints_in(path: PathLike) -> List[Path]:
     if path.is_file():
         return [path]
     if (path / BEST).is_file():
+        if run_status(path) == "running":
+            logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
+                           path, RUN_INFO, BEST)
         return [path / BEST]
     found = sorted(path.rglob(BEST)) if path.is_dir() else []
     if not found:
         last = " (it holds last.pt only: the run has not finished an epoch with a validation score)" if (path / "last.pt").is_file() else ""
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")
-    return found
+    unfinished = [p for p in found if run_status(p.parent) == "running"]
+    if len(unfinished) == len(found):
+        raise CheckpointError(f"{path} holds no finished run: the {RUN_INFO} of {', '.join(str(p.parent) for p in found)} "
+                              f"says running (training stopped before the end); train again, or name one {BEST} to use it as it is")
+    if unfinished:
+        logger.warning("%s: leaving out %d of %d members that did not finish training (%s says running): %s",
+                       path, len(unfinished), len(found), RUN_INFO, ", ".join(str(p.parent) for p in unfinished))
+    return [p for p in found if p not in unfinished]
 
 
 def resolve_checkpoints(given: Union[PathLike, Sequence[PathLike]]) -> List[Path]:

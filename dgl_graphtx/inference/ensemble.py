@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -90,6 +90,35 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
     return Calibration.from_dict(data)
 
 
+def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
+                    identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
+                    features: Optional[pd.DataFrame] = None) -> Iterator[pd.DataFrame]:
+    """:func:`ensemble_predict` one chunk at a time: every member predicts a chunk (the members'
+    ``chunk_size``), and its combined table is yielded before the next chunk is featurized, so
+    memory holds one chunk per member. An empty input gives one empty table with every column.
+
+    Example:
+        >>> import tempfile
+        >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+        >>> from dgl_graphtx.models import build_model, get_preset
+        >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+        >>> model = save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model), CheckpointMeta(p.featurizer, p.relation, ["y"]))
+        >>> [len(t) for t in ensemble_chunks([Predictor(model, chunk_size=2)] * 2, ["C", "CC", "CCC"])]
+        [2, 1]
+    """
+    names = predictors[0].target_names
+    if any(p.target_names != names for p in predictors):
+        raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
+    if len(molecules):
+        members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
+                   for i, p in enumerate(predictors)]
+    else:
+        members = [[p.predict([], features=features)] for p in predictors]
+    for tables in zip(*members):
+        out = combine_members(tables, names)
+        yield with_intervals(out, names, calibration) if calibration is not None else out
+
+
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
                      features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
@@ -109,10 +138,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
         ['smiles', 'canonical_smiles', 'y_pred', 'y_std', 'error', 'warning']
     """
-    names = predictors[0].target_names
-    if any(p.target_names != names for p in predictors):
-        raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
-    tables = [p.predict(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
-              for i, p in enumerate(predictors)]
-    out = combine_members(tables, names)
-    return with_intervals(out, names, calibration) if calibration is not None else out
+    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features)),
+                     ignore_index=True)

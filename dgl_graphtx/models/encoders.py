@@ -6,13 +6,17 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from ..errors import ConfigError
+
 
 class FeatureEncoder(nn.Module):
     """Encode ``[N, F]`` node or edge features into ``[N, dim]``.
 
     With ``categorical=True`` each of the ``F`` int64 columns has its own embedding table (sizes
     from ``dims``) and the embeddings are summed (GRPE / OGB style); otherwise ``dims == (F,)``
-    and a Linear layer projects float features.
+    and a Linear layer projects float features. A categorical value outside its table (damaged
+    featurized data, or data featurized with other settings) is a :class:`ConfigError` naming the
+    ``kind`` of feature, its column and value.
 
     Example:
         >>> enc = FeatureEncoder((5, 3), 8, categorical=True)
@@ -20,9 +24,10 @@ class FeatureEncoder(nn.Module):
         torch.Size([2, 8])
     """
 
-    def __init__(self, dims: Sequence[int], dim: int, categorical: bool) -> None:
+    def __init__(self, dims: Sequence[int], dim: int, categorical: bool, kind: str = "atom") -> None:
         super().__init__()
         self.categorical = categorical
+        self.kind = kind
         if categorical:
             self.embeddings = nn.ModuleList(nn.Embedding(int(size), dim) for size in dims)
         else:
@@ -35,7 +40,20 @@ class FeatureEncoder(nn.Module):
             return self.linear(feat)
         if feat.dim() != 2 or feat.shape[1] != len(self.embeddings):
             raise ValueError(f"expected [N, {len(self.embeddings)}] categorical features, got {tuple(feat.shape)}")
+        self._check_range(feat)
         out = self.embeddings[0](feat[:, 0])
         for col in range(1, len(self.embeddings)):
             out = out + self.embeddings[col](feat[:, col])
         return out
+
+    def _check_range(self, feat: torch.Tensor) -> None:
+        """One clear error instead of an ``IndexError`` (or a CUDA assert) deep in an embedding."""
+        sizes = torch.tensor([e.num_embeddings for e in self.embeddings], device=feat.device)
+        outside = (feat < 0) | (feat >= sizes)
+        if not bool(outside.any()):
+            return
+        row, col = (int(i) for i in torch.nonzero(outside)[0])
+        raise ConfigError(f"{self.kind} feature {col} holds {int(feat[row, col])}, outside the {int(sizes[col])} values "
+                          "the model's embedding knows: the featurized molecules are damaged or were featurized with other "
+                          "settings; featurize them again (delete the store or the dataset cache, or rerun "
+                          "'dgl-graphtx featurize')")

@@ -33,7 +33,7 @@ class Gradformer(MoleculeModel):
         if config.variant != "gradformer":
             raise ConfigError(f"Gradformer model needs variant 'gradformer', got {config.variant!r}")
         self.bond_encoder = FeatureEncoder(
-            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb"
+            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb", kind="bond"
         )
         opts = config.gradformer
         self.blocks = nn.ModuleList(

@@ -24,8 +24,6 @@ from typing import Optional
 
 import torch
 from torch import nn
-
-from .. import _dgl_env  # noqa: F401
 from dgl.nn import GINEConv
 
 from ..errors import ConfigError

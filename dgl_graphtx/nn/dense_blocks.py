@@ -21,8 +21,6 @@ from dataclasses import dataclass, field, fields
 from typing import Dict, Optional, Union
 
 import torch
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 #: The dense-block path is taken when the blocks hold at most this many slots per relation edge.

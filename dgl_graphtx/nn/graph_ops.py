@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 
 import torch
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 import dgl.function as fn
 from dgl.nn.functional import edge_softmax as dgl_edge_softmax

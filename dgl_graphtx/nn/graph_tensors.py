@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple, Union
 
 import torch
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from .dense_blocks import BlockGeometry

@@ -30,8 +30,6 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components, shortest_path
-
-from .. import _dgl_env  # noqa: F401
 import dgl
 
 from ..errors import ConfigError

@@ -13,6 +13,7 @@ from torch.utils.data import Subset
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
+from ..datasets.data_record import training_data_record
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained, get_pretrained
@@ -142,6 +143,7 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
+             "data": training_data_record(dataset, parts),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
              **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
              **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {}),

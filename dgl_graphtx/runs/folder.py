@@ -10,8 +10,9 @@ Opening a :class:`RunFolder` (before any featurization or training):
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
   marks it ``"complete"``. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
-  ``run_id`` is kept, and the lock of a killed run is taken over (training then continues from
-  ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`).
+  ``run_id`` and ``run.json`` are kept, and the lock of a killed run is taken over (training then
+  continues from ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`); a folder holding a
+  run's results but no ``last.pt`` is refused, since resuming would train it again over them.
 
 Other files in the folder (a ``cache/`` of featurized molecules, say) are left alone.
 """
@@ -27,11 +28,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..atomic_io import atomic_write_text, describe_os_error
 from ..errors import OutputError
+from ..inference.checkpoint_paths import RUN_INFO
 
 PathLike = Union[str, Path]
 
 LOCK_NAME = ".run.lock"
-RUN_INFO = "run.json"
 #: Files a training run writes; their presence marks a folder as holding a run.
 RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learning_curve.png", "metrics.json",
                               "test_predictions.csv", "input_report.csv", "config.yaml", "train.log")
@@ -112,8 +113,11 @@ class RunFolder:
             stale, problem = self._lock_holder()
             if not (stale and (self.overwrite or self.resume)):
                 raise OutputError(problem)
-        if not self.resume:
-            self._refuse_previous([name for name in RUN_FILES if (self.path / name).exists()])
+        previous = [name for name in RUN_FILES if (self.path / name).exists()]
+        if self.resume:
+            self._refuse_resume_without_last(previous)
+        else:
+            self._refuse_previous(previous)
 
     def _lock_holder(self) -> Tuple[bool, str]:
         """Whether the lock in the folder was left by a killed run, and the error refusing it."""
@@ -146,8 +150,7 @@ class RunFolder:
         try:
             previous = [name for name in RUN_FILES if (self.path / name).exists()]
             if self.resume:
-                self.run_id = _read_json(self.path / RUN_INFO).get("run_id", self.run_id) if previous else self.run_id
-                self._write_info("running")
+                self._continue(previous)
                 return self
             self._refuse_previous(previous)
             for name in previous:
@@ -160,6 +163,23 @@ class RunFolder:
             self.close(failed=True)
             raise
         return self
+
+    def _continue(self, previous: List[str]) -> None:
+        """Take up the run in the folder (``resume``): its ``run_id`` and ``run.json`` stay as they
+        are until training continues; a folder with a run's results but no ``last.pt`` to continue
+        from is refused (resuming would train it again from the start, over its results)."""
+        self._refuse_resume_without_last(previous)
+        info = _read_json(self.path / RUN_INFO)
+        self.run_id = info.get("run_id", self.run_id)
+        if not info:
+            self._write_info("running")
+
+    def _refuse_resume_without_last(self, previous: List[str]) -> None:
+        """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``."""
+        if any(name in RESULT_FILES for name in previous) and "last.pt" not in previous:
+            raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
+                              "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
+                              "another output folder")
 
     def _take_lock(self) -> None:
         info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run_id": self.run_id, "started": time.time()})

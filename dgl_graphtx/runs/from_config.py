@@ -119,6 +119,8 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
     with joined as hooks, contextlib.ExitStack() as opened:
         config = _for_process(config.with_absolute_paths(), hooks, out)
         single = config.ensemble.single and not config.data.cv
+        # a resumed run keeps the run's config.yaml until it has checked its data and trained
+        resumed = resume and single and (out / "config.yaml").is_file()
         # the main process locks the folder and records the run before the data is read (once: the
         # others read its cache); an error there stops every process of the job at once
         with hooks.main_first():
@@ -130,7 +132,8 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
                             config.data.path, config.train.threads or torch.get_num_threads(), out / "config.yaml")
                 if backbone is not None:
                     logger.info("fine-tuning from the %s", describe_loaded(backbone))
-                config.save(out / "config.yaml")
+                if not resumed:
+                    config.save(out / "config.yaml")
             dataset, split = load_training_data(config)
         result = _train(config, dataset, split, folder if folder is not None else out, hooks, overwrite, resume, backbone)
     return result if hooks.is_main else None
@@ -152,6 +155,8 @@ def _train(config: RunConfig, dataset: MoleculeDataset, split: Optional[Split], 
     result = train_and_evaluate(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                                 out_dir=out, hooks=hooks, resume=resume, uncertainty=config.uncertainty, backbone=backbone)
     if hooks.is_main:
+        if resume:  # a resumed run's config.yaml is replaced once it has checked its data and trained
+            config.save(folder / "config.yaml")
         logger.info("best epoch %d; test %s", result.train.best_epoch, format_metrics(result.test_metrics))
     return result
 

@@ -29,11 +29,12 @@ from torch.utils.data import Subset
 from .._version import __version__
 from ..atomic_io import atomic_write_text
 from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
 from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
-from ..inference.backbones import BACKBONE_FILE, CARD_FILE, file_sha256
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE
 from ..models import Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
 from ..validation import check_number

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..checkpoint import load_checkpoint
+from ..datasets.data_record import PARTS
 from ..errors import ConfigError
 
 logger = logging.getLogger("dgl_graphtx")
@@ -143,6 +144,41 @@ def check_resume_settings(path: Path, saved: Dict[str, Any], config: Any) -> Non
             f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
             f"resume with the same settings (now {', '.join(f'{k}={current[k]!r}' for k in changed)})"
         )
+
+
+def check_resume_data(path: Path, saved: Optional[Dict[str, Any]], current: Optional[Dict[str, Any]]) -> None:
+    """Refuse to resume the run of ``path`` on other data or another split than it was trained on:
+    ``saved`` and ``current`` are :func:`~dgl_graphtx.datasets.data_record.training_data_record`
+    s (the checkpoint's and the resumed run's); one :class:`~dgl_graphtx.errors.ConfigError` names
+    what changed. A checkpoint without a record (an older version's) is resumed with a warning.
+
+    Example:
+        >>> rows = {"train": torch.tensor([0, 1]), "valid": torch.tensor([2]), "test": torch.tensor([3])}
+        >>> saved = {"molecules": 4, "digest": "ab" * 32, "split": rows}
+        >>> check_resume_data(Path("last.pt"), saved, dict(saved, split={**rows, "train": torch.tensor([0, 3]), "test": torch.tensor([1])}))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: last.pt was trained with another split: train: 1 of 2 molecules were not in it (input rows 3), test: 1 of 1 molecules were not in it (input rows 1); resume with the run's split (the same --split, --split-col, --seed, fractions or --valid/--test files)
+    """
+    if current is None:
+        return
+    if saved is None:
+        logger.warning("%s records no training data (an older version wrote it): the data and split of the resumed run "
+                       "cannot be checked", path)
+        return
+    if saved["digest"] != current["digest"]:
+        raise ConfigError(f"{path} was trained on other data ({saved['molecules']} molecules, sha256 {saved['digest'][:12]}) "
+                          f"than it is resumed with ({current['molecules']} molecules, sha256 {current['digest'][:12]}); "
+                          "resume with the run's data and targets, or start a new run (--overwrite, or another --out)")
+    moved = []
+    for part in PARTS:
+        new = sorted(set(current["split"][part].tolist()) - set(saved["split"][part].tolist()))
+        if new:
+            shown = ", ".join(map(str, new[:5])) + (", ..." if len(new) > 5 else "")
+            moved.append(f"{part}: {len(new)} of {len(current['split'][part])} molecules were not in it (input rows {shown})")
+    if moved:
+        raise ConfigError(f"{path} was trained with another split: {', '.join(moved)}; resume with the run's split "
+                          "(the same --split, --split-col, --seed, fractions or --valid/--test files)")
 
 
 def check_resumable_run(out_dir: Path, config: Any) -> None:

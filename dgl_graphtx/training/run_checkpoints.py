@@ -14,7 +14,7 @@ from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..errors import CheckpointError, ConfigError
 from ..models import MoleculeModel
 from .hooks import ProcessHooks
-from .resume import TrainingState, capture_rng_state, check_resume_settings, restore_rng_state
+from .resume import TrainingState, capture_rng_state, check_resume_data, check_resume_settings, restore_rng_state
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -95,6 +95,7 @@ class RunCheckpoints:
         if loaded.model.config != model.config:
             raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
         check_resume_settings(path, loaded.meta.extra.get("train_config", {}), self.config)
+        check_resume_data(path, loaded.meta.extra.get("data"), self.meta.extra.get("data") if self.meta is not None else None)
         raw = loaded.training_state
         model.load_state_dict(loaded.model.state_dict())
         optimizer.load_state_dict(raw["optimizer"])

@@ -4,6 +4,7 @@ need one model and say so in one line."""
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pandas as pd
@@ -96,3 +97,46 @@ def test_one_model_commands_take_a_run_folder_and_refuse_an_ensemble_in_one_line
 
 def test_a_folder_without_checkpoint_is_one_line(tmp_path):
     assert_one_error_line(run_cli(["evaluate", tmp_path / "d.csv", "--checkpoint", tmp_path]), "checkpoint not found", "run folder")
+
+
+# --------------------------------------------------------------------------------------------
+# an ensemble killed while a member trained: that member is left out, with a warning
+# --------------------------------------------------------------------------------------------
+def _mark(folder, status):
+    (folder / "run.json").write_text(json.dumps({"run_id": "x", "status": status}))
+
+
+def test_unfinished_member_is_left_out_with_a_warning(folders, tmp_path, caplog):
+    _, _, members, data = folders
+    ensemble = tmp_path / "killed"
+    for member, status in zip(members, ("complete", "running")):
+        (ensemble / member.parent.name).mkdir(parents=True)
+        (ensemble / member.parent.name / "best.pt").write_bytes(member.read_bytes())
+        _mark(ensemble / member.parent.name, status)
+    finished = ensemble / members[0].parent.name / "best.pt"
+    assert resolve_checkpoints(ensemble) == [finished]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        code, stdout, err = run_cli(["predict", "--checkpoint", ensemble, "--device", "cpu", "CCO", "c1ccccc1O",
+                                     "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "leaving out 1 of 2 members" in warnings[0]
+    assert str(ensemble / members[1].parent.name) in warnings[0]
+    alone = Predictor(finished, device="cpu").predict(["CCO", "c1ccccc1O"])
+    assert (tmp_path / "p.csv").read_text() == alone.to_csv(index=False)  # one model: no ensemble spread
+
+
+def test_folder_without_a_finished_run_is_refused(folders, tmp_path, caplog):
+    _, _, members, _ = folders
+    ensemble = tmp_path / "killed"
+    (ensemble / "member_0").mkdir(parents=True)
+    (ensemble / "member_0" / "best.pt").write_bytes(members[0].read_bytes())
+    _mark(ensemble / "member_0", "running")
+    assert_one_error_line(run_cli(["predict", "--checkpoint", ensemble, "--device", "cpu", "CCO"]),
+                          str(ensemble), "no finished run", "running")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        code, _, err = run_cli(["predict", "--checkpoint", ensemble / "member_0", "--device", "cpu", "CCO"])  # named itself: used
+    assert code == 0, err
+    assert [r.getMessage() for r in caplog.records if "has not finished training" in r.getMessage()] != []

@@ -63,16 +63,29 @@ def test_predict_csv_carries_id_and_kept_columns_and_both_smiles(checkpoint, tab
     assert table.loc[2, "error"] != "" and table.loc[2, "cid"] == "CPD-002"
 
 
-def test_resumed_prediction_keeps_ids_in_step(checkpoint, table_csv, tmp_path):
+def test_resumed_prediction_keeps_ids_in_step(checkpoint, table_csv, tmp_path, monkeypatch):
     path, frame = table_csv
     out = tmp_path / "p.csv"
     code, _, err = run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--id-col", "cid", "--output", out,
                             "--device", "cpu", "--chunk-size", "2"])
     assert code == 0, err
     whole = pd.read_csv(out)
-    partial = out.with_name(out.name + ".partial")
-    whole.iloc[:4].to_csv(partial, index=False)  # as if killed after two chunks
     out.unlink()
+    real = Predictor._predict_chunk
+    calls = {"n": 0}
+
+    def killed_after_two_chunks(self, *args):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(Predictor, "_predict_chunk", killed_after_two_chunks)
+    with pytest.raises(KeyboardInterrupt):
+        run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--id-col", "cid", "--output", out, "--device", "cpu",
+                 "--chunk-size", "2"])
+    assert len(pd.read_csv(out.with_name(out.name + ".partial"))) == 4
+    monkeypatch.setattr(Predictor, "_predict_chunk", real)
     code, _, err = run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--id-col", "cid", "--output", out,
                             "--device", "cpu", "--chunk-size", "2", "--resume"])
     assert code == 0, err

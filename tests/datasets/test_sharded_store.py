@@ -158,3 +158,36 @@ def test_featurize_command_then_train_on_the_store(tmp_path):
     with contextlib.redirect_stderr(err):
         assert main(["train", str(store), "--targets", "logS", "--out", str(run) + "-2", "--model", "vanilla", "--preset", "tiny"]) == 2
     assert "holds targets ['expt']" in err.getvalue()
+
+
+def test_killed_featurize_takes_its_workers_with_it(tmp_path):
+    """SIGKILL of ``featurize --workers 2`` leaves no process behind: the workers, the fork server
+    and the resource tracker end too, and no shard is written after the kill."""
+    psutil = pytest.importorskip("psutil")
+    csv = tmp_path / "fs.csv"
+    freesolv_rows(0, 600)[["smiles", "expt"]].to_csv(csv, index=False)
+    root = tmp_path / "store"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OUTDATED_IGNORE": "1"}
+    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", "featurize", str(csv), "--out", str(root), "--targets", "expt",
+                            "--workers", "2", "--shard-size", "10", "--no-progress"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    helpers = []
+    try:
+        while time.monotonic() < deadline and job.poll() is None:
+            helpers = psutil.Process(job.pid).children(recursive=True)
+            if len(list((root / "shards").glob("shard-*.pt"))) >= 2 and len(helpers) >= 3:
+                break
+            time.sleep(0.05)
+        job.send_signal(signal.SIGKILL)
+        assert job.wait(timeout=60) == -9, "featurization finished before it could be killed"
+        assert len(helpers) >= 3, helpers  # two workers and the fork server (and the resource tracker)
+        _, alive = psutil.wait_procs(helpers, timeout=30)
+        assert not alive, [(p.pid, p.cmdline()[-3:]) for p in alive]
+        shards = sorted(p.name for p in (root / "shards").glob("shard-*.pt"))
+        time.sleep(2)  # nothing is left to write another shard
+        assert sorted(p.name for p in (root / "shards").glob("shard-*.pt")) == shards
+    finally:
+        for process in helpers:  # a failing run must not leave them behind either
+            with contextlib.suppress(psutil.Error):
+                process.kill()

@@ -127,14 +127,6 @@ def test_interrupted_cli_prediction_keeps_its_rows_and_resumes(checkpoint, tmp_p
     pd.testing.assert_frame_equal(pd.read_csv(output), pd.read_csv(complete))
 
 
-def test_resume_refuses_a_partial_file_from_a_longer_input(checkpoint, tmp_path):
-    inputs = tmp_path / "in.csv"
-    pd.DataFrame({"smiles": NORMAL[:3]}).to_csv(inputs, index=False)
-    pd.DataFrame({"smiles": NORMAL[:5], "y": 0.0, "error": ""}).to_csv(tmp_path / "o.csv.partial", index=False)
-    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", inputs, "--output", tmp_path / "o.csv",
-                                   "--resume", "--device", "cpu"]), "another input")
-
-
 def test_cli_size_budget_options(checkpoint):
     code, stdout, _ = run_cli(["predict", "--checkpoint", checkpoint, "--device", "cpu", "--max-atoms", "5", "CCO", "CCCCCCCC"])
     assert code == 0 and "8 atoms" in stdout

@@ -112,3 +112,19 @@ def test_a_trial_trains_as_train_does_with_its_uncertainty_and_pretrained_backbo
     best = load_checkpoint(tmp_path / "s" / "trials" / "trial_0" / "best.pt")
     assert best.meta.extra["uncertainty"]["coverage"] == 0.8
     assert best.meta.extra["pretrained"]["name"] == "gradformer-tiny-moses3k"
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_folder_holding_something_else_is_refused(tiny_csv, tmp_path, resume):
+    """A finished training run (or a store, or any other files) is not a search: neither --resume
+    nor a new search writes into it, and the folder is left exactly as it was."""
+    run = tmp_path / "run"
+    code, _, stderr = run_cli(["train", tiny_csv, "--targets", "expt", "--out", run, "--no-cache", *TINY])
+    assert code == 0, stderr
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    flag = ["--resume"] if resume else []
+    line = assert_one_error_line(run_cli(["hpopt", tiny_csv, "--targets", "expt", "--out", run, "--trials", "1", *flag, *TINY]),
+                                 str(run), "not an hpopt search")
+    assert "best.pt" in line and "run.json" in line
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in run.iterdir() if p.is_dir()) == []

@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 import torch
 
@@ -179,13 +178,13 @@ def test_full_disk_while_saving_is_one_error_line_naming_the_file(data_csv, work
 
 
 def test_predict_write_failure_is_one_error_line(checkpoint, workdir, monkeypatch):
-    def disk_full(self, *args, **kwargs):
+    def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", disk_full)
+    monkeypatch.setattr(os, "fsync", disk_full)
     output = workdir / "pred.csv"
     assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--output", output, "CCO"]), str(output), "No space left")
-    assert not output.exists()
+    assert not output.exists() and not output.with_name("pred.csv.partial").exists()
 
 
 # --------------------------------------------------------------------------------------------

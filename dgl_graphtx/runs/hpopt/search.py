@@ -31,6 +31,8 @@ PRUNERS = ("median", "hyperband", "none")
 STUDY_NAME = "dgl_graphtx"
 JOURNAL = "hpopt.journal"
 BASE_CONFIG = "base_config.yaml"
+#: What a search's folder holds (the journal's lock files and temporary files of these included).
+SEARCH_FILES = (JOURNAL, BASE_CONFIG, "hpopt.log", "trials", "trials.csv", "best_trial.json", "config.yaml", "cache")
 
 
 @dataclass(frozen=True)
@@ -201,11 +203,13 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
     the resolved configuration ``base`` with Optuna's TPE sampler, watching the first of the
     run's metrics on the validation part (``train.metrics``; RMSE or ROC-AUC by default).
 
-    Writes to ``out_dir``: ``base_config.yaml``, ``hpopt.journal`` (Optuna's journal storage:
-    ``resume=True`` continues a search up to ``settings.trials`` trials), ``trials/trial_<n>/``
-    (an ordinary run folder per trial), ``trials.csv``, ``best_trial.json`` and ``config.yaml``,
-    the best trial's configuration: ``dgl-graphtx train --config out_dir/config.yaml`` repeats the
-    best trial (exactly on CPU with the same thread count).
+    Writes to ``out_dir`` (a new or empty folder, or a search to continue: a folder holding
+    anything else, such as a training run, is refused untouched): ``hpopt.log``,
+    ``base_config.yaml``, ``hpopt.journal`` (Optuna's journal storage: ``resume=True`` continues
+    a search up to ``settings.trials`` trials), ``trials/trial_<n>/`` (an ordinary run folder per
+    trial), ``trials.csv``, ``best_trial.json`` and ``config.yaml``, the best trial's
+    configuration: ``dgl-graphtx train --config out_dir/config.yaml`` repeats the best trial
+    (exactly on CPU with the same thread count).
     """
     if base.data.cv or not base.ensemble.single:
         raise ConfigError("hyperparameter search trains single runs; drop --cv, --ensemble-size and --replicates")
@@ -213,12 +217,46 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
         raise ConfigError("no training data or targets: give DATA and --targets (or data.path / data.targets)")
     _optuna()
     out = Path(out_dir)
+    check_search_folder(out)
     journal = out / JOURNAL
     if journal.exists() and not resume:
         raise ConfigError(f"{out} already holds a search ({JOURNAL}); continue it with --resume or choose another --out")
-    if resume and not journal.exists():
-        logger.info("no %s yet: starting a new search", journal)
     out.mkdir(parents=True, exist_ok=True)
+    with log_to_file(out / "hpopt.log"):
+        if resume and not journal.exists():
+            logger.info("no %s yet: starting a new search", journal)
+        return _search(base, out, settings, space, resume)
+
+
+def check_search_folder(out: Path) -> None:
+    """Refuse ``out`` when it holds anything but the files of a search (:data:`SEARCH_FILES`): a
+    training run, a store, other files. A missing or empty folder is fine.
+
+    Example:
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp()); _ = (run / "best.pt").write_bytes(b"")
+        >>> check_search_folder(run)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: ... holds files that are not an hpopt search (best.pt); ...
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the search")
+    foreign = sorted(p.name for p in out.iterdir() if not _in_search(p.name)) if out.is_dir() else []
+    if foreign:
+        shown = ", ".join(foreign[:8]) + (", ..." if len(foreign) > 8 else "")
+        raise ConfigError(f"{out} holds files that are not an hpopt search ({shown}); give a new or empty --out, or a "
+                          "search's folder to continue it with --resume")
+
+
+def _in_search(name: str) -> bool:
+    """Whether ``name`` is one of a search's files, its journal's lock, or a temporary file of one."""
+    bare = name[1:] if name.startswith(".") else name
+    return any(bare == own or bare.startswith(own + ".") for own in SEARCH_FILES)
+
+
+def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optional[Sequence[Param]], resume: bool) -> SearchResult:
+    """The search of :func:`hyperparameter_search` in its checked folder ``out``."""
     cache = base.data.dataset_cache or str((out / "cache").resolve())
     base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
     if not resume or not (out / BASE_CONFIG).exists():

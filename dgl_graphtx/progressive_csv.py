@@ -1,0 +1,177 @@
+"""A CSV table written chunk by chunk that an interrupted run continues without losing, gluing or
+shifting a row.
+
+The rows go to ``<path>.partial``; after each chunk is flushed to disk, ``<path>.partial.json``
+records (atomically) how many whole rows and bytes the ``.partial`` holds, its columns, and what
+the rows were made from (``source``: input and model digests, settings). Only what the record
+counts is written: a resume first cuts the ``.partial`` back to the recorded length (a chunk a
+crash cut short, or one flushed just before the crash, is computed again), and refuses a
+``.partial`` whose record is missing or names another source. A write that fails (a full disk)
+cuts the ``.partial`` back to its last recorded chunk, so the rows the message counts are the rows
+in the file. :meth:`ProgressiveCSV.finish` renames the ``.partial`` to ``path`` and drops the record.
+
+A character device or FIFO (see :func:`~dgl_graphtx.atomic_io.output_destination`) is written
+through as the rows come; there is nothing to resume there.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, BinaryIO, Dict, List, Mapping, Optional
+
+import pandas as pd
+
+from .atomic_io import PathLike, atomic_write_text, check_writable, default_file_mode, describe_os_error, output_destination
+from .errors import OutputError
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: a SHA-256 hex digest by its first 12 digits."""
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+        return f"sha256 {value[:12]}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return repr(value)
+
+
+def _append_flushed(path: PathLike, data: bytes) -> None:
+    """Append ``data`` to ``path`` and flush it to disk."""
+    with open(path, "ab") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+class ProgressiveCSV:
+    """A CSV written chunk by chunk, resumable after an interruption (see the module's notes).
+
+    Args:
+        path: the finished table.
+        resume: continue the rows an interrupted run left in ``<path>.partial`` (after checking
+            that its record names the same ``source``) instead of starting again.
+        sep: the delimiter (a tab for TSV).
+        source: what the rows are made from, as plain JSON data (digests of the input and the
+            model, settings); a resume with another source is refused, naming the keys that differ.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> out = Path(tempfile.mkdtemp()) / "p.csv"
+        >>> writer = ProgressiveCSV(out, source={"input": "a"})
+        >>> writer.append(pd.DataFrame({"a": [1, 2]}))
+        >>> writer = ProgressiveCSV(out, resume=True, source={"input": "a"})  # a new run continues
+        >>> writer.rows_done
+        2
+        >>> writer.append(pd.DataFrame({"a": [3]})); writer.finish().read_text()
+        'a\\n1\\n2\\n3\\n'
+        >>> sorted(p.name for p in out.parent.iterdir())
+        ['p.csv']
+    """
+
+    def __init__(self, path: PathLike, resume: bool = False, sep: str = ",", source: Optional[Mapping[str, Any]] = None) -> None:
+        self.path, self.through = output_destination(path)
+        check_writable(self.path)
+        self.sep = sep
+        self.source: Dict[str, Any] = dict(source or {})
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.record = self.partial.with_name(self.partial.name + ".json")
+        self.rows_done = 0
+        self._bytes_done = 0
+        self._columns: Optional[List[str]] = None
+        self._stream: Optional[BinaryIO] = None
+        if self.through:
+            if resume:
+                raise OutputError(f"cannot resume into {self.path}: it is a character device or FIFO, written through as the "
+                                  "rows come, so there is nothing to continue; drop --resume")
+        elif resume and self.partial.exists():
+            self._continue()
+        else:
+            self.partial.unlink(missing_ok=True)
+            self.record.unlink(missing_ok=True)
+
+    def _continue(self) -> None:
+        """Take up the rows the record of ``.partial`` counts (the ``.partial`` is cut back to them)."""
+        try:
+            record = json.loads(self.record.read_text())
+            rows, size, columns, source = int(record["rows"]), int(record["bytes"]), list(record["columns"]), record["source"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise OutputError(f"cannot resume from {self.partial}: it has no readable record of what it was made from "
+                              f"({self.record.name}); delete it to start again") from None
+        changed = [key for key in sorted(set(source) | set(self.source)) if source.get(key) != self.source.get(key)]
+        if changed:
+            what = "; ".join(f"another {key} ({_shown(source.get(key))} then, {_shown(self.source.get(key))} now)" for key in changed)
+            raise OutputError(f"cannot resume from {self.partial}: it was made from {what}; delete it, or drop --resume to start again")
+        actual = self.partial.stat().st_size
+        if actual < size:
+            raise OutputError(f"cannot resume from {self.partial}: it holds {actual} bytes but {size} were written; "
+                              "delete it to start again")
+        if actual > size:  # a chunk cut short (or flushed but not yet recorded) by the interruption
+            os.truncate(self.partial, size)
+        self.rows_done, self._bytes_done, self._columns = rows, size, columns
+
+    def append(self, frame: pd.DataFrame) -> None:
+        """Add ``frame``'s rows (the header comes with the first rows; an empty ``frame`` writes
+        only the header)."""
+        columns = [str(c) for c in frame.columns]
+        if self._columns is not None and columns != self._columns:
+            raise OutputError(f"cannot append to {self.partial}: it has the columns {self._columns}, the new rows {columns}")
+        data = frame.to_csv(None, header=self._columns is None, index=False, sep=self.sep).encode("utf-8")
+        if self.through:
+            self._write_through(data)
+        else:
+            self._write_partial(data, len(frame), columns)
+        self.rows_done += len(frame)
+        self._bytes_done += len(data)
+        self._columns = columns
+
+    def _write_through(self, data: bytes) -> None:
+        try:
+            if self._stream is None:
+                self._stream = open(self.path, "wb")
+            self._stream.write(data)
+            self._stream.flush()
+        except OSError as err:
+            raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; {self.rows_done} rows were written") from None
+
+    def _write_partial(self, data: bytes, rows: int, columns: List[str]) -> None:
+        record = {"rows": self.rows_done + rows, "bytes": self._bytes_done + len(data), "columns": columns, "source": self.source}
+        try:
+            _append_flushed(self.partial, data)
+        except OSError as err:
+            raise self._failed(f"cannot write {self.partial}: {describe_os_error(err)}") from None
+        try:
+            atomic_write_text(json.dumps(record), self.record)
+        except OutputError as err:
+            raise self._failed(str(err)) from None
+
+    def _failed(self, what: str) -> OutputError:
+        """The error of a chunk that could not be written, after cutting the ``.partial`` back to
+        the rows written before it."""
+        self._cut_back()
+        kept = (f"the {self.rows_done} rows written before are kept in {self.partial} (rerun with --resume to continue)"
+                if self.rows_done else "no row was kept")
+        return OutputError(f"{what}; {kept}")
+
+    def _cut_back(self) -> None:
+        """Back to the last recorded chunk (nothing at all before the first)."""
+        try:
+            if self._bytes_done:
+                os.truncate(self.partial, self._bytes_done)
+            else:
+                self.partial.unlink(missing_ok=True)
+        except OSError:
+            pass  # the record still marks where the whole rows end; a resume cuts there
+
+    def finish(self) -> "os.PathLike[str]":
+        """Rename the finished ``.partial`` to ``path`` (a device or FIFO is closed); returns ``path``."""
+        if self.through:
+            if self._stream is not None:
+                self._stream.close()
+            return self.path
+        try:
+            os.chmod(self.partial, default_file_mode())
+            os.replace(self.partial, self.path)
+        except OSError as err:
+            raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; the rows are in {self.partial}") from None
+        self.record.unlink(missing_ok=True)
+        return self.path
