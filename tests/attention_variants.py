@@ -2,16 +2,20 @@
 
 Layers are built by the variant registry (``dgl_graphtx.models.variants``), the way models build
 them; ``test_variant_registry.py`` checks that every registered variant is in :data:`VARIANTS`.
+:func:`read_params` and :func:`run_reference` run a layer's parameters through the dense reference.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
+
+import torch
 
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, variant_spec
 from dgl_graphtx.nn import RelationAttention
+from dgl_graphtx.testing import CarrierRun, run_with_gradients
 
 import dense_reference as ref
 
@@ -80,3 +84,55 @@ def build(v: Variant, attn_dropout: float = 0.0, embed_dim: int = D_MODEL, heads
                          readout="mean", virtual_node=False, **options(v))
     (layer,) = variant_spec(v.kind).build_layers(config, config.options)
     return layer
+
+
+#: float64 agreement of two computations of the same layer (outputs, then gradients).
+EXACT = dict(atol=1e-12, grad_atol=1e-10)
+
+
+def attend_with(layer: RelationAttention, aggregation: str) -> Callable[..., Any]:
+    """``(graph, x) -> (outputs, attention)`` of ``layer`` with ``aggregation``: the function the
+    checks of :mod:`dgl_graphtx.testing` call."""
+    def attend(graph, x):
+        layer.aggregation = aggregation
+        return layer(graph, x, get_attention=True)
+    return attend
+
+
+def run_attention(layer: RelationAttention, graph, x, aggregation: str, seed: Optional[int] = None) -> CarrierRun:
+    """Outputs, attention and their gradients (``x``, then the parameters) of ``layer`` on ``graph``."""
+    return run_with_gradients(attend_with(layer, aggregation), [graph], [x], list(layer.parameters()), seed)
+
+
+def read_params(layer, v: Variant) -> Dict:
+    """The layer's parameters as plain float64 tensors, named as the dense reference wants them."""
+    t = lambda p: p.detach().double().clone()  # noqa: E731
+    P = {
+        "heads": layer.num_heads,
+        "qkv_w": t(layer.qkv.weight),
+        "qkv_b": t(layer.qkv.bias),
+        "out_w": t(layer.out_proj.weight),
+        "out_b": t(layer.out_proj.bias),
+    }
+    s = layer.structure
+    if v.kind == "graphormer":
+        P["spatial_bias"], P["edge_bias"] = t(s.spatial_bias), t(s.edge_bias)
+        assert P["spatial_bias"].shape == (ref.num_spatial_classes(MAX_DIST), HEADS)
+        assert P["edge_bias"].shape == (ref.NUM_EDGE_CLASSES, HEADS)
+    elif v.kind == "grpe":
+        enc = s.encodings
+        for key, table in [("PQ", enc.spatial_query), ("PK", enc.spatial_key), ("PV", enc.spatial_value),
+                           ("EQ", enc.edge_query), ("EK", enc.edge_key), ("EV", enc.edge_value)]:
+            P[key] = t(table).reshape(table.shape[0], D_MODEL)  # a row of d entries, split per head
+            rows = ref.num_spatial_classes(MAX_DIST) if key[0] == "P" else ref.NUM_EDGE_CLASSES
+            assert P[key].shape == (rows, D_MODEL)
+    elif v.kind == "moire":
+        P["shift"], P["width"] = t(s.shift), t(s.width)
+        P["self_weight"] = t(s.self_weight) if v.mode == "paper" else None
+    elif v.kind == "gradformer":
+        P["start"], P["decay_logit"] = t(s.params.start), t(s.params.decay_logit)
+    return P
+
+
+def run_reference(v: Variant, P: Dict, x: torch.Tensor, rel, **kw):
+    return ref.reference_attention(v.kind, v.mode, v.opts, P, x, ref.dense_pairs(rel), **kw)

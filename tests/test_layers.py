@@ -24,7 +24,7 @@ LAYERS: List[Set[str]] = [
     {"__init__", "_version", "_dgl_env", "_ogb", "errors", "logs", "atomic_io", "progressive_csv", "checksums", "validation", "devices", "threads", "env_info"},
     {"relation_graph"},
     {"nn", "featurize"},
-    {"datasets", "models"},
+    {"datasets", "models", "testing"},
     {"uncertainty", "checkpoint", "insight"},
     {"training"},
     {"inference"},

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import pandas as pd
@@ -151,6 +151,7 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
     for name in columns:
         if name not in available:
             raise ConfigError(f"feature column {name!r} not found in {source}; available columns: {available}")
+    assert frame is not None  # it holds every column (checked above)
     out = np.empty((len(frame), len(columns)))
     for col, name in enumerate(columns):
         raw = frame[name].reset_index(drop=True)
@@ -241,8 +242,10 @@ class FittedExtraFeatures:
     def attach(self, graphs: PackedGraphs, molecule_raw: Optional[np.ndarray], atom_raw: Optional[np.ndarray]) -> None:
         """Scale raw values and put them on ``graphs`` (every graph taken out then carries them)."""
         if self.molecule_scaler is not None:
+            assert molecule_raw is not None  # a scaler is fitted on raw values
             graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(molecule_raw))
         if self.atom_scaler is not None:
+            assert atom_raw is not None  # a scaler is fitted on raw values
             graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
 
     def compute_and_attach(self, graphs: PackedGraphs, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame],
@@ -302,7 +305,7 @@ class ExtraFeatureValues:
         return fitted
 
 
-def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[MoleculeLike],
+def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Optional[MoleculeLike]],
                        frame: Optional[pd.DataFrame] = None, atom_function: Optional[AtomFunction] = None,
                        workers: int = 1, source: str = "the input") -> ExtraFeatureValues:
     """Compute the raw extra features of a :class:`~dgl_graphtx.datasets.MoleculeDataset` and keep
@@ -313,7 +316,7 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Mo
     :class:`~dgl_graphtx.datasets.MoleculeTable`'s ``molecules`` and ``frame``.
     """
     picked = dataset.rows.tolist()
-    chosen = [prepare_input(molecules[r], dataset.featurizer.config) for r in picked]
+    chosen = [prepare_input(cast(MoleculeLike, molecules[r]), dataset.featurizer.config) for r in picked]  # as featurized
     ids = list(dataset.identifiers)
     part = frame.iloc[picked].reset_index(drop=True) if frame is not None else None
     notes: MaskNotes = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -86,7 +86,7 @@ def load_labelled(
 
     tables: List[MoleculeTable] = [read(path)]
     if valid is not None:
-        tables += [read(valid), read(test)]
+        tables += [read(valid), read(cast(PathLike, test))]  # both or neither (checked above)
     labels: Optional[np.ndarray] = None
     if split_col is not None:
         labels = split_labels(tables[0].column(split_col), tables[0].source, split_col)

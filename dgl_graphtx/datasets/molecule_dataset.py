@@ -88,9 +88,9 @@ def coerce_targets(
         with np.errstate(invalid="ignore"):
             too_large = np.isfinite(values) & (np.abs(values) > FLOAT32_MAX)
         for row in np.flatnonzero(~np.isfinite(values) & ~blank):
-            report.add(RowIssue(int(row), ids[row], f"unusable value {show_value(raw.iloc[row])} in target {name!r}", LABEL_MASKED))
+            report.add(RowIssue(int(row), ids[int(row)], f"unusable value {show_value(raw.iloc[row])} in target {name!r}", LABEL_MASKED))
         for row in np.flatnonzero(too_large):
-            report.add(RowIssue(int(row), ids[row], f"value {show_value(raw.iloc[row])} in target {name!r} is beyond float32's range "
+            report.add(RowIssue(int(row), ids[int(row)], f"value {show_value(raw.iloc[row])} in target {name!r} is beyond float32's range "
                                 f"(|y| > {FLOAT32_MAX:.4g}); rescale the target", LABEL_MASKED))
         values[~np.isfinite(values) | too_large] = np.nan
         out[:, col] = values
@@ -270,6 +270,7 @@ class MoleculeDataset(Dataset):
         if not done.rows:
             raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")
         report.issues.sort(key=lambda issue: issue.row)
+        assert done.graphs is not None and done.relations is not None  # some rows were featurized
         return {
             "graphs": done.graphs.state_dict(),
             "relations": done.relations.state_dict(),

@@ -277,7 +277,7 @@ class GeometryMolecules(Sequence):
     def __len__(self) -> int:
         return len(self._smiles)
 
-    def __getitem__(self, index: int) -> Union[Chem.Mol, RejectedMolecule]:
+    def __getitem__(self, index: int) -> Union[Chem.Mol, RejectedMolecule]:  # type: ignore[override]  # no slices
         if isinstance(index, slice):
             raise TypeError("GeometryMolecules takes integer indices")
         try:

@@ -223,7 +223,7 @@ def sniff_delimiter(sample: str, path: PathLike = "") -> str:
     except csv.Error:
         header = lines[0]
         counts = {d: header.count(d) for d in _SNIFF_DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=counts.__getitem__)
         return best if counts[best] else ","
 
 
@@ -306,7 +306,7 @@ def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) 
     supplier = Chem.SDMolSupplier()
     supplier.SetData(text, removeHs=False)  # hydrogens are prepare_input's decision
     starts = _record_start_lines(text)
-    molecules: List[Optional[Chem.Mol]] = []
+    molecules: List[Optional[MoleculeLike]] = []
     identifiers: List[str] = []
     titles: List[str] = []
     properties: List[dict] = []
@@ -380,7 +380,7 @@ def read_xyz(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig(), 
         >>> table.identifiers, table.names, table.columns["charge"].tolist()
         (['O', '[OH-]'], ['water', ''], [nan, '-1'])
     """
-    path = _check_path(path, "XYZ")
+    path = check_file(path, "XYZ")
     lines = _read_text(path, "XYZ").splitlines()
     molecules: List[Optional[MoleculeLike]] = []
     identifiers: List[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 import pandas as pd
 
@@ -70,7 +70,7 @@ class InputReport:
         (1, 'kept 2 of 3 rows; skipped 1 invalid (first: row 1 C1CC: SMILES syntax error)')
     """
 
-    def __init__(self, total_rows: int, issues: List[RowIssue] = None) -> None:
+    def __init__(self, total_rows: int, issues: Optional[List[RowIssue]] = None) -> None:
         self.total_rows = int(total_rows)
         self.issues: List[RowIssue] = list(issues or [])
 
@@ -119,6 +119,6 @@ class InputReport:
         return {"total_rows": self.total_rows, "issues": [asdict(i) for i in self.issues]}
 
     @classmethod
-    def from_state_dict(cls, state: Dict[str, object]) -> "InputReport":
+    def from_state_dict(cls, state: Dict[str, Any]) -> "InputReport":
         """Inverse of :meth:`state_dict`."""
-        return cls(state["total_rows"], [RowIssue(**i) for i in state["issues"]])  # type: ignore[arg-type]
+        return cls(state["total_rows"], [RowIssue(**i) for i in state["issues"]])

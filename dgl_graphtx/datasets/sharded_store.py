@@ -110,8 +110,8 @@ def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, mol
     rows = done.rows
     issues = [asdict(RowIssue(start + offset, ids[offset], error)) for offset, error in enumerate(done.errors) if error is not None]
     payload = {
-        "graphs": done.graphs.state_dict() if rows else None,
-        "relations": done.relations.state_dict() if rows else None,
+        "graphs": done.graphs.state_dict() if done.graphs is not None else None,
+        "relations": done.relations.state_dict() if done.relations is not None else None,
         "labels": torch.from_numpy(labels[rows].astype(np.float32)),
         "rows": torch.tensor(rows, dtype=torch.int64) + start,
         "identifiers": [ids[r] for r in rows],

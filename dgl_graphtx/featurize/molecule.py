@@ -140,7 +140,7 @@ def canonical_atom_order(mol: Chem.Mol) -> Tuple[Chem.Mol, List[int]]:
         smiles = Chem.MolToSmiles(mol)
         order = [int(i) for i in mol.GetPropsAsDict(True, True)["_smilesAtomOutputOrder"]]
         params = Chem.SmilesParserParams()
-        params.removeHs = False
+        params.removeHs = False  # type: ignore[assignment]  # RDKit's stubs type its parameter properties as the class
         canonical = Chem.MolFromSmiles(smiles, params)
     if canonical is None or canonical.GetNumAtoms() != mol.GetNumAtoms() or len(order) != mol.GetNumAtoms():
         # RDKit could not read back its own SMILES (rare): fall back to renumbering by canonical ranks

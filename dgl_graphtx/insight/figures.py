@@ -80,6 +80,7 @@ def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None,
                 ax.set_ylabel("query", fontsize=7)
             if r == len(layers) - 1:
                 ax.set_xlabel("key", fontsize=7)
+    assert image is not None  # _layers_heads gives at least one layer and head
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     fig.suptitle(maps.smiles, fontsize=9)
     return save_figure(fig, path)
@@ -113,7 +114,7 @@ def molecule_drawing() -> Any:
     return rdMolDraw2D
 
 
-def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked: Optional[int] = None,
+def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size: int = 260, marked: Optional[int] = None,
                           vmax: Optional[float] = None) -> np.ndarray:
     """RDKit drawing of ``mol`` with each atom highlighted in a colour and size growing with its
     weight (``marked`` atom outlined by a blue circle); an RGB(A) image array.
@@ -123,18 +124,18 @@ def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked
         >>> draw_molecule_weights(Chem.MolFromSmiles("CCO"), [0.2, 0.3, 0.5], size=120).shape[:2]
         (120, 120)
     """
-    weights = np.asarray(weights, dtype=float)
-    vmax = float(weights.max()) if vmax is None else vmax
+    values = np.asarray(weights, dtype=float)
+    vmax = float(values.max()) if vmax is None else vmax
     draw2d = molecule_drawing()
     drawer = draw2d.MolDraw2DCairo(size, size)
     options = drawer.drawOptions()
-    options.addAtomIndices = True
-    options.annotationFontScale = 0.6
+    options.addAtomIndices = True  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
+    options.annotationFontScale = 0.6  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
     atoms = list(range(mol.GetNumAtoms()))
-    colours = {a: _colour(weights[a], vmax) for a in atoms}
-    radii = {a: 0.2 + 0.35 * (weights[a] / vmax if vmax > 0 else 0.0) for a in atoms}
+    colours = {a: _colour(values[a], vmax) for a in atoms}
+    radii = {a: 0.2 + 0.35 * (values[a] / vmax if vmax > 0 else 0.0) for a in atoms}
     if marked is not None:
-        options.atomHighlightsAreCircles = True
+        options.atomHighlightsAreCircles = True  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
     draw2d.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
                                   highlightAtomRadii=radii, highlightBonds=[])
     if marked is not None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union, cast
 
 import torch
 from torch import nn
@@ -28,6 +28,10 @@ class MoleculeModel(nn.Module):
     logits for classification); :meth:`predict` returns targets in their own units, or
     probabilities.
     """
+
+    target_mean: torch.Tensor  # buffers, registered in __init__
+    target_std: torch.Tensor
+    blocks: nn.ModuleList  # a subclass's blocks, each with an ``attention`` layer
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -145,6 +149,7 @@ class MoleculeModel(nn.Module):
     def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
         """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
         if self.config.readout == "virtual":
+            assert virtual is not None  # the encoders give the virtual node's state with this readout
             return virtual
         return ops.readout(graph, atoms, self.config.readout)
 
@@ -222,4 +227,4 @@ class MoleculeModel(nn.Module):
             >>> [type(layer.structure).__name__ for layer in model.attention_layers()]
             ['MoireTerm', 'MoireTerm']
         """
-        return [block.attention for block in self.blocks]
+        return [cast(RelationAttention, block.attention) for block in self.blocks]

@@ -10,7 +10,6 @@ from .attention_layers import build_attention_layers
 from .base import Encoded, MoleculeModel
 from .blocks import PreNormBlock
 from .config import ModelConfig
-from .variants import variant_spec
 
 
 class GraphTransformer(MoleculeModel):
@@ -33,9 +32,9 @@ class GraphTransformer(MoleculeModel):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        architecture = variant_spec(config.variant).architecture
+        architecture = config.model_architecture
         if architecture != "transformer":
-            raise ConfigError(f"variant {config.variant!r} is built by the {architecture!r} architecture's model (build_model picks it)")
+            raise ConfigError(f"a config of architecture {architecture!r} is built by that architecture's model (build_model picks it)")
         self.blocks = nn.ModuleList(
             PreNormBlock(attention, config.feedforward_dim, config.dropout)
             for attention in build_attention_layers(config)
@@ -57,6 +56,7 @@ class GraphTransformer(MoleculeModel):
         if num_virtual:
             x = atoms.new_empty(relation_graph.num_nodes(), atoms.shape[1])
             x[~is_virtual] = atoms
+            assert self.virtual_embedding is not None  # virtual nodes come only with virtual_node=True (checked above)
             x[is_virtual] = self.virtual_embedding.to(atoms.dtype)
         else:
             x = atoms

@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..relation_graph import RelationConfig
 from ..validation import check_number
+from .architectures import GPSOptions
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
 from .settings import DEFAULT_MODEL
@@ -83,7 +84,7 @@ GRADFORMER = "Gradformer (Liu et al., IJCAI 2024)"
 LIBRARY_SIZE = "library default size (no paper recipe)"
 
 #: GRPE's schedule (paper Sec. 5 and the official scripts): linear decay from 2e-4 to 1e-9.
-_GRPE_SCHEDULE = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
+_GRPE_SCHEDULE: Dict[str, Any] = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
 #: Gradformer's official scheduler is stepped once per epoch over a horizon of epochs x batches,
 #: so after its linear warm-up the cosine factor stays above 0.99: a constant rate in effect.
 _GRADFORMER_SCHEDULE = "constant"
@@ -151,8 +152,8 @@ def _gradformer_script(
         model = ModelConfig(
             "gradformer", layers, dim, heads, dropout=dropout, attn_dropout=0.5, readout=readout,
             virtual_node=False, rwse_steps=rwse, rwse_norm=rwse_norm, head_layers=head_layers,
-            gradformer=GradformerOptions(mode="reference", decay=decay, init_start=start, slope=slope,
-                                         local_model=local_model, pe_gate=pe_gate),
+            gradformer=GradformerOptions(mode="reference", decay=decay, init_start=start, slope=slope),
+            gps=GPSOptions(local_model=local_model, pe_gate=pe_gate),
         )
         source = f"authors' scripts/{script} + config.py defaults"
         return Preset(model, FeaturizerConfig(rwse_steps=rwse), RelationConfig("complete"), train,
@@ -287,7 +288,7 @@ def get_preset(
 
     Example:
         >>> p = get_preset("gradformer", "molhiv", task="classification")
-        >>> p.model.num_layers, p.model.gradformer.local_model, p.train.lr, p.train.batch_size
+        >>> p.model.num_layers, p.model.gps.local_model, p.train.lr, p.train.batch_size
         (10, 'gatedgcn', 0.0001, 32)
     """
     if model not in PRESETS:

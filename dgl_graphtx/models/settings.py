@@ -4,13 +4,14 @@ per variant and checks a config against the variant registry."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 from ..relation_graph.bond_classes import BondVocabulary
 from ..validation import check_number
+from .architectures import ARCHITECTURES, GPSOptions
 
 #: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
 #: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
@@ -69,6 +70,10 @@ class ModelSettings:
             see :mod:`dgl_graphtx.datasets.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
             projected and added to the atom encodings.
+        architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
+            ``None``: the variant's own, from the registry).
+        gps: the GPS block's settings (local model over bonds, normalisation), used by the
+            ``gps`` architecture.
 
     Example:
         >>> ModelSettings(num_tasks=2, task="multiclass", num_classes=3).prediction_width
@@ -98,6 +103,8 @@ class ModelSettings:
     uncertainty_head: str = "none"
     molecule_features: int = 0
     atom_extra_features: int = 0
+    architecture: Optional[str] = None
+    gps: GPSOptions = field(default_factory=GPSOptions)
 
     @property
     def prediction_width(self) -> int:
@@ -140,6 +147,8 @@ class ModelSettings:
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
+        _check(self.architecture is None or self.architecture in ARCHITECTURES,
+               f"architecture must be one of {ARCHITECTURES} (or None: the variant's own), got {self.architecture!r}")
 
     @property
     def bond_vocab(self) -> BondVocabulary:

@@ -2,9 +2,10 @@
 their settings (``model.<variant>`` config sections), how their attention layers are built, the
 model architecture they run in and their default preset.
 
-The CLI's ``--model`` choices, :class:`~dgl_graphtx.models.ModelConfig`'s option sections,
-:func:`~dgl_graphtx.models.build_model`, the presets and the test catalogue are all derived from
-:data:`VARIANT_SPECS`; docs/attention.md "Adding a variant" shows a new entry.
+The CLI's ``--model`` choices, :func:`~dgl_graphtx.models.build_model`, the presets and the test
+catalogue are derived from :data:`VARIANT_SPECS`; :class:`~dgl_graphtx.models.ModelConfig` declares
+one options section per entry with settings, and a test keeps the two equal. docs/attention.md
+"Adding a variant" shows a new entry.
 """
 from __future__ import annotations
 
@@ -19,15 +20,9 @@ from ..nn.graphormer import GraphormerAttention
 from ..nn.grpe import GRPE_MODES, GRPEAttention, GRPEEncodings
 from ..nn.moire import DISTANCES, MOIRE_MODES, MoireAttention
 from ..validation import check_number
-from .local_models import LOCAL_MODELS
+from .architectures import ARCHITECTURES
 from .search_params import Param
 from .settings import ModelSettings
-
-#: Model architectures a variant's attention layers run in (see :func:`~dgl_graphtx.models.build_model`):
-#: ``transformer`` (pre-LN blocks, :class:`~dgl_graphtx.models.GraphTransformer`) or ``gps``
-#: (GPS blocks with a local model over bonds, :class:`~dgl_graphtx.models.Gradformer`).
-ARCHITECTURES = ("transformer", "gps")
-
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
@@ -68,18 +63,16 @@ class MoireOptions:
 
 @dataclass(frozen=True)
 class GradformerOptions:
-    """Gradformer settings: decay mode, lambda, start points, normalisation and local model of
-    the GPS block.
+    """Gradformer settings: decay mode, lambda and start points (the GPS block it runs in has its
+    own section, :class:`~dgl_graphtx.models.architectures.GPSOptions`).
 
     ``slope`` is the LeakyReLU slope of ``mode="reference"`` (the authors' ``process_hop``:
     0 in their ``config.py`` and NCI1 script, 0.1 in the ZINC/CLUSTER scripts, 0.2 for
-    ogbg-molhiv); the other modes use ReLU and need ``slope=0``. ``local_model`` is the GPS
-    block's message passing over bonds, ``"gine"`` or ``"gatedgcn"``; ``pe_gate`` (GatedGCN only)
-    gates its edges by the random-walk encodings, as the authors' MolHIV model.
+    ogbg-molhiv); the other modes use ReLU and need ``slope=0``.
 
     Example:
-        >>> GradformerOptions(mode="reference", slope=0.2, local_model="gatedgcn").local_model
-        'gatedgcn'
+        >>> GradformerOptions(mode="reference", slope=0.2).slope
+        0.2
     """
 
     mode: str = "paper"
@@ -87,14 +80,9 @@ class GradformerOptions:
     learn_decay: bool = False
     init_start: float = 2.0
     share_start: bool = True
-    norm: str = "batch"
     slope: float = REFERENCE_SLOPE
-    local_model: str = "gine"
-    pe_gate: bool = False
 
     def __post_init__(self) -> None:
-        _check(self.local_model in LOCAL_MODELS, f"gradformer.local_model must be one of {LOCAL_MODELS}, got {self.local_model!r}")
-        _check(not self.pe_gate or self.local_model == "gatedgcn", "gradformer.pe_gate needs gradformer.local_model='gatedgcn'")
         _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
         try:
             check_slope(self.mode, self.slope)
@@ -102,7 +90,6 @@ class GradformerOptions:
             raise ConfigError(f"gradformer.slope: {err}") from None
         check_number("gradformer.decay (lambda)", self.decay, 0, 1, low_open=True, high_open=True)
         check_number("gradformer.init_start", self.init_start, 0)
-        _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
 
 
 @dataclass(frozen=True)
@@ -144,13 +131,6 @@ def _gradformer_layers(settings: ModelSettings, o: GradformerOptions) -> List[Re
             for _ in range(settings.num_layers)]
 
 
-def _check_gradformer(settings: ModelSettings, o: GradformerOptions) -> None:
-    _check(not settings.virtual_node,
-           "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'")
-    _check(not (o.pe_gate and not settings.rwse_steps),
-           "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0")
-
-
 #: The relation graph's mode, searched for variants whose attention does not mask by hops itself.
 _RELATION_MODE = Param("relation.mode", choices=("complete", "hops"))
 
@@ -166,7 +146,8 @@ class VariantSpec:
         options: dataclass of its settings, the config section ``model.<name>`` (``None``: none).
         build_layers: one attention layer per transformer layer, from the settings every model
             has and the variant's own options (an instance of ``options``; ``None`` without one).
-        architecture: the model its layers run in, one of :data:`ARCHITECTURES`.
+        architecture: the model its layers run in by default, one of :data:`ARCHITECTURES` (a
+            config's ``architecture`` may choose the other).
         default_preset: the preset used when none is named (``dgl-graphtx presets NAME`` lists
             them; a variant without paper presets gets the library-size ``tiny``).
         ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
@@ -213,7 +194,7 @@ VARIANT_SPECS: Dict[str, VariantSpec] = _table(
                         Param("model.moire.init_width", 0.5, 4.0), _RELATION_MODE)),
     VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,
                 _gradformer_layers, architecture="gps", default_preset="default", ffn_multiplier=2,
-                check=_check_gradformer, search=(Param("model.gradformer.decay", 0.1, 0.9),)),
+                search=(Param("model.gradformer.decay", 0.1, 0.9),)),
     VariantSpec("vanilla", "baseline: plain attention over the relation graph", None, _vanilla_layers,
                 search=(_RELATION_MODE,)),
     VariantSpec("graphormer", "baseline: Graphormer's hop and bond biases", GraphormerOptions, _graphormer_layers,

@@ -140,6 +140,7 @@ class MoireTerm(StructureTerm):
         log_f = self.log_focus(graph)
         if self.mode == "reference":
             return ScoreTerms(gain=log_f, bias=REFERENCE_SELF_WEIGHT * is_self)
+        assert self.self_weight is not None  # the paper mode has one
         return ScoreTerms(bias=torch.addcmul(log_f, is_self, self.self_weight))  # log f + w [i == j]
 
 

@@ -37,6 +37,7 @@ from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
+from ..models.config import upgrade_model_dict
 from ..models.presets import DEFAULT_MODEL, PRESETS
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
@@ -364,6 +365,8 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
             raise ConfigError(f"unknown section {section!r} in {origin}; sections are {list(SECTIONS)}")
         if section == "relation":
             out[section] = _relation_dict(values, origin)
+        elif section == "model" and isinstance(values, Mapping):  # either layout: before model.gps too
+            out[section] = _section_dict(ModelConfig, upgrade_model_dict(values), section, origin)
         else:
             out[section] = _section_dict(_SECTION_TYPES[section], values, section, origin)
     return out

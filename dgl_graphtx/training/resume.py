@@ -11,7 +11,7 @@ import logging
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 import torch
@@ -34,7 +34,8 @@ def capture_rng_state() -> Dict[str, Any]:
         >>> restore_rng_state(state); bool(torch.equal(a, torch.rand(2)))
         True
     """
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    legacy_state = cast(Tuple[str, np.ndarray, int, int, float], np.random.get_state())  # legacy=True: the tuple
+    name, keys, pos, has_gauss, gauss = legacy_state
     version, internal, gauss_next = random.getstate()
     return {
         "python": {"version": version, "internal": list(internal), "gauss_next": gauss_next},

@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sized, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -225,7 +225,8 @@ def dataset_labels(dataset: Dataset) -> torch.Tensor:
         return dataset_labels(dataset.dataset)[torch.as_tensor(dataset.indices, dtype=torch.int64)]
     if hasattr(dataset, "raw_labels"):
         return dataset.raw_labels
-    rows = [torch.where(mask, labels, torch.full_like(labels, float("nan"))) for _, _, labels, mask in dataset]
+    rows = [torch.where(mask, labels, torch.full_like(labels, float("nan")))
+            for _, _, labels, mask in dataset]  # type: ignore[attr-defined]  # torch's Dataset declares no __iter__; ours are sequences
     return torch.stack(rows)
 
 
@@ -328,15 +329,15 @@ class Trainer:
                batch_size: Optional[int] = None) -> DataLoader:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
-        collate = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
+        collate: Callable[..., Any] = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
         if isinstance(dataset, RowIndexed):
             collate = functools.partial(collate_indexed, collate=collate)
         batch_size = batch_size or self.config.batch_size
-        rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
+        rows = len(sampler) if isinstance(sampler, Sized) else len(dataset)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
         workers = self.config.num_workers
         if self.config.batch_edges is not None:
-            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)
+            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
             batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
                                              drop_last_single=shuffle or sampler is not None)
             return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=workers)
@@ -452,7 +453,8 @@ class Trainer:
                 state.record_best(epoch, score, metrics, self.model.state_dict())
                 self.checkpoints.save_best(self.model, epoch, metrics)
             if cfg.progress and hooks.is_main:
-                bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
+                bar.set_postfix(  # type: ignore[attr-defined]  # progress() gives a bar when progress is on
+                    loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
             self.checkpoints.save_last(self.model, state, optimizer, scheduler)
@@ -497,7 +499,7 @@ class Trainer:
         target = self.model.normalize_targets(batch.labels)
         if self.uncertainty_head != "none":
             return head_loss(self.uncertainty_head, output, target, batch.mask, self.evidential_reg)
-        extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
+        extra = self._loss_inputs.at(rows, self.device) if rows is not None and self._loss_inputs is not None else {}
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
 
@@ -576,12 +578,12 @@ class Trainer:
         """
         self.model.eval()
         outputs = [torch.zeros(0, self.model.config.prediction_width)]
-        local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))
+        local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
         if len(local):
             for batch in self.loader(local):
-                batch: MoleculeBatch = batch.to(self.device)
+                batch = batch.to(self.device)
                 outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
-        return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()
+        return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
 
     def evaluate(self, dataset: Dataset) -> Dict[str, float]:
         """Metrics of the current model on ``dataset`` (those ``config.metrics`` chooses; all of the task's by default)."""

@@ -77,10 +77,11 @@ ALTERNATIVES = {
     "model.gradformer.learn_decay": ("true", True, ["preset.model=gradformer"]),
     "model.gradformer.init_start": ("1", 1.0, ["preset.model=gradformer"]),
     "model.gradformer.share_start": ("false", False, ["preset.model=gradformer"]),
-    "model.gradformer.norm": ("layer", "layer", ["preset.model=gradformer"]),
     "model.gradformer.slope": ("0.2", 0.2, ["model.gradformer.mode=reference", "preset.model=gradformer"]),
-    "model.gradformer.local_model": ("gatedgcn", "gatedgcn", ["preset.model=gradformer"]),
-    "model.gradformer.pe_gate": ("true", True, ["model.gradformer.local_model=gatedgcn", "preset.model=gradformer"]),
+    "model.architecture": ("gps", "gps", ["preset.model=gradformer"]),
+    "model.gps.norm": ("layer", "layer", ["preset.model=gradformer"]),
+    "model.gps.local_model": ("gatedgcn", "gatedgcn", ["preset.model=gradformer"]),
+    "model.gps.pe_gate": ("true", True, ["model.gps.local_model=gatedgcn", "preset.model=gradformer"]),
     "model.rwse_norm": ("true", True, ["featurizer.rwse_steps=4"]),
     "model.graphormer.max_distance": ("7", 7, ["preset.model=graphormer"]),
     "featurizer.atom_features": ("canonical", "canonical", []),
@@ -287,7 +288,10 @@ def test_the_preset_layer_carries_the_presets_training_recipe(tmp_path):
     molhiv = ["preset.model=gradformer", "preset.name=molhiv"]
     run = resolve_run_config(overrides=molhiv)
     assert (run.train.lr, run.train.batch_size, run.train.weight_decay) == (1e-4, 32, 1e-5)  # recipe beats defaults
-    assert run.model.gradformer.local_model == "gatedgcn" and run.model.gradformer.slope == 0.2
+    assert run.model.gps.local_model == "gatedgcn" and run.model.gradformer.slope == 0.2
+    # the GPS settings under their name before the model.gps section still set them
+    old = resolve_run_config(overrides=["preset.model=gradformer", "model.gradformer.local_model=gatedgcn"])
+    assert old.model.gps.local_model == "gatedgcn"
     toml = tmp_path / "r.toml"
     toml.write_text("[train]\nlr = 0.003\n")
     assert resolve_run_config(toml, molhiv).train.lr == 0.003  # file beats the recipe

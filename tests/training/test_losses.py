@@ -33,13 +33,16 @@ def test_regression_losses_by_hand():
     assert float(weighted_loss("huber", out, y, ALL)) == pytest.approx((0 + (3 - 0.5) + 0.5 * 0.25) / 3)
 
 
+def _sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z))
+
+
 def test_bce_pos_weight_and_weights_by_hand():
     logits, y = torch.tensor([[0.0], [0.0], [2.0]]), torch.tensor([[1.0], [0.0], [1.0]])
-    sig = lambda z: 1 / (1 + math.exp(-z))
-    expected = (3 * -math.log(0.5) + -math.log(0.5) + 3 * -math.log(sig(2.0))) / 3
+    expected = (3 * -math.log(0.5) + -math.log(0.5) + 3 * -math.log(_sigmoid(2.0))) / 3
     assert float(weighted_loss("bce", logits, y, ALL, pos_weight=torch.tensor([3.0]))) == pytest.approx(expected, rel=1e-6)
     weights = torch.tensor([1.0, 0.0, 2.0])
-    expected = (-math.log(0.5) + 0 + 2 * -math.log(sig(2.0))) / 3
+    expected = (-math.log(0.5) + 0 + 2 * -math.log(_sigmoid(2.0))) / 3
     assert float(weighted_loss("bce", logits, y, ALL, sample_weights=weights)) == pytest.approx(expected, rel=1e-6)
 
 
