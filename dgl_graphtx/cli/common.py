@@ -12,7 +12,7 @@ from ..datasets.split_kinds import SPLITS
 from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
 from ..models import ModelConfig
-from ..models.presets import DEFAULT_MODEL
+from ..models.settings import DEFAULT_MODEL
 from ..models.settings import TASKS
 from ..models.variants import VARIANT_NAMES
 from ..runs.config import DataConfig, EnsembleConfig

@@ -13,7 +13,6 @@ from ..validation import check_number
 from .architectures import GPSOptions
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
-from .settings import DEFAULT_MODEL
 from .variants import VARIANT_NAMES, VARIANT_SPECS
 
 

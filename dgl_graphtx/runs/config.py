@@ -38,7 +38,8 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
 from ..models.config import upgrade_model_dict
-from ..models.presets import DEFAULT_MODEL, PRESETS
+from ..models.presets import PRESETS
+from ..models.settings import DEFAULT_MODEL
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
 from ..threads import set_threads

@@ -6,7 +6,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from rdkit import Chem
 
 from conftest_models import seeded_model, tiny_preset
 

@@ -88,7 +88,7 @@ def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
 
 def test_a_bare_model_config_is_the_default_model():
     """ModelSettings.variant defaulted to grpe while the default model is gradformer."""
-    from dgl_graphtx.models.presets import DEFAULT_MODEL
+    from dgl_graphtx.models.settings import DEFAULT_MODEL
     from dgl_graphtx.relation_graph import RelationConfig
     config = ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)
     assert config.variant == DEFAULT_MODEL and config.virtual_node == RelationConfig().virtual_node

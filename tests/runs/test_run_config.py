@@ -17,7 +17,7 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import ModelConfig, get_preset
-from dgl_graphtx.models.presets import DEFAULT_MODEL
+from dgl_graphtx.models.settings import DEFAULT_MODEL
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.runs import DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS
