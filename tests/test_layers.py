@@ -23,9 +23,9 @@ ROOT = "dgl_graphtx"
 LAYERS: List[Set[str]] = [
     {"__init__", "_version", "_dgl_env", "_ogb", "errors", "logs", "atomic_io", "progressive_csv", "checksums", "validation", "devices", "threads", "env_info"},
     {"relation_graph"},
-    {"nn", "featurize"},
+    {"nn", "featurize", "uncertainty"},
     {"datasets", "models", "testing"},
-    {"uncertainty", "checkpoint", "insight"},
+    {"checkpoint", "insight"},
     {"training"},
     {"inference"},
     {"runs"},

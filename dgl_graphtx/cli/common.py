@@ -6,14 +6,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
+from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
 from ..devices import resolve_device
 from ..errors import ConfigError
-from ..datasets.split_kinds import SPLITS
 from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
 from ..models import ModelConfig
-from ..models.settings import DEFAULT_MODEL
-from ..models.settings import TASKS
+from ..models.settings import DEFAULT_MODEL, TASKS
 from ..models.variants import VARIANT_NAMES
 from ..runs.config import DataConfig, EnsembleConfig
 from ..threads import DEFAULT_THREADS
@@ -106,9 +105,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
     ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
     ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
-    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: train K folds into OUT/fold_<k>/ and report mean +/- std per target")),
+    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: each of K folds tests once (OUT/fold_<k>/), validation is carved from the other folds; writes OUT/oof_predictions.csv and mean +/- std per target, and with --uncertainty CV+ intervals for 'predict --checkpoint OUT'")),
     ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
-    ("--split", "data.split", dict(choices=SPLITS, help=f"kmeans: k-means clusters of Morgan fingerprints; kennard_stone: Kennard-Stone on them (default: {DataConfig.split}, fractions {'/'.join(f'{f:g}' for f in DataConfig.fractions)})")),
+    ("--split", "data.split", dict(choices=SPLITS, help="; ".join(f"{k.name}: {k.summary}" for k in SPLIT_KINDS.values()) + f" (default: {DataConfig.split}, fractions {'/'.join(f'{f:g}' for f in DataConfig.fractions)})")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),
@@ -133,7 +132,9 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
     ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help=f"models per split with different seeds; predictions get a std column (default: {EnsembleConfig.size})")),
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help=f"splits with seeds seed..seed+R-1; metrics as mean +/- std (default: {EnsembleConfig.replicates})")),
-    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help=f"uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on the validation part, see docs/uncertainty.md (default: {UncertaintyConfig.method})")),
+    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help=f"uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: {UncertaintyConfig.method})")),
+    ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
+    ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
     ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"coverage of the conformal prediction intervals (default: {UncertaintyConfig.coverage})")),
     ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help=f"stochastic passes of MC dropout (default: {UncertaintyConfig.mc_samples})")),
 )

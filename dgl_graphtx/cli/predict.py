@@ -7,7 +7,7 @@ import sys
 from ..featurize import SizeLimits
 from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
-from ..uncertainty import METHODS, UncertaintyConfig
+from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option
 
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=CHUNK_SIZE,
                          help=f"molecules featurized and written per step; memory does not grow with the input (default: {CHUNK_SIZE})")
-    predict.add_argument("--uncertainty", choices=[m for m in METHODS if m != "ensemble"], default=None,
+    predict.add_argument("--uncertainty", choices=[m for m in METHODS if uncertainty_method(m).std != "members"], default=None,
                          help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
     predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,

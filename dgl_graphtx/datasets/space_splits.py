@@ -107,6 +107,21 @@ def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, flo
     return Split(sorted(order[:n_train]), sorted(order[n_train:n_train + n_valid]), sorted(order[n_train + n_valid:]))
 
 
+def kmeans_clusters(features: np.ndarray, seed: int = 0, n_clusters: int = 10) -> np.ndarray:
+    """The k-means cluster (0 .. ``n_clusters - 1``) of every row of ``features`` (scikit-learn
+    ``KMeans`` seeded with ``seed``, ``n_init=10``).
+
+    Example:
+        >>> kmeans_clusters(np.array([[0.0], [0.1], [9.0]]), n_clusters=2).tolist() in ([0, 0, 1], [1, 1, 0])
+        True
+    """
+    from sklearn.cluster import KMeans
+
+    if not 1 <= n_clusters <= len(features):
+        raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
+    return KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
+
+
 def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0,
                  n_clusters: int = 10) -> Split:
     """k-means split: rows are clustered (scikit-learn ``KMeans`` seeded with ``seed``), and whole
@@ -117,12 +132,8 @@ def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = D
         >>> kmeans_split(x, (0.5, 0.34, 0.16), n_clusters=3)
         Split(train=[0, 1, 2], valid=[3, 4], test=[5])
     """
-    from sklearn.cluster import KMeans
-
     n_train, n_valid = _sizes(len(features), fractions)
-    if not 1 <= n_clusters <= len(features):
-        raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
-    labels = KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
+    labels = kmeans_clusters(features, seed, n_clusters)
     groups = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
     groups = sorted((g for g in groups if g), key=lambda g: (-len(g), g[0]))
     return assign_groups(groups, n_train, n_valid)

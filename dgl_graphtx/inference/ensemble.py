@@ -16,6 +16,7 @@ from ..featurize.molecule import MoleculeLike
 from ..training.outputs import prediction_column
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
+from .cross_conformal import CVPlus
 from .predictor import Predictor
 
 PathLike = Union[str, Path]
@@ -92,10 +93,12 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
 
 def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
-                    features: Optional[pd.DataFrame] = None) -> Iterator[pd.DataFrame]:
+                    features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> Iterator[pd.DataFrame]:
     """:func:`ensemble_predict` one chunk at a time: every member predicts a chunk (the members'
     ``chunk_size``), and its combined table is yielded before the next chunk is featurized, so
     memory holds one chunk per member. An empty input gives one empty table with every column.
+    With ``cv_plus`` (a cross-validation's folder, :func:`~dgl_graphtx.inference.stored_cv_plus`)
+    the members are its fold models and the intervals are CV+ ones.
 
     Example:
         >>> import tempfile
@@ -109,6 +112,8 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
+    if cv_plus is not None and len(predictors) != len(cv_plus.checkpoints):
+        raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(predictors)}")
     if len(molecules):
         members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
                    for i, p in enumerate(predictors)]
@@ -116,16 +121,32 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
         members = [[p.predict([], features=features)] for p in predictors]
     for tables in zip(*members):
         out = combine_members(tables, names)
-        yield with_intervals(out, names, calibration) if calibration is not None else out
+        if cv_plus is not None:
+            yield with_cv_plus_intervals(out, tables, names, cv_plus)
+        else:
+            yield with_intervals(out, names, calibration) if calibration is not None else out
+
+
+def with_cv_plus_intervals(out: pd.DataFrame, tables: Sequence[pd.DataFrame], names: Sequence[str], cv_plus: CVPlus) -> pd.DataFrame:
+    """``out`` (the fold models' combined table) with the CV+ ``<t>_lo`` and ``<t>_hi`` of the
+    fold models' predictions ``tables`` (one per fold, in ``cv_plus``'s order)."""
+    for name in names:
+        stds = np.stack([t[f"{name}_std"].to_numpy(float) for t in tables]) if f"{name}_std" in tables[0] else None
+        lo, hi = cv_plus.intervals(name, np.stack([t[prediction_column(name)].to_numpy(float) for t in tables]), stds)
+        add_uncertainty_columns(out, [name], UncertainPredictions(lo[:, None], None, lo[:, None], hi[:, None]),
+                                after=lambda n: f"{n}_std")
+    return out
 
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
-                     features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+                     features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> pd.DataFrame:
     """Mean prediction of several predictors with a ``<target>_std`` column per target: the
     members' spread, combined with their own mean variance when they predict a std. A
     ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
-    the std and adds ``<target>_lo`` / ``<target>_hi``. ``features``: the user feature columns
+    the std and adds ``<target>_lo`` / ``<target>_hi``; with ``cv_plus`` (the predictors are a
+    cross-validation's fold models, in fold order: :func:`~dgl_graphtx.inference.cross_conformal.stored_cv_plus`)
+    ``<target>_lo`` / ``<target>_hi`` are CV+ intervals. ``features``: the user feature columns
     of models trained with them (see :meth:`Predictor.predict`).
 
     Example:
@@ -138,5 +159,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
         ['smiles', 'canonical_smiles', 'y_pred', 'y_std', 'error', 'warning']
     """
-    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features)),
+    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features, cv_plus)),
                      ignore_index=True)

@@ -1,5 +1,7 @@
 """A checkpoint (or an ensemble of them) scored on a labelled molecule file: overall and
-per-target metrics, and one row per molecule with its identifiers, measured and predicted values."""
+per-target metrics, and one row per molecule with its identifiers, measured and predicted values;
+and a table of saved predictions (``test_predictions.csv``, a cross-validation's
+``oof_predictions.csv``) scored as it is."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -11,8 +13,10 @@ from ..datasets import MoleculeTable
 from ..datasets.class_labels import apply_class_labels
 from ..datasets.molecule_dataset import coerce_targets
 from ..datasets.report import InputReport, one_line
+from ..errors import ConfigError
 from ..training import compute_metrics, json_safe, metric_notes, prediction_column, prediction_values
 from ..training.target_metrics import per_target_metrics
+from ..uncertainty import uncertainty_metrics
 from .ensemble import ensemble_predict
 from .predictor import Predictor, with_carried_columns
 
@@ -94,3 +98,78 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
             rows[column] = predicted[column].to_numpy(dtype=float)
     rows["error"] = predicted["error"]
     return Evaluation(report, with_carried_columns(rows, carried, 0))
+
+
+def predicted_targets(table: pd.DataFrame) -> List[str]:
+    """The targets of a table of saved predictions: every ``<t>`` with a ``<t>_pred`` column.
+
+    Example:
+        >>> predicted_targets(pd.DataFrame(columns=["row", "smiles", "logS", "logS_pred", "logS_std", "x_pred"]))
+        ['logS']
+    """
+    return [n for n in table.columns if prediction_column(n) in table.columns]
+
+
+def prediction_task(table: pd.DataFrame, names: Sequence[str]) -> str:
+    """The task of saved predictions: ``multiclass`` when they carry class probabilities
+    (``<t>_prob_<k>``), ``classification`` when every label is 0/1 and every prediction a
+    probability, else ``regression``.
+
+    Example:
+        >>> prediction_task(pd.DataFrame({"y": [0.0, 1.0], "y_pred": [0.2, 0.9]}), ["y"])
+        'classification'
+    """
+    if any(c.startswith(f"{names[0]}_prob_") for c in table.columns):
+        return "multiclass"
+    labels = table[list(names)].to_numpy(float)
+    predicted = table[[prediction_column(n) for n in names]].to_numpy(float)
+    binary = np.isin(labels[np.isfinite(labels)], (0.0, 1.0)).all()
+    probabilities = ((predicted[np.isfinite(predicted)] >= 0) & (predicted[np.isfinite(predicted)] <= 1)).all()
+    return "classification" if binary and probabilities else "regression"
+
+
+def _scores(table: pd.DataFrame, names: Sequence[str], task: str, num_classes: int) -> Dict[str, Any]:
+    """Metrics (mean over targets), ``per_target`` and, where intervals exist, each target's coverage and width."""
+    labels = table[list(names)].to_numpy(float)
+    predicted = prediction_values(task, num_classes, names, table)
+    out: Dict[str, Any] = {**json_safe(compute_metrics(task, labels, predicted)),
+                           "per_target": {n: json_safe(v) for n, v in per_target_metrics(task, labels, predicted, names, num_classes).items()}}
+    intervals = {n: json_safe(uncertainty_metrics(table[n].to_numpy(float), table[prediction_column(n)].to_numpy(float),
+                                                  lo=table[f"{n}_lo"].to_numpy(float), hi=table[f"{n}_hi"].to_numpy(float)))
+                 for n in names if f"{n}_lo" in table and f"{n}_hi" in table}
+    if intervals:
+        out["intervals"] = intervals
+    return out
+
+
+def evaluate_predictions(table: pd.DataFrame, task: Optional[str] = None, source: str = "the table") -> Dict[str, Any]:
+    """Score a table of saved predictions (``test_predictions.csv``, ``oof_predictions.csv``,
+    ``ensemble_test_predictions.csv``): every target ``<t>`` with a ``<t>_pred`` column, overall
+    and per target; interval ``coverage`` and ``width`` where ``<t>_lo`` / ``<t>_hi`` exist; and
+    the same per ``fold`` (or ``replicate``) when the table has that column. ``task`` is read from
+    the table when not given (see :func:`prediction_task`).
+
+    Example:
+        >>> oof = pd.DataFrame({"row": [0, 1, 2, 3], "fold": [0, 0, 1, 1], "y": [1.0, 2.0, 3.0, 4.0],
+        ...                     "y_pred": [1.0, 2.0, 3.0, 6.0], "y_lo": [0.0, 1.0, 2.0, 5.0], "y_hi": [2.0, 3.0, 4.0, 7.0]})
+        >>> report = evaluate_predictions(oof)
+        >>> report["task"], report["molecules"], report["mae"], report["intervals"]["y"]["coverage"]
+        ('regression', 4, 0.5, 0.75)
+        >>> [(f["fold"], f["mae"]) for f in report["folds"]]
+        [(0, 0.0), (1, 1.0)]
+    """
+    names = predicted_targets(table)
+    if not names:
+        raise ConfigError(f"{source} has no <target> and <target>_pred column pair; give a table written by train "
+                          "(test_predictions.csv, oof_predictions.csv) or a --checkpoint to predict with")
+    task = task or prediction_task(table, names)
+    num_classes = sum(1 for c in table.columns if c.startswith(f"{names[0]}_prob_")) or 2
+    labels = table[list(names)].to_numpy(float)
+    report: Dict[str, Any] = {"task": task, "targets": list(names), "molecules": len(table),
+                              "labelled": int(np.isfinite(labels).any(axis=1).sum()), **_scores(table, names, task, num_classes),
+                              "notes": metric_notes(task, labels, names)}
+    group = next((c for c in ("fold", "replicate") if c in table), None)
+    if group is not None:
+        report[f"{group}s"] = [{group: int(key), "molecules": len(rows), **_scores(rows, names, task, num_classes)}
+                               for key, rows in table.groupby(group, sort=True)]
+    return report

@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..featurize import SizeLimits
 from ..progressive_csv import ProgressiveCSV
 from .checkpoint_paths import resolve_checkpoints
+from .cross_conformal import stored_cv_plus
 from .ensemble import ensemble_chunks, stored_calibration
 from .predictor import Predictor, with_carried_columns
 from .table_output import table_format, table_separator, write_table
@@ -191,9 +192,9 @@ def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[Mol
     features = table.columns.iloc[start:].reset_index(drop=True) if table is not None else None
     rest = molecules[start:]
     if len(predictors) > 1:
-        calibration = stored_calibration(job.checkpoints)
+        calibration, cv_plus = stored_calibration(job.checkpoints), stored_cv_plus(job.checkpoints)
         done = start
-        for chunk in ensemble_chunks(predictors, rest, job.progress, identifiers, calibration, features):
+        for chunk in ensemble_chunks(predictors, rest, job.progress, identifiers, calibration, features, cv_plus):
             yield with_carried_columns(chunk, carried, done)
             done += len(chunk)
         return

@@ -31,6 +31,7 @@ from ..nn.graph_tensors import on_device
 from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.config import stored_settings
+from ..uncertainty.methods import check_method_fits, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
 from ..uncertainty.inference import predict_with_uncertainty
 from ..validation import check_number
@@ -176,13 +177,12 @@ class Predictor:
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
         self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
         self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
-        if self.uncertainty.active and self.model.config.task == "multiclass":
-            raise ConfigError(f"uncertainty {self.uncertainty.method!r} is for regression and binary classification, "
-                              "not for a multiclass model; predict without --uncertainty")
-        if self.uncertainty.method == "ensemble":
-            raise ConfigError("uncertainty 'ensemble' needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
-        if self.uncertainty.method in ("mve", "evidential") and self.uncertainty.method != self.model.config.uncertainty_head:
-            raise ConfigError(f"uncertainty {self.uncertainty.method!r} needs a model trained with it; this checkpoint has "
+        check_method_fits(self.uncertainty.method, self.model.config.task)
+        method = uncertainty_method(self.uncertainty.method)
+        if method.std == "members":
+            raise ConfigError(f"uncertainty {method.name!r} needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
+        if method.has_head and method.name != self.model.config.uncertainty_head:
+            raise ConfigError(f"uncertainty {method.name!r} needs a model trained with it; this checkpoint has "
                               f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
         self.calibration = Calibration.from_dict(stored)
         self.batch_size = batch_size
@@ -350,7 +350,7 @@ class Predictor:
     def _width(self) -> int:
         """Values per molecule from :meth:`_forward`: the point predictions, then one std per
         target when there are any."""
-        has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
+        has_std = uncertainty_method(self.uncertainty.method).std in ("head", "dropout")
         return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
 
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],

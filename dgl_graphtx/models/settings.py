@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 from ..relation_graph.bond_classes import BondVocabulary
+from ..uncertainty.methods import head_methods, head_outputs
 from ..validation import check_number
 from .architectures import ARCHITECTURES, GPSOptions
 
@@ -21,9 +22,6 @@ DEFAULT_MODEL = "gradformer"
 
 READOUTS = ("virtual", "mean", "max", "sum")
 TASKS = ("regression", "classification", "multiclass")
-#: Output heads of a regression model, with their outputs per target: the point prediction, or
-#: a distribution (see :mod:`dgl_graphtx.uncertainty.heads`).
-UNCERTAINTY_HEADS = {"none": 1, "mve": 2, "evidential": 4}
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -64,8 +62,9 @@ class ModelSettings:
             ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
-        uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
-            (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
+        uncertainty_head: ``none``, or an uncertainty method with a distribution head: ``mve``
+            (a variance per target) or ``evidential`` (Normal-Inverse-Gamma parameters per
+            target); see :mod:`dgl_graphtx.uncertainty.methods`.
         molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
             see :mod:`dgl_graphtx.datasets.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
@@ -115,7 +114,7 @@ class ModelSettings:
     def output_width(self) -> int:
         """Outputs of the head: the point outputs, or all parameters of an uncertainty head's
         distribution (the point prediction first)."""
-        return self.prediction_width * UNCERTAINTY_HEADS.get(self.uncertainty_head, 1)
+        return self.prediction_width * head_outputs(self.uncertainty_head)
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
@@ -140,8 +139,9 @@ class ModelSettings:
         check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
-        _check(self.uncertainty_head in UNCERTAINTY_HEADS,
-               f"uncertainty_head must be one of {tuple(UNCERTAINTY_HEADS)}, got {self.uncertainty_head!r}")
+        _check(self.uncertainty_head == "none" or self.uncertainty_head in head_methods(),
+               f"uncertainty_head must be 'none' or a method with a distribution head, one of {head_methods()}, "
+               f"got {self.uncertainty_head!r}")
         _check(self.uncertainty_head == "none" or self.task == "regression",
                f"the {self.uncertainty_head} uncertainty head is for regression; use mc_dropout or an ensemble for classification")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")

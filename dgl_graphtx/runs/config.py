@@ -32,7 +32,7 @@ import yaml
 
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
-from ..datasets.split_kinds import SPLITS
+from ..datasets.split_kinds import SPLIT_KINDS, split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
@@ -96,6 +96,8 @@ class DataConfig:
         fractions: train/valid/test fractions of a random or scaffold split.
         split_col: column saying ``train``/``valid``/``test`` for every row.
         valid, test: separate validation and test files (given together; ``path`` is then all training).
+        calibration: a separate file of labelled molecules that calibrate the uncertainty
+            (``--calibration``) instead of a share carved from the split (``uncertainty.calibration_share``).
         cache_dir: folder caching featurized molecules (default: the user's cache,
             :func:`~dgl_graphtx.datasets.cache.default_cache_dir`).
         cache: cache featurized molecules at all (``False``: featurize on every run; ``--no-cache``).
@@ -103,9 +105,9 @@ class DataConfig:
             train on this many molecules drawn with ``train.seed``.
         positive_label: classification with text classes: the value that becomes 1 (two text
             values are otherwise mapped automatically, and the choice is logged).
-        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part,
-            fold ``f + 1`` validation; folds are random, by scaffold (``split="scaffold"``) or by
-            ``group_col``.
+        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part, the
+            validation part is carved from the other folds; folds are random, by scaffold or
+            k-means cluster (``split``), or by ``group_col``.
         group_col: column of group names that cross-validation folds keep together.
         weight_col: column of per-molecule loss weights (blank: 1).
         features_generators: molecule-level extra feature generators (``rdkit2d``,
@@ -128,6 +130,7 @@ class DataConfig:
     split_col: Optional[str] = None
     valid: Optional[str] = None
     test: Optional[str] = None
+    calibration: Optional[str] = None
     cache_dir: Optional[str] = None
     cache: bool = True
     subset: Optional[int] = None
@@ -150,15 +153,20 @@ class DataConfig:
             raise ConfigError(f"data.subset must be >= 1, got {self.subset}")
         if self.is_qm9 and (self.valid is not None or self.split_col is not None):
             raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
-        if self.split not in SPLITS:
-            raise ConfigError(f"data.split must be one of {SPLITS}, got {self.split!r}")
+        split_kind(self.split)
         if (self.valid is None) != (self.test is None):
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
             raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
-        if self.cv and (self.cv < 3 or self.predefined or self.split not in ("random", "scaffold")):
+        if self.cv and (self.cv < 3 or self.predefined or not split_kind(self.split).folds):
+            folding = tuple(name for name, kind in SPLIT_KINDS.items() if kind.folds)
             raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
-                              f"and --split random or scaffold (or --group-col); got split {self.split!r}")
+                              f"and --split one of {folding} (or --group-col); got split {self.split!r}")
+        if self.cv and self.calibration is not None:
+            raise ConfigError("--cv calibrates each fold on a share carved from the other folds, and gives CV+ intervals "
+                              "from every molecule's out-of-fold score; drop --calibration")
+        if self.is_qm9 and self.calibration is not None:
+            raise ConfigError("the qm9 data source calibrates on a share of its molecules (--calibration-share), not --calibration")
         if self.group_col is not None and not self.cv:
             raise ConfigError("--group-col groups the folds of a cross-validation; give --cv K too")
 
@@ -184,6 +192,20 @@ class DataConfig:
         if not self.cache:
             return None
         return self.cache_dir if self.cache_dir is not None else str(default_cache_dir())
+
+    @property
+    def cv_valid_share(self) -> float:
+        """The validation share of the molecules outside a cross-validation's test fold: the
+        validation fraction among the training and validation fractions (1/9 for 0.8/0.1/0.1).
+
+        Example:
+            >>> round(DataConfig(fractions=(0.7, 0.2, 0.1)).cv_valid_share, 4)
+            0.2222
+        """
+        train, valid, _ = self.fractions
+        if train + valid <= 0:
+            raise ConfigError(f"data.fractions {self.fractions} leave nothing to train and validate on")
+        return valid / (train + valid)
 
     @property
     def predefined(self) -> bool:
@@ -240,6 +262,8 @@ class RunConfig:
         # the loss, metrics and task weights must fit the model: checked before any featurization
         resolve_loss(self.model.task, self.train.loss)
         resolve_metrics(self.model.task, self.train.metrics)
+        if self.data.calibration is not None and not self.uncertainty.active:
+            raise ConfigError("--calibration names molecules that calibrate an uncertainty: choose a method with --uncertainty")
         weights = self.train.task_weights
         if weights and self.data.targets and len(weights) != len(self.data.targets):
             raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
@@ -267,7 +291,7 @@ class RunConfig:
             True
         """
         data = self.data
-        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "calibration", "cache_dir")
                  if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
         return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
 

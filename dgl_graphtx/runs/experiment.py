@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
+import numpy as np
 import pandas as pd
 from torch.utils.data import Subset
 
@@ -19,10 +20,15 @@ from ..errors import ConfigError
 from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
-from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_column, prediction_frame, seed_everything
+from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics,
+                        json_safe, metric_notes, prediction_column, prediction_frame,
+                        seed_everything)
 from ..training.target_metrics import per_target_metrics
-from ..uncertainty import Calibration, UncertaintyConfig
-from ..uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
+from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
+from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
+                                      predict_batches, report_metrics)
+from ..uncertainty.methods import check_method_fits, uncertainty_method
+from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .fine_tuning import start_from_pretrained
 from .folder import RunFolder
 
@@ -43,6 +49,10 @@ class ExperimentResult:
     #: Test metrics of each target alone (``{target: {metric: value}}``).
     test_per_target: Dict[str, Dict[str, float]] = field(default_factory=dict)
     calibration: Optional[Calibration] = None
+    #: The molecules that calibrated (with an uncertainty method): never ones that trained or chose the model.
+    calibration_part: Optional[CalibrationPart] = None
+    #: Their calibrated predictions (``row``, ``smiles``, labels, ``<t>_pred``, ``_std``, ``_lo``, ``_hi``).
+    calibration_predictions: Optional[pd.DataFrame] = None
 
 
 def train_and_evaluate(
@@ -57,6 +67,7 @@ def train_and_evaluate(
     resume: Union[None, bool, PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
     backbone: Optional[Pretrained] = None,
+    calibration: GivenCalibration = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
     :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
@@ -73,9 +84,15 @@ def train_and_evaluate(
 
     With an ``uncertainty`` method (see :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`; the
     preset's model gets the head the method needs; by default the method of the preset's
-    ``uncertainty_head``), the uncertainty is calibrated on the
-    validation part, the calibration is stored in ``best.pt``, the test predictions get
-    ``<target>_std`` / ``_lo`` / ``_hi`` columns and ``metrics.json`` an ``uncertainty`` entry.
+    ``uncertainty_head``), the uncertainty is calibrated on molecules that neither train the model
+    nor choose its best epoch: ``calibration`` rows of ``dataset`` (taken out of the training and
+    validation parts) or a dataset of its own (featurized like ``dataset``), else
+    ``uncertainty.calibration_share`` of the molecules carved from the
+    ``uncertainty.calibration_from`` part (whole scaffolds or clusters of those splits). The
+    calibration and which molecules made it are stored in ``best.pt`` and ``metrics.json``, whose
+    ``uncertainty`` entry also holds the test coverage and the spread it should have
+    (:func:`~dgl_graphtx.uncertainty.coverage_spread`); the test predictions get ``<target>_std`` /
+    ``_lo`` / ``_hi`` columns, and ``calibration_predictions.csv`` holds the calibration molecules'.
 
     With ``train_config.from_pretrained``, the model starts from that backbone's weights
     (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`); ``backbone`` passes it when
@@ -99,14 +116,13 @@ def train_and_evaluate(
         train_config = TrainConfig.from_recipe(preset.train)
     if uncertainty is None:
         uncertainty = UncertaintyConfig(preset.model.uncertainty_head)
-    if uncertainty.active and preset.model.task == "multiclass":
-        raise ConfigError(f"uncertainty {uncertainty.method!r} is for regression and binary classification, not for "
-                          "--task multiclass; drop --uncertainty")
-    if uncertainty.method == "ensemble":
-        raise ConfigError("uncertainty 'ensemble' is the spread of several models: train with ensemble size >= 2 "
+    check_method_fits(uncertainty.method, preset.model.task)
+    method = uncertainty_method(uncertainty.method)
+    if method.std == "members":
+        raise ConfigError(f"uncertainty {method.name!r} is the spread of several models: train with ensemble size >= 2 "
                           "(--ensemble-size, train_ensemble)")
-    if uncertainty.method == "mc_dropout" and not (preset.model.dropout or preset.model.attn_dropout):
-        raise ConfigError("uncertainty 'mc_dropout' samples dropout, but the model has dropout=0 and attn_dropout=0; "
+    if method.std == "dropout" and not (preset.model.dropout or preset.model.attn_dropout):
+        raise ConfigError(f"uncertainty {method.name!r} samples dropout, but the model has dropout=0 and attn_dropout=0; "
                           "set one, e.g. --set model.dropout=0.1")
     if preset.model.uncertainty_head != uncertainty.head:
         preset = dataclasses.replace(preset, model=dataclasses.replace(preset.model, uncertainty_head=uncertainty.head))
@@ -118,17 +134,18 @@ def train_and_evaluate(
     if not parts.train or not parts.valid or not parts.test:
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
+    parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, given=calibration, kind=split)
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, backbone)
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part, backbone)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, backbone)
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, part, backbone)
 
 
 def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
          fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
          hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig,
-         backbone: Optional[Pretrained]) -> ExperimentResult:
+         part: Optional[CalibrationPart], backbone: Optional[Pretrained]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
     run = out_dir if isinstance(out_dir, RunFolder) else None
@@ -136,6 +153,9 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     seed_everything(train_config.seed)
     extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.datasets.add_extra_features
     fitted = extras.fit(parts.train) if extras is not None else None
+    if fitted is not None and part is not None and part.dataset is not dataset:  # a calibration file: the same scalers
+        values = part.dataset.extra_values
+        fitted.attach(values.graphs, values.molecule, values.atom)
     model = build_model(preset.model if fitted is None else dataclasses.replace(
         preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
     if backbone is None and train_config.from_pretrained:
@@ -150,26 +170,20 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
              **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
              **({"pretrained": pretrained} if pretrained is not None else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
-    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, evidential_reg=uncertainty.evidential_reg)
+    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=uncertainty)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
-    calibration = None
-    if uncertainty.active:
-        calibration, with_uncertainty = _calibrate(trainer, dataset, parts, uncertainty)
+    calibration = with_uncertainty = calibration_table = None
+    if part is not None:
+        calibration, calibrated_part, with_uncertainty = _calibrate(trainer, dataset, parts.test, uncertainty, part)
         predicted = with_uncertainty.mean
+        calibration_table = prediction_table(part.dataset, part.indices, preset, calibrated_part)
     metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
     per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names, preset.model.num_classes)
-    table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
-    width = predicted.shape[1] // len(dataset.target_names)
-    for t, name in enumerate(dataset.target_names):
-        table[name] = labels[:, t]
-        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width])
-        table = pd.concat([table, columns], axis=1)
-    if calibration is not None:
-        add_uncertainty_columns(table, dataset.target_names, with_uncertainty, prediction_column)
+    table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted)
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
@@ -177,26 +191,63 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
                    "test_per_target": {name: json_safe(values) for name, values in per_target.items()},
                    "valid": json_safe(result.best_metrics),
                    "best_epoch": result.best_epoch, "notes": notes,
-                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
-        if calibration is not None:
+                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test),
+                             **({"calibration": len(part.indices)} if part is not None else {})}}
+        if calibration is not None and part is not None and with_uncertainty is not None:
+            calibrated_on = part.record()
             summary["uncertainty"] = json_ready({
-                "method": uncertainty.method, "calibration": calibration.to_dict(),
-                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names)})
+                "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
+                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names),
+                "expected_test_coverage": _expected_coverage(part, labels, dataset.target_names, uncertainty.coverage)})
+            atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
             best = load_checkpoint(out / "best.pt")
-            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict()}}
+            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
+                                                        "calibrated_on": calibrated_on}}
             save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
-    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration)
+    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration, part, calibration_table)
 
 
-def _calibrate(trainer: Trainer, dataset: MoleculeDataset, parts: Split, uncertainty: UncertaintyConfig):
-    """The calibration fitted on the validation part and the calibrated test predictions."""
-    def batches(rows):
-        return lambda: trainer.loader(Subset(dataset, rows))
+def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Preset,
+                     predicted: Union[np.ndarray, UncertainPredictions]) -> pd.DataFrame:
+    """The rows ``indices`` of ``dataset`` with their predictions: ``row``, ``smiles``, and per
+    target the label, ``<target>_pred`` (multiclass: also ``_prob_<k>``) and, for predictions with
+    an uncertainty, ``_std`` / ``_lo`` / ``_hi``."""
+    values = predicted.mean if isinstance(predicted, UncertainPredictions) else predicted
+    labels = dataset.raw_labels[indices].double().numpy()
+    table = pd.DataFrame({"row": dataset.rows[indices].numpy(), "smiles": [dataset.identifiers[i] for i in indices]})
+    width = values.shape[1] // len(dataset.target_names)
+    for t, name in enumerate(dataset.target_names):
+        table[name] = labels[:, t]
+        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], values[:, t * width:(t + 1) * width])
+        table = pd.concat([table, columns], axis=1)
+    if isinstance(predicted, UncertainPredictions):
+        add_uncertainty_columns(table, dataset.target_names, predicted, prediction_column)
+    return table
+
+
+def _calibrate(trainer: Trainer, dataset: MoleculeDataset, test: List[int], uncertainty: UncertaintyConfig,
+               part: CalibrationPart) -> Tuple[Calibration, UncertainPredictions, UncertainPredictions]:
+    """The calibration fitted on the calibration molecules, their calibrated predictions, and the
+    calibrated test predictions."""
+    def batches(data: MoleculeDataset, rows: List[int]):
+        return lambda: trainer.loader(Subset(data, rows))
 
     model = trainer.model
-    calibration = fit_calibration(model, batches(parts.valid), dataset.raw_labels[parts.valid].double().numpy(),
-                                  trainer.device, uncertainty)
-    test = predict_batches(model, batches(parts.test)(), trainer.device, uncertainty, calibration.temperature)
-    return calibration, calibrated(model.config.task, test, calibration)
+    labels = part.dataset.raw_labels[part.indices].double().numpy()
+    calibration, on_part = fit_calibration(model, batches(part.dataset, part.indices), labels, trainer.device, uncertainty)
+    predicted = predict_batches(model, batches(dataset, test)(), trainer.device, uncertainty, calibration.temperature)
+    return calibration, on_part, calibrated(model.config.task, predicted, calibration)
+
+
+def _expected_coverage(part: CalibrationPart, test_labels: np.ndarray, names: List[str], coverage: float) -> Dict[str, Dict[str, float]]:
+    """Per target, the spread the test coverage should have for exchangeable data, given its
+    labelled calibration and test molecules (:func:`~dgl_graphtx.uncertainty.coverage_spread`)."""
+    labels = part.dataset.raw_labels[part.indices].double().numpy()
+    out = {}
+    for t, name in enumerate(names):
+        n_calibration, n_test = int(np.isfinite(labels[:, t]).sum()), int(np.isfinite(test_labels[:, t]).sum())
+        spread = coverage_spread(n_calibration, coverage, n_test or None)
+        out[name] = {"calibration_labels": n_calibration, "test_labels": n_test, **spread._asdict()}
+    return out

@@ -22,6 +22,7 @@ from ..training import ProcessHooks
 from ..training.resume import check_resumable_run
 from ..training.target_metrics import format_metrics
 from .config import RunConfig, default_preset_name
+from .calibration_part import GivenCalibration
 from .cross_validation import CVResult, cross_validate
 from .distributed import DistributedConfig, DistributedContext, check_processes, process_hooks, process_settings
 from .ensemble import EnsembleResult, train_ensemble
@@ -29,7 +30,7 @@ from .experiment import ExperimentResult, train_and_evaluate
 from .fine_tuning import pretrained_run_config
 from .folder import RunFolder
 from .pretraining import PretrainConfig, PretrainResult, pretrain
-from .training_data import load_training_data
+from .training_data import load_calibration_data, load_training_data
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -68,7 +69,7 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
         raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
     if not data.targets:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
-    for path in (data.path, data.valid, data.test):
+    for path in (data.path, data.valid, data.test, data.calibration):
         if path is not None and not (path == data.path and data.is_qm9) and not Path(path).exists():
             raise GraphTxError(f"data file not found: {path}")
     backbone = get_pretrained(config.train.from_pretrained) if config.train.from_pretrained else None
@@ -135,25 +136,29 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
                 if not resumed:
                     config.save(out / "config.yaml")
             dataset, split = load_training_data(config)
-        result = _train(config, dataset, split, folder if folder is not None else out, hooks, overwrite, resume, backbone)
+            calibration = load_calibration_data(config, dataset)
+        result = _train(config, dataset, split, folder if folder is not None else out, hooks, overwrite, resume, backbone, calibration)
     return result if hooks.is_main else None
 
 
 def _train(config: RunConfig, dataset: MoleculeDataset, split: Optional[Split], out: Union[Path, RunFolder],
-           hooks: ProcessHooks, overwrite: bool, resume: bool, backbone: Optional[Pretrained]) -> RunResult:
-    """One model, an ensemble or the folds of a cross-validation of ``config`` on its data."""
+           hooks: ProcessHooks, overwrite: bool, resume: bool, backbone: Optional[Pretrained],
+           calibration: GivenCalibration) -> RunResult:
+    """One model, an ensemble or the folds of a cross-validation of ``config`` on its data
+    (``calibration``: the molecules of ``data.calibration`` that calibrate the uncertainty)."""
     data, preset = config.data, config.as_preset()
     folder = out.path if isinstance(out, RunFolder) else out
     if data.cv:
         return cross_validate(dataset, preset, config.train, folds=data.cv, kind=data.split,
                               groups=dataset.groups if data.group_col else None, out_dir=folder, overwrite=overwrite,
-                              uncertainty=config.uncertainty, backbone=backbone)
+                              uncertainty=config.uncertainty, backbone=backbone, valid_share=data.cv_valid_share)
     if not config.ensemble.single:
         return train_ensemble(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                               ensemble_size=config.ensemble.size, replicates=config.ensemble.replicates, out_dir=folder,
-                              uncertainty=config.uncertainty, backbone=backbone)
+                              uncertainty=config.uncertainty, backbone=backbone, calibration=calibration)
     result = train_and_evaluate(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
-                                out_dir=out, hooks=hooks, resume=resume, uncertainty=config.uncertainty, backbone=backbone)
+                                out_dir=out, hooks=hooks, resume=resume, uncertainty=config.uncertainty,
+                                backbone=backbone, calibration=calibration)
     if hooks.is_main:
         if resume:  # a resumed run's config.yaml is replaced once it has checked its data and trained
             config.save(folder / "config.yaml")

@@ -48,3 +48,29 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                                    weight_col=data.weight_col, group_col=data.group_col,
                                    extra_features=data.extra_features, **kwargs)
     return dataset, split
+
+
+def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Optional[MoleculeDataset]:
+    """The molecules of ``data.calibration`` (``None`` without one), featurized and given extra
+    features like ``dataset``, the run's training data.
+
+    Example:
+        >>> from dgl_graphtx.datasets import freesolv_path
+        >>> from dgl_graphtx.runs.config import resolve_run_config
+        >>> run = resolve_run_config(overrides=[f"data.path={freesolv_path()}", f"data.calibration={freesolv_path()}",
+        ...                                     "data.targets=expt", "uncertainty.method=mve", "data.cache=false", "train.progress=false"])
+        >>> len(load_calibration_data(run, load_training_data(run)[0]))
+        642
+    """
+    data = config.data
+    if data.calibration is None:
+        return None
+    calibration, _ = load_labelled(data.calibration, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                                   task=config.model.task, featurizer=config.featurizer,
+                                   positive_label=data.positive_label or (dataset.class_labels[0].positive if dataset.class_labels else None),
+                                   relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
+                                   extra_features=data.extra_features)
+    if calibration.class_labels != dataset.class_labels:
+        raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
+                           f"data {dataset.class_labels}; give the same class names")
+    return calibration

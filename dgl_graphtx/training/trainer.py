@@ -275,9 +275,10 @@ class Trainer:
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
             :class:`~dgl_graphtx.runs.distributed.DistributedContext` for DDP.
-        evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
-            (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
-            ``evidential`` head trains on its distribution loss instead of MSE.
+        uncertainty: the settings of a distribution head's loss (``evidential_reg``; default
+            :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`'s); a model with a distribution
+            head (``mve``, ``evidential``) trains on that head's loss (see
+            :func:`~dgl_graphtx.uncertainty.head_loss`) instead of MSE.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -296,12 +297,12 @@ class Trainer:
         out_dir: Optional[PathLike] = None,
         meta: Optional[CheckpointMeta] = None,
         hooks: Optional[ProcessHooks] = None,
-        evidential_reg: float = UncertaintyConfig.evidential_reg,
+        uncertainty: Optional[UncertaintyConfig] = None,
     ) -> None:
         self.config = config
         if config.threads is not None:
             set_threads(config.threads)
-        self.evidential_reg = evidential_reg
+        self.uncertainty = uncertainty if uncertainty is not None else UncertaintyConfig()
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
         self.compute = resolve_compute(config.compute, self.device)
@@ -498,7 +499,7 @@ class Trainer:
         censoring). Override to change it, as pretraining does."""
         target = self.model.normalize_targets(batch.labels)
         if self.uncertainty_head != "none":
-            return head_loss(self.uncertainty_head, output, target, batch.mask, self.evidential_reg)
+            return head_loss(self.uncertainty_head, output, target, batch.mask, self.uncertainty)
         extra = self._loss_inputs.at(rows, self.device) if rows is not None and self._loss_inputs is not None else {}
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)

@@ -1,7 +1,7 @@
-"""Calibrate a trained model's uncertainty on the validation set and measure it on the test set."""
+"""Calibrate a trained model's uncertainty on its calibration molecules and measure it on the test set."""
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -53,15 +53,18 @@ def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) ->
 
 
 def fit_calibration(model: nn.Module, batches: Batches, labels: np.ndarray, device: torch.device,
-                    config: UncertaintyConfig) -> Calibration:
+                    config: UncertaintyConfig) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
-    validation ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``."""
+    calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
+    those predictions, calibrated."""
     if model.config.task == "classification":
         logits = predict_logits(model, batches(), device)
         temperatures = [fit_temperature(logits[:, t], labels[:, t]) for t in range(labels.shape[1])]
-        return Calibration(config.method, config.coverage, temperature=temperatures)
+        calibration = Calibration(config.method, config.coverage, temperature=temperatures)
+        return calibration, predict_batches(model, batches(), device, config, temperatures)
     predicted = predict_batches(model, batches(), device, config)
-    return fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage)
+    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage)
+    return calibration, calibrated(model.config.task, predicted, calibration)
 
 
 def calibrated(task: str, predicted: UncertainPredictions, calibration: Optional[Calibration]) -> UncertainPredictions:

@@ -39,6 +39,7 @@ ALTERNATIVES = {
     "data.split_col": ("part", "part", []),
     "data.valid": ("v.csv", "v.csv", ["data.test=t.csv"]),
     "data.test": ("t.csv", "t.csv", ["data.valid=v.csv"]),
+    "data.calibration": ("c.csv", "c.csv", ["uncertainty.method=mve"]),
     "data.cache_dir": ("cache", "cache", []),
     "data.cache": ("false", False, []),
     "data.cv": ("5", 5, []),

@@ -44,8 +44,8 @@ from dgl_graphtx.uncertainty.heads import (
     evidential_parameters,
     evidential_regulariser,
     gaussian_nll,
-    predictive_moments,
 )
+from dgl_graphtx.uncertainty.methods import predictive_moments
 from dgl_graphtx.uncertainty.inference import predict_with_uncertainty
 
 
@@ -185,11 +185,12 @@ def test_head_losses_average_observed_labels_only():
     mask = torch.tensor([[True], [False]])
     raw = torch.tensor([[0.5, inverse_softplus(4.0)], [100.0, -50.0]])  # [B, (mean, variance) x T], T = 1
     expected = 0.5 * (math.log(2 * math.pi * 4.0) + 1.5 ** 2 / 4.0)
-    assert float(head_loss("mve", raw, target, mask)) == pytest.approx(expected, rel=1e-4)
+    assert float(head_loss("mve", raw, target, mask, UncertaintyConfig("mve"))) == pytest.approx(expected, rel=1e-4)
     nig = torch.tensor([[0.5, inverse_softplus(1.0), inverse_softplus(1.0), inverse_softplus(2.0)], [9.0, 0.0, 0.0, 0.0]])
     p = evidential_parameters(nig[:1])
     one = float(evidential_nll(p, torch.tensor([[2.0]])) + 0.1 * evidential_regulariser(p, torch.tensor([[2.0]])))
-    assert float(head_loss("evidential", nig, target, mask, evidential_reg=0.1)) == pytest.approx(one, rel=1e-5)
+    settings = UncertaintyConfig("evidential", evidential_reg=0.1)
+    assert float(head_loss("evidential", nig, target, mask, settings)) == pytest.approx(one, rel=1e-5)
 
 
 def test_head_loss_trains_a_variance():
@@ -202,7 +203,7 @@ def test_head_loss_trains_a_variance():
 
     def closure():
         optimizer.zero_grad()
-        loss = head_loss("mve", params.expand(len(y), 2), y, mask)
+        loss = head_loss("mve", params.expand(len(y), 2), y, mask, UncertaintyConfig("mve"))
         loss.backward()
         return loss
 
