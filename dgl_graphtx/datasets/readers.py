@@ -17,7 +17,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -313,7 +313,7 @@ def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) 
     with rdBase.BlockLogs():
         for index in range(len(supplier)):
             read = supplier[index]
-            mol = prepare_input(read, featurizer) if read is not None else None
+            mol = cast(Chem.Mol, prepare_input(read, featurizer)) if read is not None else None  # a molecule stays one
             molecules.append(mol)
             if mol is None:
                 item = supplier.GetItemText(index) or ""

@@ -129,13 +129,13 @@ def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size
     draw2d = molecule_drawing()
     drawer = draw2d.MolDraw2DCairo(size, size)
     options = drawer.drawOptions()
-    options.addAtomIndices = True  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
-    options.annotationFontScale = 0.6  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
+    options.addAtomIndices = True
+    options.annotationFontScale = 0.6
     atoms = list(range(mol.GetNumAtoms()))
     colours = {a: _colour(values[a], vmax) for a in atoms}
     radii = {a: 0.2 + 0.35 * (values[a] / vmax if vmax > 0 else 0.0) for a in atoms}
     if marked is not None:
-        options.atomHighlightsAreCircles = True  # type: ignore[assignment]  # RDKit's stubs type its option properties as the class
+        options.atomHighlightsAreCircles = True
     draw2d.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
                                   highlightAtomRadii=radii, highlightBonds=[])
     if marked is not None:
