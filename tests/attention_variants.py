@@ -21,6 +21,7 @@ import dense_reference as ref
 
 D_MODEL, HEADS, MAX_DIST = 16, 4, 3  # L = 3 so that FAR (aspirin has spd up to 6) is exercised
 GRADFORMER_DECAY = 0.6
+RBF_CUTOFF = 5.0  # Angstrom or hops: aspirin's pairs lie on both sides of it
 ASPIRIN = "CC(=O)Oc1ccccc1C(=O)O"
 SALT = "CC(=O)[O-].[Na+]"
 SALT2 = "c1ccccc1O.[Na+].[Cl-]"
@@ -35,6 +36,7 @@ class Variant:
     distance: Optional[str] = None
     learn_decay: bool = False
     slope: float = 0.0  # Gradformer reference mode's LeakyReLU slope
+    rbf: int = 0  # MoireGT: Gaussian basis functions of the distance behind a learned per-head bias
 
 
     @property
@@ -42,6 +44,8 @@ class Variant:
         parts = [self.kind] + ([self.mode] if self.kind not in ("vanilla", "graphormer") else [])
         if self.focus:
             parts += [self.focus, self.distance]
+        if self.rbf:
+            parts.append(f"rbf{self.rbf}")
         if self.kind == "gradformer":
             parts.append("learned" if self.learn_decay else "fixed")
             if self.mode == "reference":
@@ -50,7 +54,8 @@ class Variant:
 
     @property
     def opts(self) -> Dict:
-        return {"max_distance": MAX_DIST, "focus": self.focus, "distance": self.distance, "slope": self.slope}
+        return {"max_distance": MAX_DIST, "focus": self.focus, "distance": self.distance, "slope": self.slope,
+                "rbf": self.rbf, "rbf_cutoff": RBF_CUTOFF}
 
 
 VARIANTS = (
@@ -61,6 +66,7 @@ VARIANTS = (
         for focus in ref.FOCUS_NAMES
         for distance in ("dist", "spd")
     ]
+    + [Variant("moire", mode, "gaussian", distance, rbf=6) for mode in ("paper", "reference") for distance in ("dist", "spd")]
     + [Variant("gradformer", mode, learn_decay=learn) for mode in ("paper", "decay", "reference") for learn in (False, True)]
     # the authors' slopes: 0.1 in their ZINC/NCI1/CLUSTER scripts, 0.2 for ogbg-molhiv
     + [Variant("gradformer", "reference", slope=slope) for slope in (0.1, 0.2)]
@@ -73,7 +79,7 @@ def options(v: Variant) -> Dict[str, Any]:
     if spec.options is None:
         return {}
     wanted = dict(mode=v.mode, focus=v.focus, distance=v.distance, learn_decay=v.learn_decay, slope=v.slope,
-                  max_distance=MAX_DIST, decay=GRADFORMER_DECAY)
+                  max_distance=MAX_DIST, decay=GRADFORMER_DECAY, rbf=v.rbf, rbf_cutoff=RBF_CUTOFF)
     names = {f.name for f in dataclasses.fields(spec.options)}
     return {v.kind: spec.options(**{k: x for k, x in wanted.items() if k in names and x is not None})}
 
@@ -129,6 +135,8 @@ def read_params(layer, v: Variant) -> Dict:
     elif v.kind == "moire":
         P["shift"], P["width"] = t(s.shift), t(s.width)
         P["self_weight"] = t(s.self_weight) if v.mode == "paper" else None
+        if v.rbf:
+            P["rbf_w"], P["rbf_v"] = t(s.radial.to_bias.weight), t(s.radial.value_table)
     elif v.kind == "gradformer":
         P["start"], P["decay_logit"] = t(s.params.start), t(s.params.decay_logit)
     return P

@@ -128,7 +128,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("pretrained", "ours", {"args": ["--from-pretrained", BACKBONE]}),
     ToolSpec("pretrained+descriptors", "ours", {"args": ["--from-pretrained", BACKBONE, "--features-generators", "rdkit2d"]}),
     ToolSpec("ensemble", "ours", {"args": ["--ensemble-size", str(ENSEMBLE_SIZE)]}),
-    ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d"], "input": "sdf"}, three_d_only=True),
+    ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d-energy"], "input": "sdf"}, three_d_only=True),
     ToolSpec("chemprop", "chemprop", {"args": []}),
     ToolSpec("chemprop+descriptors", "chemprop", {"args": ["--molecule-featurizers", "v1_rdkit_2d_normalized"]}),
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOLS
+from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOLS, TOOLS_BY_NAME
 from .metrics import error
 
 TOOL_ORDER = [t.name for t in TOOLS]
@@ -135,7 +135,7 @@ TOOLS_MARKDOWN = [
     "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
     f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
-    "with `--model moire --preset 3d`",
+    f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `chemprop` (v2.3.1, `.venv-bench`): `chemprop train --data-path data.csv --smiles-columns smiles --target-columns target "
     "--splits-column split --epochs E --data-seed k --pytorch-seed k --accelerator cpu --devices 1 --num-workers 0`; "
     "`chemprop+descriptors`: also `--molecule-featurizers v1_rdkit_2d_normalized`",

@@ -27,6 +27,10 @@ from .molecule_dataset import MoleculeDataset
 
 #: Hartree in electronvolts (CODATA 2018).
 HARTREE_TO_EV = 27.211386245988
+#: Hartree in kcal/mol (CODATA 2018; 1 kcal = 4.184 kJ).
+HARTREE_TO_KCAL = 627.5094740631
+#: U0 of the free atoms (Hartree, same B3LYP/6-31G(2df,p) level), from QM9's ``atomref.txt``.
+ATOM_U0 = {"H": -0.500273, "C": -37.846772, "N": -54.583861, "O": -75.064579, "F": -99.718730}
 #: Bump when the way molecules are built from the geometries changes (it keys the dataset cache).
 PERCEPTION_VERSION = 1
 
@@ -35,12 +39,14 @@ _PARTS = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
 
 @dataclass(frozen=True)
 class QM9Target:
-    """One QM9 target: its name here, its column in ``qm9pack``, its unit and meaning."""
+    """One QM9 target: its name here, its column in ``qm9pack``, its unit and meaning; an
+    ``atomization`` energy is the column minus the free atoms' energies (:data:`ATOM_U0`)."""
 
     name: str
     column: str
     unit: str
     description: str
+    atomization: bool = False
 
 
 #: The 12 standard targets (units as computed by Ramakrishnan et al.) and the orbital energies in eV.
@@ -60,7 +66,12 @@ QM9_TARGETS: Dict[str, QM9Target] = {t.name: t for t in [
     QM9Target("homo_ev", "HOMO_au", "eV", "HOMO energy in eV (homo x 27.211386)"),
     QM9Target("lumo_ev", "LUMO_au", "eV", "LUMO energy in eV (lumo x 27.211386)"),
     QM9Target("gap_ev", "HOMO_LUMO_gap_au", "eV", "HOMO-LUMO gap in eV (gap x 27.211386)"),
+    QM9Target("u0_atom", "InternalEnergy_0K_au", "kcal/mol",
+              "atomization energy at 0 K in kcal/mol: u0 minus the free atoms' U0 (QM9's atomref), x 627.509",
+              atomization=True),
 ]}
+#: Unit conversions from the Hartree of qm9pack's energy columns.
+_FROM_HARTREE = {"eV": HARTREE_TO_EV, "kcal/mol": HARTREE_TO_KCAL}
 #: The targets of the Uni-Mol / MoiréGT QM9 benchmark.
 QM9_ORBITAL_TARGETS = ("homo", "lumo", "gap")
 
@@ -90,9 +101,12 @@ def _read_table() -> pd.DataFrame:
         "inchi": frame["InChi"], "num_atoms": frame["N_atoms"].astype(np.int64),
         "elements": frame["Elements"], "xyz": frame["XYZ_Ang"],
     })
+    atoms_u0 = frame["Elements"].map(lambda text: sum(ATOM_U0[s] for s in parse_elements(text)))
     for target in QM9_TARGETS.values():
         values = frame[target.column].astype(np.float64)
-        table[target.name] = values * HARTREE_TO_EV if target.unit == "eV" else values
+        if target.atomization:
+            values = values - atoms_u0
+        table[target.name] = values * _FROM_HARTREE.get(target.unit, 1.0)
     return table
 
 
@@ -119,7 +133,8 @@ def qm9(
     The table has one row per molecule: ``qm9_id`` (the number of the original
     ``dsgdb9nsd_NNNNNN.xyz`` file), ``smiles``, ``inchi``, ``num_atoms`` (hydrogens included),
     ``elements`` and ``xyz`` (the geometry in Angstrom, as text; see :func:`parse_geometry`), and
-    one column per target of :data:`QM9_TARGETS` (units there: energies in Hartree, ``*_ev`` in eV).
+    one column per target of :data:`QM9_TARGETS` (units there: energies in Hartree, ``*_ev`` in eV,
+    the atomization energy ``u0_atom`` in kcal/mol).
 
     With ``as_dataset=True`` each molecule is built from its geometry by
     :func:`molecule_from_geometry` (RDKit bond perception, charge 0) and compared with the given
@@ -182,6 +197,16 @@ def qm9(
                            identifiers=list(table["smiles"]), **dataset_kwargs)
 
 
+def parse_elements(elements: str) -> List[str]:
+    """Element symbols from ``qm9pack``'s ``Elements`` text.
+
+    Example:
+        >>> parse_elements("['O','H','H']")
+        ['O', 'H', 'H']
+    """
+    return [s.strip().strip("'\"") for s in elements.strip("[] ").split(",")]
+
+
 def parse_geometry(elements: str, xyz: str) -> Tuple[List[str], np.ndarray]:
     """Element symbols and ``[N, 3]`` coordinates (Angstrom) from ``qm9pack``'s text columns.
 
@@ -190,7 +215,7 @@ def parse_geometry(elements: str, xyz: str) -> Tuple[List[str], np.ndarray]:
         >>> symbols, coords.shape
         (['O', 'H', 'H'], (3, 3))
     """
-    symbols = [s.strip().strip("'\"") for s in elements.strip("[] ").split(",")]
+    symbols = parse_elements(elements)
     coords = np.array(xyz.replace("[", " ").replace("]", " ").split(","), dtype=np.float64)
     if coords.size != 3 * len(symbols):
         raise ValueError(f"{len(symbols)} elements but {coords.size} coordinate values")

@@ -12,6 +12,7 @@ from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES
 from ..nn import RelationAttention
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
+from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 
@@ -26,7 +27,9 @@ class MoleculeModel(nn.Module):
 
     ``forward`` returns outputs in the training space (standardised targets for regression,
     logits for classification); :meth:`predict` returns targets in their own units, or
-    probabilities.
+    probabilities. With ``config.atom_reference`` the regression outputs include the molecule's
+    per-element reference values (:attr:`atom_reference`, in units of ``target_std``), so the
+    head learns the standardised rest.
     """
 
     target_mean: torch.Tensor  # buffers, registered in __init__
@@ -45,6 +48,7 @@ class MoleculeModel(nn.Module):
         )
         self.atom_extra_encoder = nn.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
         self.head = self.new_head(config.output_width)
+        self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
@@ -113,8 +117,14 @@ class MoleculeModel(nn.Module):
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
-        out = self.head(self.readout(graph, atoms, virtual))
+        if self.config.readout == "atomwise":
+            out = ops.readout(graph, self.head(atoms), "sum")
+        else:
+            out = self.head(self.readout(graph, atoms, virtual))
         out = out if distribution else out[:, : self.config.prediction_width]
+        if self.atom_reference is not None:
+            reference = self.atom_reference(graph).to(out.dtype) / self.target_std
+            out = torch.cat([out[:, : self.config.num_tasks] + reference, out[:, self.config.num_tasks:]], dim=1)
         return (out, attentions) if return_attention else out
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
@@ -147,11 +157,12 @@ class MoleculeModel(nn.Module):
             return self.to_target_space(self.node_outputs(graph, relation_graph))
 
     def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
-        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
+        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states
+        (summed for the ``atomwise`` readout)."""
         if self.config.readout == "virtual":
             assert virtual is not None  # the encoders give the virtual node's state with this readout
             return virtual
-        return ops.readout(graph, atoms, self.config.readout)
+        return ops.readout(graph, atoms, "sum" if self.config.readout == "atomwise" else self.config.readout)
 
     @torch.no_grad()
     def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -174,6 +185,14 @@ class MoleculeModel(nn.Module):
         """Store per-task mean and standard deviation of the (regression) training targets."""
         self.target_mean.copy_(torch.as_tensor(mean, dtype=self.target_mean.dtype))
         self.target_std.copy_(torch.as_tensor(std, dtype=self.target_std.dtype).clamp_min(1e-8))
+
+    def set_atom_reference(self, values: torch.Tensor) -> None:
+        """Store the per-element reference values ``[C, T]`` in target units (see
+        :func:`~dgl_graphtx.models.atom_reference.fit_atom_references`); the target statistics
+        (:meth:`set_target_normalization`) are then those of the labels minus the references."""
+        if self.atom_reference is None:
+            raise ConfigError("this model has no atom reference: build it with atom_reference=True")
+        self.atom_reference.values.copy_(torch.as_tensor(values, dtype=self.atom_reference.values.dtype))
 
     def normalize_targets(self, labels: torch.Tensor) -> torch.Tensor:
         """Targets in training space (identity for classification)."""

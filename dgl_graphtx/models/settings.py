@@ -20,7 +20,7 @@ from .architectures import ARCHITECTURES, GPSOptions
 #: :class:`ModelSettings` is this variant, with settings it accepts (no virtual node).
 DEFAULT_MODEL = "gradformer"
 
-READOUTS = ("virtual", "mean", "max", "sum")
+READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
 TASKS = ("regression", "classification", "multiclass")
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
@@ -48,7 +48,9 @@ class ModelSettings:
         ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
             GPS block uses ``2 * hidden_dim``).
         dropout, attn_dropout: dropout after sublayers / on attention weights.
-        readout: ``virtual`` (the virtual node's output), ``mean`` (the default), ``max`` or ``sum`` pooling.
+        readout: ``virtual`` (the virtual node's output), ``mean`` (the default), ``max`` or ``sum`` pooling, or
+            ``atomwise``: the head on every atom and its outputs summed (SchNet's per-atom
+            contributions, extensive in the molecule's size by construction).
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
             input embedding; off by default, as in ``RelationConfig``); must match the dataset's ``RelationConfig``.
         num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
@@ -69,6 +71,10 @@ class ModelSettings:
             see :mod:`dgl_graphtx.datasets.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
             projected and added to the atom encodings.
+        atom_reference: add per-element reference values to the regression outputs (a sum over
+            the atoms, fitted by least squares on the training targets before training and saved
+            with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
+            extensive targets such as energies, so that the network learns only the rest.
         architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
@@ -102,6 +108,7 @@ class ModelSettings:
     uncertainty_head: str = "none"
     molecule_features: int = 0
     atom_extra_features: int = 0
+    atom_reference: bool = False
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
 
@@ -147,6 +154,9 @@ class ModelSettings:
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
+        _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
+        _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
+               "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         _check(self.architecture is None or self.architecture in ARCHITECTURES,
                f"architecture must be one of {ARCHITECTURES} (or None: the variant's own), got {self.architecture!r}")
 

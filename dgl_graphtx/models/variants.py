@@ -45,13 +45,17 @@ class GRPEOptions:
 
 @dataclass(frozen=True)
 class MoireOptions:
-    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`)."""
+    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`); ``rbf`` > 0 lets the distance
+    also enter through ``rbf`` Gaussian basis functions up to ``rbf_cutoff``: a learned bias on each
+    head's logits and a learned value vector per pair (:class:`~dgl_graphtx.nn.radial.RadialPairTerms`)."""
 
     focus: str = "gaussian"
     distance: str = "spd"
     mode: str = "paper"
     max_shift: float = 4.0
     init_width: float = 2.0
+    rbf: int = 0
+    rbf_cutoff: float = 8.0
 
     def __post_init__(self) -> None:
         _check(self.focus in FOCUS_FUNCTIONS, f"moire.focus must be one of {sorted(FOCUS_FUNCTIONS)}, got {self.focus!r}")
@@ -59,6 +63,8 @@ class MoireOptions:
         _check(self.mode in MOIRE_MODES, f"moire.mode must be one of {MOIRE_MODES}, got {self.mode!r}")
         check_number("moire.init_width", self.init_width, 0, low_open=True)
         check_number("moire.max_shift", self.max_shift, 0)
+        _check(self.rbf == 0 or 2 <= self.rbf <= 1024, f"moire.rbf must be 0 (off) or 2 to 1024 basis functions, got {self.rbf!r}")
+        check_number("moire.rbf_cutoff", self.rbf_cutoff, 0, low_open=True)
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,8 @@ def _grpe_layers(settings: ModelSettings, o: GRPEOptions) -> List[RelationAttent
 
 def _moire_layers(settings: ModelSettings, o: MoireOptions) -> List[RelationAttention]:
     d, h, drop = settings.hidden_dim, settings.num_heads, settings.attn_dropout
-    return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop) for _ in range(settings.num_layers)]
+    return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop, o.rbf, o.rbf_cutoff)
+            for _ in range(settings.num_layers)]
 
 
 def _gradformer_layers(settings: ModelSettings, o: GradformerOptions) -> List[RelationAttention]:

@@ -82,12 +82,12 @@ def pretrained_run_config(run: RunConfig, pretrained: Optional[Pretrained] = Non
 
 
 def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:
-    """Copy the backbone's weights into ``model``: everything but the head and the target
-    statistics; parts ``model`` has and the backbone lacks (e.g. an atom extra-feature encoder)
-    keep their initialisation and are returned."""
+    """Copy the backbone's weights into ``model``: everything but the head and the per-target
+    values (target statistics, atom references); parts ``model`` has and the backbone lacks (e.g.
+    an atom extra-feature encoder) keep their initialisation and are returned."""
     source = pretrained.checkpoint.model.state_dict()
     target = model.state_dict()
-    skip = ("head.", "target_mean", "target_std")
+    skip = ("head.", "target_mean", "target_std", "atom_reference.")
     copied = {}
     for key, value in source.items():
         if key.startswith(skip):

@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..models.atom_reference import fit_atom_references
 from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
@@ -373,11 +374,32 @@ class Trainer:
                 self.pos_weight = torch.full((labels.shape[1],), float(weight), device=self.device)
         if self.task != "regression":
             return
+        if getattr(self.model, "atom_reference", None) is not None:
+            labels = self._fit_atom_reference(train_set)
+            observed = ~torch.isnan(labels)
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
         mean = filled.sum(0) / count
         var = (torch.where(observed, labels - mean, torch.zeros_like(labels)) ** 2).sum(0) / count.clamp_min(1)
         self.model.set_target_normalization(mean.float(), var.sqrt().float())
+
+    def _fit_atom_reference(self, train_set: Dataset) -> torch.Tensor:
+        """Fit the model's per-element reference values to the training labels by least squares
+        (see :mod:`~dgl_graphtx.models.atom_reference`); returns the labels ``[M, T]`` minus them
+        (NaN where missing), whose statistics standardise the targets."""
+        reference = self.model.atom_reference
+        assert reference is not None  # called only for a model with one
+        count_parts, label_parts = [], []
+        for batch in self.loader(train_set):
+            count_parts.append(reference.counts(batch.graph).double())
+            label_parts.append(torch.where(batch.mask, batch.labels.double(), torch.full_like(batch.labels.double(), math.nan)))
+        counts, labels = torch.cat(count_parts), torch.cat(label_parts)
+        values = fit_atom_references(counts, labels)
+        self.model.set_atom_reference(values)
+        if self.hooks.is_main:
+            for line in reference.describe(self._target_names(labels.shape[1])):
+                logger.info("atom reference values (least squares on the training part) of %s", line)
+        return labels - counts @ values
 
     # -- loop ---------------------------------------------------------------------------------
     def fit(

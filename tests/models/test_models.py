@@ -217,6 +217,24 @@ def test_pooling_readouts_match_manual_pooling(variant, readout):
     assert torch.allclose(out, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("variant", ["moire", "gradformer"])
+def test_atomwise_readout_sums_the_head_over_atoms(variant):
+    p = tiny_preset(variant, readout="atomwise")
+    ds = _data(p, stop=7)
+    batch = batch_of(ds)
+    net = seeded_model(p).eval()
+    with torch.no_grad():
+        atoms, virtual, _ = net.encode(batch.graph, batch.relation_graph)
+        out = net(batch.graph, batch.relation_graph)
+        per_atom = net.head(atoms)
+        embedded, _ = net.embed(batch.graph, batch.relation_graph)
+    counts = batch.graph.batch_num_nodes().tolist()
+    assert torch.allclose(out, _manual_pool(per_atom, counts, "sum"), atol=1e-5)
+    assert torch.allclose(embedded, _manual_pool(atoms, counts, "sum"), atol=1e-5)  # the molecule vector: summed states
+    # extensive: a molecule's output is the sum of per-atom contributions, not a function of the pooled state
+    assert not torch.allclose(out, net.head(_manual_pool(atoms, counts, "sum")), atol=1e-3)
+
+
 # --------------------------------------------------------------------------------------------
 # batch independence (eval mode)
 # --------------------------------------------------------------------------------------------
@@ -406,6 +424,9 @@ BAD_CONFIGS = [
     dict(atom_features="morgan"),
     dict(readout="virtual", virtual_node=False),
     dict(variant="gradformer", virtual_node=True, readout="mean"),
+    dict(readout="atomwise", virtual_node=False, molecule_features=3),
+    dict(readout="atomwise", virtual_node=False, uncertainty_head="mve"),
+    dict(task="classification", atom_reference=True),
 ]
 
 

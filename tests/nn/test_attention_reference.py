@@ -182,6 +182,8 @@ def test_structure_terms_and_modes_change_the_reference(case):
     pairs += [(Variant("moire", "paper", f, d), Variant("moire", "reference", f, d))
               for f in ref.FOCUS_NAMES for d in ("dist", "spd")]
     pairs += [(Variant("moire", "paper", f, "dist"), Variant("moire", "paper", f, "spd")) for f in ref.FOCUS_NAMES]
+    pairs += [(Variant("moire", m, "gaussian", d), Variant("moire", m, "gaussian", d, rbf=6))
+              for m in ("paper", "reference") for d in ("dist", "spd")]
     pairs += [(Variant("gradformer", a), Variant("gradformer", b))
               for a, b in [("paper", "decay"), ("paper", "reference"), ("decay", "reference")]]
     for a, b in pairs:

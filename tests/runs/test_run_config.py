@@ -65,6 +65,7 @@ ALTERNATIVES = {
     "model.head_layers": ("2", 2, []),
     "model.molecule_features": ("1", 1, ["data.features_cols=a"]),  # follows the extra features
     "model.atom_extra_features": ("1", 1, ["data.atom_properties=q"]),
+    "model.atom_reference": ("true", True, []),
     "model.grpe.max_distance": ("3", 3, ["preset.model=grpe"]),
     "model.grpe.mode": ("reference", "reference", ["preset.model=grpe"]),
     "model.grpe.share_encodings": ("false", False, ["preset.model=grpe"]),
@@ -73,6 +74,8 @@ ALTERNATIVES = {
     "model.moire.mode": ("reference", "reference", ["preset.model=moire"]),
     "model.moire.max_shift": ("6", 6.0, ["preset.model=moire"]),
     "model.moire.init_width": ("1.5", 1.5, ["preset.model=moire"]),
+    "model.moire.rbf": ("16", 16, ["preset.model=moire"]),
+    "model.moire.rbf_cutoff": ("6", 6.0, ["preset.model=moire"]),
     "model.gradformer.mode": ("decay", "decay", ["preset.model=gradformer"]),
     "model.gradformer.decay": ("0.7", 0.7, ["preset.model=gradformer"]),
     "model.gradformer.learn_decay": ("true", True, ["preset.model=gradformer"]),
