@@ -184,7 +184,7 @@ def run_split(phase: str, name: str, dataset: MoleculeDataset, preset, split: st
 # -- cross-validation ---------------------------------------------------------------------------
 def _external_coverage(table_: pd.DataFrame, labels: np.ndarray) -> Dict[str, float]:
     lo, hi = table_["target_lo"].to_numpy(float), table_["target_hi"].to_numpy(float)
-    mean = table_["target"].to_numpy(float)
+    mean = table_["target_pred"].to_numpy(float)
     return {"external_rmse": float(np.sqrt(np.mean((labels - mean) ** 2))),
             "external_coverage": float(np.mean((labels >= lo) & (labels <= hi))), "external_width": float(np.mean(hi - lo))}
 

@@ -27,7 +27,7 @@ def test_old_checkpoint_predicts_as_recorded(variant):
     loaded = load_checkpoint(SAVED / f"{variant}.pt")
     assert loaded.model.config.variant == variant
     predictions = Predictor(loaded, device="cpu").predict(RECORDED["smiles"])
-    np.testing.assert_allclose(predictions["y"].to_numpy(), RECORDED["predictions"][variant], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(predictions["y_pred"].to_numpy(), RECORDED["predictions"][variant], rtol=1e-5, atol=1e-6)
 
 
 def _restricted(resolved, saved):

@@ -7,6 +7,7 @@ import json
 from ..errors import ConfigError
 from ..inference.evaluation import evaluate_predictions, evaluate_table
 from ..inference.table_output import read_table, table_format, write_table
+from ..models.settings import TASKS
 from .common import add_input_options, add_logging_options, add_threads_option, device_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
@@ -14,7 +15,7 @@ from .molecule_io import add_carry_options, add_checkpoint_option, carried_colum
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``evaluate`` sub-command to ``sub``."""
     evaluate = sub.add_parser(
-        "evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi), or of saved predictions",
+        "evaluate", help="metrics of a checkpoint on a labelled file (CSV/TSV, SDF, .smi, .xyz), or of saved predictions",
         description="Print the metrics (mean over targets and per target) as JSON; with --output, also one row per "
                     "molecule: carried ids, smiles, canonical_smiles, measured <target>, <target>_pred, error. Without "
                     "--checkpoint, DATA is a table of saved predictions (<target> and <target>_pred columns: "
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     evaluate.add_argument("data", help="CSV/TSV with the SMILES column and the checkpoint's target columns, or SDF with them as SD "
                                        "properties; without --checkpoint, a CSV/TSV of saved predictions")
     add_checkpoint_option(evaluate, ensembles=True, optional="DATA is a table of saved predictions")
-    evaluate.add_argument("--task", choices=("regression", "classification", "multiclass"),
+    evaluate.add_argument("--task", choices=TASKS,
                           help="the task of saved predictions (default: read from the table: multiclass with <target>_prob_<k> "
                                "columns, classification when every label is 0/1 and every prediction in [0, 1])")
     add_input_options(evaluate)

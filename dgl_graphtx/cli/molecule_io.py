@@ -51,8 +51,7 @@ def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrai
 
 def read_input(args: argparse.Namespace, path: str, predictor: Predictor) -> MoleculeTable:
     """The molecule file ``path``, read with the checkpoint's hydrogen setting and ``args``'s table options."""
-    return read_molecules(path, args.smiles_col or "smiles", args.delimiter,
-                          explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
+    return read_molecules(path, args.smiles_col or "smiles", args.delimiter, predictor.meta.featurizer)
 
 
 def carried_columns(args: argparse.Namespace, table: Optional[MoleculeTable]) -> Optional[pd.DataFrame]:

@@ -10,6 +10,7 @@ from ..runs.cross_validation import CVResult
 from ..runs.ensemble import EnsembleResult
 from ..runs.experiment import ExperimentResult
 from ..runs.from_config import RunResult
+from ..training.outputs import prediction_column
 from ..training.target_metrics import format_metrics, per_target_lines
 from ..uncertainty.evaluation import format_uncertainty
 
@@ -36,7 +37,7 @@ def _print_single(result: ExperimentResult, config: RunConfig, out: Path) -> Non
         part = result.calibration_part
         print(f"uncertainty ({config.uncertainty.method}) calibrated on {len(part.indices)} molecules ({part.source}), none of "
               f"which trained the model or chose its epoch; test: "
-              f"{format_uncertainty(result.test_predictions, list(config.data.targets), config.uncertainty.coverage)}")
+              f"{format_uncertainty(result.test_predictions, list(config.data.targets), config.uncertainty.coverage, prediction_column)}")
     print(f"checkpoint: {out / 'best.pt'}")
 
 
@@ -51,7 +52,7 @@ def _print_ensemble(result: EnsembleResult, config: RunConfig, out: Path) -> Non
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {result.spearman:.3f}")
     if result.calibrations:
         print(f"calibrated on each replicate's calibration part; test: "
-              f"{format_uncertainty(result.predictions, list(config.data.targets), config.uncertainty.coverage)}")
+              f"{format_uncertainty(result.predictions, list(config.data.targets), config.uncertainty.coverage, prediction_column)}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
 
 

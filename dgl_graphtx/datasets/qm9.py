@@ -18,11 +18,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 from rdkit import Chem, rdBase
-from rdkit.Chem import rdDetermineBonds
 
 from ..errors import ConfigError, GraphTxError
 from ..featurize import FeaturizerConfig
 from ..featurize.molecule import RejectedMolecule
+from .geometry import COVALENT_FACTOR, molecule_from_geometry
 from .molecule_dataset import MoleculeDataset
 
 #: Hartree in electronvolts (CODATA 2018).
@@ -31,10 +31,6 @@ HARTREE_TO_EV = 27.211386245988
 HARTREE_TO_KCAL = 627.5094740631
 #: U0 of the free atoms (Hartree, same B3LYP/6-31G(2df,p) level), from QM9's ``atomref.txt``.
 ATOM_U0 = {"H": -0.500273, "C": -37.846772, "N": -54.583861, "O": -75.064579, "F": -99.718730}
-#: Covalent-radius factor of RDKit's van der Waals connectivity. RDKit's default method
-#: (connect-the-dots) leaves ~4% of QM9's strained cages without valid bond orders; radii x 1.15
-#: perceives all but ~0.05% of them and agrees with the given SMILES for ~99.9%.
-COVALENT_FACTOR = 1.15
 #: Bump when the way molecules are built from the geometries changes (it keys the dataset cache).
 PERCEPTION_VERSION = 1
 
@@ -224,29 +220,6 @@ def parse_geometry(elements: str, xyz: str) -> Tuple[List[str], np.ndarray]:
     if coords.size != 3 * len(symbols):
         raise ValueError(f"{len(symbols)} elements but {coords.size} coordinate values")
     return symbols, coords.reshape(len(symbols), 3)
-
-
-def molecule_from_geometry(symbols: Sequence[str], coords: np.ndarray, charge: int = 0) -> Chem.Mol:
-    """An RDKit molecule (hydrogens as atoms, one 3-D conformer) with bonds, bond orders and
-    formal charges perceived from the coordinates by ``rdDetermineBonds.DetermineBonds``.
-
-    Raises ``ValueError`` with RDKit's reason when no valid structure is found.
-
-    Example:
-        >>> mol = molecule_from_geometry(["O", "H", "H"], np.array([[0., 0, 0], [0.96, 0, 0], [-0.24, 0.93, 0]]))
-        >>> Chem.MolToSmiles(Chem.RemoveAllHs(mol)), mol.GetNumAtoms()
-        ('O', 3)
-    """
-    block = f"{len(symbols)}\n\n" + "".join(f"{s} {x:.10f} {y:.10f} {z:.10f}\n" for s, (x, y, z) in zip(symbols, coords))
-    with rdBase.BlockLogs():
-        mol = Chem.MolFromXYZBlock(block)
-        if mol is None:
-            raise ValueError("RDKit could not read the geometry")
-        try:
-            rdDetermineBonds.DetermineBonds(mol, charge=charge, useVdw=True, covFactor=COVALENT_FACTOR)
-        except Exception as err:  # RDKit raises ValueError or RuntimeError here
-            raise ValueError(f"no bonds perceived from the DFT geometry: {err}") from None
-    return mol
 
 
 def _canonical(mol: Chem.Mol) -> str:

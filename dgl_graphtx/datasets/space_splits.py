@@ -8,7 +8,7 @@ from rdkit import Chem, DataStructs, rdBase
 from rdkit.Chem import rdFingerprintGenerator
 
 from ..errors import ConfigError
-from .splits import Split, _sizes, assign_groups
+from .splits import DEFAULT_FRACTIONS, Split, _sizes, assign_groups
 
 #: Distances of :func:`kennard_stone_order`: Jaccard (1 - Tanimoto, for bit fingerprints) or Euclidean.
 METRICS = ("jaccard", "euclidean")
@@ -92,7 +92,7 @@ def kennard_stone_order(features: np.ndarray, metric: str = "euclidean") -> List
     return order
 
 
-def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
                         metric: str = "euclidean") -> Split:
     """Kennard-Stone split: the first rows of :func:`kennard_stone_order` (which span the space)
     are the training part, the next ones validation, the last (the most interior) test.
@@ -122,7 +122,7 @@ def kmeans_clusters(features: np.ndarray, seed: int = 0, n_clusters: int = 10) -
     return KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
 
 
-def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0,
+def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0,
                  n_clusters: int = 10) -> Split:
     """k-means split: rows are clustered (scikit-learn ``KMeans`` seeded with ``seed``), and whole
     clusters, largest first, fill train, then validation, then test (as chemprop does).

@@ -12,6 +12,10 @@ from rdkit.Chem.Scaffolds import MurckoScaffold
 from ..errors import ConfigError
 
 
+#: Train, validation and test fractions of a split when none are given.
+DEFAULT_FRACTIONS: Tuple[float, float, float] = (0.8, 0.1, 0.1)
+
+
 class Split(NamedTuple):
     """Index lists of the three parts of a split."""
 
@@ -28,7 +32,7 @@ def _sizes(n: int, fractions: Tuple[float, float, float]) -> Tuple[int, int]:
     return n_train, min(n_valid, n - n_train)
 
 
-def random_split(n: int, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0) -> Split:
+def random_split(n: int, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0) -> Split:
     """Shuffle ``range(n)`` with ``seed`` and cut it by ``fractions``.
 
     Example:
@@ -56,7 +60,7 @@ def murcko_scaffold(smiles: str) -> str:
 
 
 def scaffold_split(
-    smiles: Sequence[str], fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0
+    smiles: Sequence[str], fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0
 ) -> Split:
     """Scaffold split: molecules sharing a Bemis-Murcko scaffold land in the same part.
 

@@ -161,8 +161,7 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     predictors = [Predictor(path, **job.predictor) for path in paths]
     for classes in predictors[0].class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
-    table = read_molecules(job.input, job.smiles_col, job.delimiter,
-                           explicit_hydrogens=predictors[0].meta.featurizer.explicit_hydrogens) if job.input is not None else None
+    table = read_molecules(job.input, job.smiles_col, job.delimiter, predictors[0].meta.featurizer) if job.input is not None else None
     start = writer.rows_done if writer is not None else 0
     chunks = _chunks(predictors, job, table, start)
     if writer is None:

@@ -172,9 +172,8 @@ class MoleculeModel(nn.Module):
         Example:
             >>> from dgl_graphtx.featurize import smiles_to_graphs
             >>> from dgl_graphtx.models import ModelConfig, build_model
-            >>> from dgl_graphtx.relation_graph import RelationConfig
             >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2))
-            >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+            >>> g, rel = smiles_to_graphs("CCO")
             >>> [tuple(t.shape) for t in model.embed(g, rel)]
             [(1, 16), (3, 16)]
         """

@@ -24,7 +24,8 @@ class GraphTransformer(MoleculeModel):
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> from dgl_graphtx.relation_graph import RelationConfig
         >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
-        >>> model = GraphTransformer(ModelConfig(variant="grpe", num_layers=2, hidden_dim=16, num_heads=4))
+        >>> model = GraphTransformer(ModelConfig(variant="grpe", num_layers=2, hidden_dim=16, num_heads=4, virtual_node=True,
+        ...                                      readout="virtual"))
         >>> model(g, rel).shape
         torch.Size([1, 1])
     """

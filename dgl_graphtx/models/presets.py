@@ -183,11 +183,6 @@ _GRADFORMER_COMMON = (
     "(here d-d-T)."
 )
 
-#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
-#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
-#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model").
-DEFAULT_MODEL = "gradformer"
-
 #: The paper recipes of each variant that has them, ``{variant: {preset: factory}}``.
 _PAPER_PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
     "grpe": {

@@ -14,6 +14,12 @@ from ..uncertainty.methods import head_methods, head_outputs
 from ..validation import check_number
 from .architectures import ARCHITECTURES, GPSOptions
 
+#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
+#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
+#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model"). A bare
+#: :class:`ModelSettings` is this variant, with settings it accepts (no virtual node).
+DEFAULT_MODEL = "gradformer"
+
 READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
 TASKS = ("regression", "classification", "multiclass")
 
@@ -36,17 +42,17 @@ class ModelSettings:
     section per variant and checks ``variant`` and the whole config against the variant registry.
 
     Args:
-        variant: a name of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (``grpe``,
+        variant: a name of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (:data:`DEFAULT_MODEL` by default; ``grpe``,
             ``moire``, ``gradformer``, ``vanilla`` or ``graphormer``).
         num_layers, hidden_dim, num_heads: transformer size.
         ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
             GPS block uses ``2 * hidden_dim``).
         dropout, attn_dropout: dropout after sublayers / on attention weights.
-        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling, or
+        readout: ``virtual`` (the virtual node's output), ``mean`` (the default), ``max`` or ``sum`` pooling, or
             ``atomwise``: the head on every atom and its outputs summed (SchNet's per-atom
             contributions, extensive in the molecule's size by construction).
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
-            input embedding); must match the dataset's ``RelationConfig``.
+            input embedding; off by default, as in ``RelationConfig``); must match the dataset's ``RelationConfig``.
         num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
             or ``multiclass`` (labels 0 .. ``num_classes - 1`` per target).
         num_classes: classes per target of a ``multiclass`` task (the head gives that many logits per target).
@@ -79,15 +85,15 @@ class ModelSettings:
         6
     """
 
-    variant: str = "grpe"
+    variant: str = DEFAULT_MODEL
     num_layers: int = 4
     hidden_dim: int = 64
     num_heads: int = 8
     ffn_dim: Optional[int] = None
     dropout: float = 0.1
     attn_dropout: float = 0.1
-    readout: str = "virtual"
-    virtual_node: bool = True
+    readout: str = "mean"
+    virtual_node: bool = False
     num_tasks: int = 1
     task: str = "regression"
     num_classes: int = 2

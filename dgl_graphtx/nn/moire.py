@@ -53,7 +53,8 @@ class MoireTerm(StructureTerm):
     Args:
         num_heads: number of heads.
         focus: one of :data:`~dgl_graphtx.nn.focus.FOCUS_FUNCTIONS` (default ``"gaussian"``).
-        distance: ``"dist"`` (3-D, Angstrom) or ``"spd"`` (hops).
+        distance: ``"spd"`` (hops; the default, read from any relation graph) or ``"dist"`` (3-D, Angstrom;
+            needs coordinates).
         mode: ``"paper"`` (additive log-focus, learnable self weight) or ``"reference"`` (the
             authors' code: ``(q.k / sqrt(dh)) * log max(f, 1e-9) + 0.1 [i == j]``, no clamp of
             ``mu``).
@@ -80,7 +81,7 @@ class MoireTerm(StructureTerm):
         self,
         num_heads: int,
         focus: str = "gaussian",
-        distance: str = "dist",
+        distance: str = "spd",
         mode: str = "paper",
         max_shift: float = 4.0,
         init_width: float = 2.0,
@@ -201,7 +202,7 @@ class MoireAttention(RelationAttention):
         embed_dim: int,
         num_heads: int,
         focus: str = "gaussian",
-        distance: str = "dist",
+        distance: str = "spd",
         mode: str = "paper",
         max_shift: float = 4.0,
         init_width: float = 2.0,

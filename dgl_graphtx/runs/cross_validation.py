@@ -16,9 +16,10 @@ from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..datasets import MoleculeDataset, fold_groups, folds_to_splits, group_folds, random_folds
 from ..datasets.folds import VALID_SHARE
 from ..errors import ConfigError
+from ..inference.backbones import Pretrained
 from ..inference.cross_conformal import CV_REPORT, OOF_FILE
 from ..models import Preset
-from ..training import TrainConfig, compute_metrics, json_safe, prediction_values
+from ..training import TrainConfig, compute_metrics, json_safe, prediction_column, prediction_values
 from ..uncertainty import UncertaintyConfig, uncertainty_metrics
 from .calibration_part import calibration_part
 from .experiment import ExperimentResult, train_and_evaluate
@@ -59,11 +60,11 @@ def fold_metrics(result: ExperimentResult, preset: Preset, names: Sequence[str],
             for k, v in result.test_metrics.items()]
     for name in names:
         if len(names) > 1:
-            predicted = prediction_values(task, preset.model.num_classes, [name], table, "_pred")
+            predicted = prediction_values(task, preset.model.num_classes, [name], table)
             values = compute_metrics(task, table[[name]].to_numpy(dtype=np.float64), predicted, metrics)
             rows += [{"target": name, "metric": k, "value": v} for k, v in values.items()]
         if f"{name}_lo" in table:
-            interval = uncertainty_metrics(*(table[c].to_numpy(float) for c in (name, f"{name}_pred")),
+            interval = uncertainty_metrics(*(table[c].to_numpy(float) for c in (name, prediction_column(name))),
                                            lo=table[f"{name}_lo"].to_numpy(float), hi=table[f"{name}_hi"].to_numpy(float))
             rows += [{"target": name, "metric": k, "value": v} for k, v in interval.items()]
     return pd.DataFrame(rows)
@@ -79,6 +80,7 @@ def cross_validate(
     out_dir: Optional[PathLike] = None,
     overwrite: bool = False,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
     valid_share: float = VALID_SHARE,
 ) -> CVResult:
     """Train ``folds`` runs of ``preset``: run ``k`` tests on fold ``k``; its validation part,
@@ -96,7 +98,8 @@ def cross_validate(
 
     With ``out_dir``, run ``k`` writes its usual files to ``out_dir/fold_<k>/``;
     ``oof_predictions.csv``, ``cv_metrics.json`` and ``cv_metrics.csv`` (mean and std over folds
-    per target and metric, and each fold's value) go to ``out_dir``.
+    per target and metric, and each fold's value) go to ``out_dir``. ``backbone`` goes to every
+    fold's run (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -129,7 +132,8 @@ def cross_validate(
         logger.info("cross-validation fold %d of %d: %d train, %d valid, %s%d test molecules", k + 1, folds, len(split.train),
                     len(split.valid), f"{len(part.indices)} calibration, " if part is not None else "", len(split.test))
         run = train_and_evaluate(dataset, preset, train_config, split=split, out_dir=out / f"fold_{k}" if out is not None else None,
-                                 overwrite=overwrite, uncertainty=uncertainty, calibration=part.indices if part is not None else None)
+                                 overwrite=overwrite, uncertainty=uncertainty, calibration=part.indices if part is not None else None,
+                                 backbone=backbone)
         runs.append(run)
         frames.append(fold_metrics(run, preset, dataset.target_names, train_config.metrics).assign(fold=k))
         tested.append(run.test_predictions.assign(fold=k))

@@ -33,10 +33,13 @@ from torch.nn.parallel import DistributedDataParallel
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..training import ProcessHooks, TrainConfig
+from ..validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
 
 BACKENDS = ("auto", "gloo", "nccl")
+#: Exit status of a process stopped by a user error (printed as one ``error:`` line).
+USER_ERROR_EXIT = 2
 
 
 @dataclass
@@ -61,8 +64,18 @@ class DistributedConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.timeout_s <= 0:
-            raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
+        check_number("timeout_s (--dist-timeout)", self.timeout_s, 0, low_open=True)
+
+
+def reports_errors() -> bool:
+    """Whether this process prints user errors: a single process, or the main one of a job
+    (the others stop quietly; the same error, or a failure of the main one, is printed once).
+
+    Example:
+        >>> import os; os.environ.get("RANK") is None and reports_errors()
+        True
+    """
+    return not launched_by_torchrun() or os.environ.get("RANK", "0") == "0"
 
 
 def launched_by_torchrun() -> bool:
@@ -89,17 +102,42 @@ def choose_backend(device: torch.device, requested: str = "auto") -> str:
     return "nccl" if device.type == "cuda" else "gloo"
 
 
-def local_device(device: Union[str, torch.device], local_rank: int) -> torch.device:
-    """The device of the process with ``local_rank`` on its machine: ``auto`` and ``cuda`` become
-    ``cuda:<local_rank>`` (CPU without CUDA); an explicit ``cuda:i`` is kept.
+def local_device(device: Union[str, torch.device], local_rank: int, local_processes: int = 1) -> torch.device:
+    """The device of the process with ``local_rank`` of ``local_processes`` on its machine:
+    ``auto`` and ``cuda`` become ``cuda:<local_rank>`` (CPU without CUDA), one GPU per process.
+
+    More processes than visible GPUs, or several processes on one explicit ``cuda:i``, are
+    refused with a :class:`ConfigError` (NCCL cannot run two processes of a job on one GPU, and
+    the job would fail at its first collective): the launcher checks this before it starts the
+    processes (:func:`check_processes`).
 
     Example:
-        >>> local_device("cpu", 3)
+        >>> local_device("cpu", 3, 4)
         device(type='cpu')
     """
-    if device in ("auto", "cuda") and torch.cuda.is_available():
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return resolve_device(device)
+    if str(device) in ("auto", "cuda") and torch.cuda.is_available():
+        visible = torch.cuda.device_count()
+        if local_processes > visible:
+            raise ConfigError(f"{local_processes} processes on this machine need one GPU each, but torch sees {visible}; "
+                              f"start at most {visible} (--nproc), or train the {local_processes} processes on the CPU "
+                              "with --device cpu")
+        return torch.device("cuda", local_rank)
+    resolved = resolve_device(device)
+    if resolved.type == "cuda" and local_processes > 1:
+        raise ConfigError(f"--device {device} puts all {local_processes} processes on one GPU, which NCCL refuses; use "
+                          "--device cuda (one GPU per process) or --device cpu")
+    return resolved
+
+
+def check_processes(processes: int, device: Union[str, torch.device]) -> torch.device:
+    """Check before starting ``processes`` processes on this machine that each gets a device of
+    its own (see :func:`local_device`); the first one's device.
+
+    Example:
+        >>> check_processes(2, "cpu")
+        device(type='cpu')
+    """
+    return local_device(device, 0, processes)
 
 
 class DistributedContext(ProcessHooks):
@@ -132,7 +170,7 @@ class DistributedContext(ProcessHooks):
                               "'torchrun --nproc-per-node N -m dgl_graphtx ...' or 'dgl-graphtx train --nproc N'")
         rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        resolved = local_device(device, local_rank)
+        resolved = local_device(device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         if resolved.type == "cuda":
             torch.cuda.set_device(resolved)
         backend = choose_backend(resolved, config.backend)
@@ -230,7 +268,8 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     elastic launcher (``torch.distributed.run --standalone``); the exit status of the job.
 
     If one process fails, the launcher stops the others and reports the failing rank's error;
-    the status is that process's exit code (2 for a user error, as in a single process).
+    the status is that process's exit code. A user error (exit code 2, as in a single process)
+    has been printed by the main process as one line, so the launcher adds nothing to it.
     """
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -243,10 +282,18 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
         "-m", "dgl_graphtx", *argv,
     ])
+    elastic = logging.getLogger("torch.distributed.elastic")
+    level = elastic.level
+    elastic.setLevel(logging.CRITICAL)  # its log lines repeat what the summary below or the processes say
     try:
         torchrun.run(args)
     except ChildFailedError as err:
+        main = err.failures.get(0)
+        if main is not None and main.exitcode == USER_ERROR_EXIT:
+            return USER_ERROR_EXIT
         print(err.format_msg(), file=sys.stderr)
         codes = [failure.exitcode for failure in err.failures.values()]
         return next((c for c in codes if c > 0), 1)
+    finally:
+        elastic.setLevel(level)
     return 0

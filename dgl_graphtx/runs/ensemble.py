@@ -17,7 +17,9 @@ from scipy.stats import spearmanr
 from torch.utils.data import Subset
 
 from ..datasets import MoleculeDataset, Split, make_split
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
+from ..inference.backbones import Pretrained
 from ..inference.ensemble import combine_members, with_intervals
 from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics
@@ -76,11 +78,12 @@ def train_ensemble(
     preset: Preset,
     train_config: TrainConfig = TrainConfig(),
     split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
     ensemble_size: int = 1,
     replicates: int = 1,
     out_dir: Optional[PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
     calibration: GivenCalibration = None,
 ) -> EnsembleResult:
     """Train ``ensemble_size`` models per split over ``replicates`` splits and evaluate the
@@ -91,7 +94,8 @@ def train_ensemble(
     :func:`~dgl_graphtx.runs.calibration_part.calibration_part`). Method ``ensemble`` calibrates
     the members' spread on it (z-scaling and conformal intervals, written to
     ``replicate_<r>/calibration.json`` with ``out_dir``); any other method is passed to every
-    member, which calibrates on the same molecules (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
+    member, which calibrates on the same molecules (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`, which also takes
+    ``backbone``).
 
     Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
@@ -137,9 +141,9 @@ def train_ensemble(
             logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, replicates, member + 1, ensemble_size, seed)
             member_dir = out / f"replicate_{replicate}" / f"member_{member}" if out is not None else None
             runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
-                                           fractions, member_dir, uncertainty=member_uncertainty, calibration=given))
+                                           fractions, member_dir, uncertainty=member_uncertainty, calibration=given, backbone=backbone))
         members.append(runs)
-        table = combine_members([r.test_predictions for r in runs], names, value="_pred")
+        table = combine_members([r.test_predictions for r in runs], names)
         if calibrate and part is not None and uncertainty is not None:
             calibration_fit = _calibrate_spread(runs, part, uncertainty, train_config)
             calibrations.append(calibration_fit)

@@ -16,12 +16,15 @@ from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
+from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
 from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics,
-                        json_safe, metric_notes, prediction_frame, seed_everything)
+                        json_safe, metric_notes, prediction_column, prediction_frame,
+                        seed_everything)
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
 from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
@@ -60,12 +63,13 @@ def train_and_evaluate(
     preset: Preset,
     train_config: Optional[TrainConfig] = None,
     split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
     out_dir: Optional[Union[PathLike, RunFolder]] = None,
     overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
     calibration: GivenCalibration = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
@@ -99,6 +103,10 @@ def train_and_evaluate(
     molecules, both tables get a ``similarity_to_training`` column, and ``metrics.json`` the
     test coverage per bin (``test_by_similarity_bin``).
 
+    With ``train_config.from_pretrained``, the model starts from that backbone's weights
+    (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`); ``backbone`` passes it when
+    it is loaded already, so that a run loads it once.
+
     Example:
         >>> from dgl_graphtx.datasets import freesolv
         >>> from dgl_graphtx.models import get_preset
@@ -111,8 +119,8 @@ def train_and_evaluate(
     """
     if preset.model.num_tasks != dataset.num_tasks:
         raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
-    if dataset.relation != preset.relation or dataset.featurizer.config != preset.featurizer:
-        raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
+    dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
+                                "featurize it with preset.featurizer / preset.relation")
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
     if uncertainty is None:
@@ -144,15 +152,15 @@ def train_and_evaluate(
         check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], uncertainty.coverage)
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part)
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part, backbone)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, part)
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, part, backbone)
 
 
 def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
          fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
          hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig,
-         part: Optional[CalibrationPart]) -> ExperimentResult:
+         part: Optional[CalibrationPart], backbone: Optional[Pretrained]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
     run = out_dir if isinstance(out_dir, RunFolder) else None
@@ -165,8 +173,10 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
         fitted.attach(values.graphs, values.molecule, values.atom)
     model = build_model(preset.model if fitted is None else dataclasses.replace(
         preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
-    pretrained = start_from_pretrained(model, train_config.from_pretrained, dataset) if train_config.from_pretrained else None
-    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
+    if backbone is None and train_config.from_pretrained:
+        backbone = get_pretrained(train_config.from_pretrained)
+    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
+    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "data": training_data_record(dataset, parts),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
@@ -235,10 +245,10 @@ def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Prese
     width = values.shape[1] // len(dataset.target_names)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
-        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], values[:, t * width:(t + 1) * width], "_pred")
+        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], values[:, t * width:(t + 1) * width])
         table = pd.concat([table, columns], axis=1)
     if isinstance(predicted, UncertainPredictions):
-        add_uncertainty_columns(table, dataset.target_names, predicted, after=lambda name: f"{name}_pred")
+        add_uncertainty_columns(table, dataset.target_names, predicted, prediction_column)
     return table
 
 

@@ -59,9 +59,8 @@ def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: st
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> from dgl_graphtx.models import ModelConfig, build_model
-        >>> from dgl_graphtx.relation_graph import RelationConfig
         >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, uncertainty_head="mve"))
-        >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+        >>> g, rel = smiles_to_graphs("CCO")
         >>> out = predict_with_uncertainty(model, g, rel, "mve")
         >>> out.mean.shape, bool((out.std > 0).all())
         (torch.Size([1, 1]), True)

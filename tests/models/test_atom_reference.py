@@ -120,7 +120,7 @@ def test_checkpoint_carries_the_references_to_the_predictor(trained):
     model, trainer, ds, _, path = trained
     predictor = Predictor(path, device="cpu")
     assert torch.equal(predictor.model.atom_reference.values, model.atom_reference.values)
-    np.testing.assert_allclose(predictor.predict(SMILES)["energy"].to_numpy(), trainer.predict(ds)[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(predictor.predict(SMILES)["energy_pred"].to_numpy(), trainer.predict(ds)[:, 0], rtol=1e-6)
 
 
 def test_atom_reference_is_for_regression():

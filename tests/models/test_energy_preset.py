@@ -16,7 +16,7 @@ from cli_runner import run_cli
 from conftest_models import TINY
 from dgl_graphtx.datasets import example_sdf_path, read_molecules
 from dgl_graphtx.datasets.collate import collate_molecules
-from dgl_graphtx.featurize import MoleculeFeaturizer
+from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.predict import Predictor
 
@@ -48,7 +48,7 @@ def _outputs(model, featurizer, mols):
 
 def test_predictions_do_not_move_with_the_molecules():
     p = get_preset("moire", "3d-energy", **TINY)
-    mols = list(read_molecules(example_sdf_path(), explicit_hydrogens=True).molecules)
+    mols = list(read_molecules(example_sdf_path(), featurizer=FeaturizerConfig(explicit_hydrogens=True)).molecules)
     assert all(m.GetNumAtoms() > Chem.RemoveHs(m).GetNumAtoms() for m in mols)  # the file's hydrogens are nodes
     torch.manual_seed(0)
     model = build_model(p.model).eval()
@@ -85,4 +85,4 @@ def test_cli_trains_the_preset_on_an_sdf_and_predicts_it_again(tmp_path):
     assert predictor.model.atom_reference.values.abs().sum() > 0  # fitted, and saved in the checkpoint
     tested = pd.read_csv(out / "test_predictions.csv")
     again = predictor.predict_file(sdf)
-    np.testing.assert_allclose(again["u0_atom"].to_numpy()[tested["row"]], tested["u0_atom_pred"], rtol=1e-6)
+    np.testing.assert_allclose(again["u0_atom_pred"].to_numpy()[tested["row"]], tested["u0_atom_pred"], rtol=1e-6)

@@ -68,7 +68,7 @@ def test_the_architecture_is_the_registry_entry_unless_the_config_chooses():
     gradformer = ModelConfig(variant="gradformer", architecture="transformer", num_layers=1, hidden_dim=8, num_heads=2)
     assert gradformer.model_architecture == "transformer" and type(build_model(gradformer)) is GraphTransformer
     with pytest.raises(ConfigError, match="GPS block uses no virtual node"):
-        ModelConfig(variant="grpe", architecture="gps")  # GRPE's default readout is the virtual node
+        ModelConfig(variant="grpe", architecture="gps", virtual_node=True, readout="virtual")  # GRPE's preset reads the virtual node
     with pytest.raises(ConfigError, match="architecture must be one of"):
         ModelConfig(architecture="mpnn")
 

@@ -84,3 +84,30 @@ def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
     validate_meta(three_d.model, CheckpointMeta(three_d.featurizer, three_d.relation, ["y"]))
     with pytest.raises(ConfigError, match="3-D distances needs a featurizer with coordinates"):
         validate_meta(three_d.model, CheckpointMeta(hops.featurizer, three_d.relation, ["y"]))
+
+
+def test_a_bare_model_config_is_the_default_model():
+    """ModelSettings.variant defaulted to grpe while the default model is gradformer."""
+    from dgl_graphtx.models.settings import DEFAULT_MODEL
+    from dgl_graphtx.relation_graph import RelationConfig
+    config = ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)
+    assert config.variant == DEFAULT_MODEL and config.virtual_node == RelationConfig().virtual_node
+    assert type(build_model(config)) is {"transformer": GraphTransformer, "gps": Gradformer}[VARIANT_SPECS[DEFAULT_MODEL].architecture]
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANT_NAMES if VARIANT_SPECS[n].options is not None])
+def test_options_defaults_are_the_layers_defaults(name):
+    """An options class and the attention layer it configures agree on every default they share
+    (MoiréGT's distance was 'spd' in its options and 'dist' in its layers)."""
+    import inspect
+    spec = VARIANT_SPECS[name]
+    options = spec.options()
+    config = ModelConfig(variant=name, num_layers=1, hidden_dim=8, num_heads=2, readout="mean", virtual_node=False)
+    layer = spec.build_layers(config, options)[0]
+    shared = 0
+    for cls in (type(layer), type(layer.structure)):
+        for parameter in inspect.signature(cls.__init__).parameters.values():
+            if parameter.default is not inspect.Parameter.empty and parameter.name in {f.name for f in dataclasses.fields(options)}:
+                assert getattr(options, parameter.name) == parameter.default, (cls.__name__, parameter.name)
+                shared += 1
+    assert shared >= 1  # the check compared something

@@ -314,7 +314,7 @@ def test_trainer_epochs_on_the_tensor_path_match_the_dgl_path(tmp_path):
     smiles = ["CCO", "c1ccccc1O", "CC(=O)[O-].[Na+]"]
     by_path = [Predictor(loaded, device="cpu", compute=c).predict(smiles) for c in ("dgl", "tensors")]
     pd.testing.assert_frame_equal(by_path[0], by_path[1], rtol=1e-5)
-    assert by_path[0]["expt"].notna().all()
+    assert by_path[0]["expt_pred"].notna().all()
 
 
 def test_attention_maps_equal_on_both_paths():

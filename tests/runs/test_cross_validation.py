@@ -125,7 +125,7 @@ def test_cv_with_uncertainty_gives_cv_plus_intervals_for_new_molecules(tiny_csv,
     predicted = pd.read_csv(tmp_path / "p.csv")
     # the naive CV+ interval: every molecule's out-of-fold score with every fold model's prediction
     folds = [Predictor(out / f"fold_{k}" / "best.pt").predict(new) for k in range(3)]
-    means, stds = np.stack([f["expt"] for f in folds]), np.stack([f["expt_std"] for f in folds])
+    means, stds = np.stack([f["expt_pred"] for f in folds]), np.stack([f["expt_std"] for f in folds])
     scores = (np.abs(oof["expt"] - oof["expt_pred"]) / oof["expt_std"]).to_numpy()
     n, k = len(scores), int(np.ceil(25 * 0.9))
     for m in range(len(new)):
@@ -133,7 +133,7 @@ def test_cv_with_uncertainty_gives_cv_plus_intervals_for_new_molecules(tiny_csv,
         lower = sorted(means[f, m] - s * stds[f, m] for s, f in zip(scores, oof["fold"]))
         assert predicted["expt_hi"][m] == pytest.approx(upper[k - 1], rel=1e-5)
         assert predicted["expt_lo"][m] == pytest.approx(lower[n - k], rel=1e-5)
-    assert predicted["expt"].to_numpy() == pytest.approx(means.mean(0), rel=1e-5)
+    assert predicted["expt_pred"].to_numpy() == pytest.approx(means.mean(0), rel=1e-5)
     lo, hi = cv_plus_intervals(means, scores, oof["fold"].to_numpy(), 0.9, stds)
     assert predicted["expt_lo"].to_numpy() == pytest.approx(lo, rel=1e-6)
 

@@ -17,7 +17,7 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import ModelConfig, get_preset
-from dgl_graphtx.models.presets import DEFAULT_MODEL
+from dgl_graphtx.models.settings import DEFAULT_MODEL
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.runs import DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS
@@ -63,8 +63,8 @@ ALTERNATIVES = {
     "model.rwse_steps": ("8", 8, []),
     "model.input_mlp": ("yes", True, []),
     "model.head_layers": ("2", 2, []),
-    "model.molecule_features": ("3", 3, []),
-    "model.atom_extra_features": ("2", 2, []),
+    "model.molecule_features": ("1", 1, ["data.features_cols=a"]),  # follows the extra features
+    "model.atom_extra_features": ("1", 1, ["data.atom_properties=q"]),
     "model.atom_reference": ("true", True, []),
     "model.grpe.max_distance": ("3", 3, ["preset.model=grpe"]),
     "model.grpe.mode": ("reference", "reference", ["preset.model=grpe"]),
@@ -175,7 +175,7 @@ def test_every_field_is_settable_with_set_and_from_a_file(key, tmp_path):
 
 
 def test_resolution_order_defaults_preset_file_set_flags(tmp_path):
-    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == ModelConfig().readout == "virtual"  # grpe keeps it
+    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == get_preset("grpe").model.readout == "virtual"
     assert resolve_run_config(overrides=["preset.model=moire"]).model.readout == "max"  # preset beats default
     toml = tmp_path / "run.toml"
     toml.write_text('[preset]\nmodel = "moire"\n[model]\nreadout = "sum"\nnum_layers = 2\n[train]\nepochs = 5\nlr = 0.002\n')
@@ -227,7 +227,7 @@ def test_derived_and_linked_fields():
     (["models.num_layers=3"], "must start with one of"),
     (["train.epochs"], "section.field=value"),
     (["relation=hops"], "cannot parse relation spec"),
-    (["data.fractions=0.5,0.5"], "data.fractions must have 3 values"),
+    (["data.fractions=0.5,0.5"], "data.fractions must be a list of 3 numbers"),
     (["preset.name=huge"], f"unknown preset 'huge' for {DEFAULT_MODEL}"),
 ])
 def test_config_mistakes_are_clear_errors(overrides, message):
@@ -301,3 +301,49 @@ def test_the_preset_layer_carries_the_presets_training_recipe(tmp_path):
     assert resolve_run_config(toml, molhiv).train.lr == 0.003  # file beats the recipe
     assert resolve_run_config(toml, molhiv, {"train.batch_size": 8}).train.batch_size == 8  # flag beats it too
     assert resolve_run_config().train.lr == get_preset(DEFAULT_MODEL).train.lr  # the default preset's recipe
+
+
+@pytest.mark.parametrize("text,message", [
+    ("train:\n  lr:\n", "train.lr must be a number, got an empty value (in {file})"),
+    ("train:\n  lr: [0.1, 0.2]\n", "train.lr must be a number, got a list [0.1, 0.2] (in {file})"),
+    ("train:\n  epochs: {a: 1}\n", "train.epochs must be an integer, got a mapping {{'a': 1}} (in {file})"),
+    ("train:\n  epochs: 2.5\n", "train.epochs must be an integer, got 2.5 (in {file})"),
+    ("train:\n  progress: [true]\n", "train.progress must be true or false, got a list [True] (in {file})"),
+    ("data:\n  smiles_col: [a, b]\n", "data.smiles_col must be text, got a list ['a', 'b'] (in {file})"),
+    ("data:\n  smiles_col:\n", "data.smiles_col must be text, got an empty value (in {file})"),
+    ("data:\n  targets: {y: 1}\n", "data.targets must be a list of text, got a mapping {{'y': 1}} (in {file})"),
+    ("data:\n  targets: [[y]]\n", "data.targets must be a list of text, got a list [['y']] (in {file})"),
+    ("data:\n  fractions: [0.8, 0.1]\n", "data.fractions must be a list of 3 numbers, got a list [0.8, 0.1] (in {file})"),
+    ("data:\n  subset: [1]\n", "data.subset must be an integer or empty, got a list [1] (in {file})"),
+    ("model:\n  moire: 3\n", "model.moire must be a mapping of fields, got 3 (in {file})"),
+    ("train: 5\n", "train must be a mapping of fields, got 5 (in {file})"),
+])
+def test_config_file_values_of_the_wrong_type(tmp_path, text, message):
+    """A value of the wrong type in a config file is one ConfigError naming the key, the file and
+    the expected type (an empty ``lr:`` or a list used to be a TypeError traceback)."""
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        resolve_run_config(path)
+    assert str(caught.value) == message.format(file=path)
+
+
+def test_wrong_types_from_set_name_their_origin():
+    with pytest.raises(ConfigError, match=r"^train.epochs must be an integer, got 'x' \(in --set\)$"):
+        resolve_run_config(overrides=["train.epochs=x"])
+
+
+def test_wrong_config_type_is_one_cli_line(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("train:\n  lr:\n")
+    code, out, err = run_cli(["train", "d.csv", "--targets", "y", "--out", tmp_path / "o", "--config", path])
+    assert code == 2 and err.strip() == f"error: train.lr must be a number, got an empty value (in {path})"
+
+
+def test_extra_feature_widths_follow_the_data_section():
+    run = resolve_run_config(overrides=["data.targets=y", "data.features_generators=morgan_counts:radius=1:size=8",
+                                        "data.features_cols=a,b", "data.atom_properties=q"])
+    assert (run.model.molecule_features, run.model.atom_extra_features) == (10, 1)
+    assert resolve_run_config(overrides=["model.molecule_features=0", "data.features_cols=a"]).model.molecule_features == 1
+    with pytest.raises(ConfigError, match="model.molecule_features=5 but the extra features of data give 0"):
+        resolve_run_config(overrides=["model.molecule_features=5"])

@@ -123,7 +123,7 @@ def test_multiclass_end_to_end_with_chosen_metrics(tmp_path):
     frame = pd.read_csv(path)
     predicted = Predictor(out / "best.pt").predict(frame["smiles"].tolist())
     assert report["molecules"] == 24
-    assert report["accuracy"] == pytest.approx(float((predicted["kind"].to_numpy() == frame["kind"].to_numpy()).mean()))
+    assert report["accuracy"] == pytest.approx(float((predicted["kind_pred"].to_numpy() == frame["kind"].to_numpy()).mean()))
 
 
 def test_multiclass_labels_out_of_range_are_one_clear_error(tmp_path):
