@@ -26,9 +26,8 @@ from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
-from ..featurize.molecule import MoleculeLike, to_mol
-from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
+from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..nn.graph_tensors import on_device
 from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration

@@ -73,8 +73,8 @@ def test_predict_intervals_equal_a_naive_recomputation(run, data_csv, tmp_path):
     near = _nearest(NEW, training)
     assert predicted["similarity_to_training"].to_numpy() == pytest.approx(near, abs=1e-9)
     half = np.array(quantiles)[np.digitize(near, edges)] * predicted["expt_std"]
-    assert predicted["expt_hi"].to_numpy() == pytest.approx((predicted["expt"] + half).to_numpy(), rel=1e-5)
-    assert predicted["expt_lo"].to_numpy() == pytest.approx((predicted["expt"] - half).to_numpy(), rel=1e-5)
+    assert predicted["expt_hi"].to_numpy() == pytest.approx((predicted["expt_pred"] + half).to_numpy(), rel=1e-5)
+    assert predicted["expt_lo"].to_numpy() == pytest.approx((predicted["expt_pred"] - half).to_numpy(), rel=1e-5)
     assert len(set(np.digitize(near, edges))) > 1  # the new molecules span bins, so the check sees more than one quantile
     # metrics.json: the bins and the test coverage per bin
     report = json.loads((run / "metrics.json").read_text())["uncertainty"]
@@ -100,7 +100,7 @@ def test_a_checkpoint_without_the_record_predicts_plain_intervals(run, tmp_path)
     table = Predictor(old).predict(NEW)
     assert "similarity_to_training" not in table.columns
     half = calibration["conformal"][0] * table["expt_std"]
-    assert table["expt_hi"].to_numpy() == pytest.approx((table["expt"] + half).to_numpy(), rel=1e-6)
+    assert table["expt_hi"].to_numpy() == pytest.approx((table["expt_pred"] + half).to_numpy(), rel=1e-6)
     binned = Predictor(run / "best.pt").predict(NEW)
     assert "similarity_to_training" in binned.columns and not np.allclose(binned["expt_hi"], table["expt_hi"])
 
@@ -120,4 +120,4 @@ def test_the_option_is_refused_where_it_is_not_defined(data_csv, tmp_path):
 def test_an_ensemble_of_such_checkpoints_drops_the_similarity(run):
     table = ensemble_predict([Predictor(run / "best.pt")] * 2, NEW[:3])
     assert "similarity_to_training" not in table.columns and "expt_lo" not in table.columns
-    assert table["expt"].to_numpy() == pytest.approx(Predictor(run / "best.pt").predict(NEW[:3])["expt"].to_numpy())
+    assert table["expt_pred"].to_numpy() == pytest.approx(Predictor(run / "best.pt").predict(NEW[:3])["expt_pred"].to_numpy())
