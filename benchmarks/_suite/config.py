@@ -136,6 +136,10 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("AttentiveFP", "attentivefp", {"recipe": "gradformer default"}),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+#: Tools in the order the report's tables and the figure list them.
+TOOL_ORDER = [t.name for t in TOOLS]
+#: The two halves of the suite and their titles in the report.
+HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test half (run only to report)"}
 
 #: The recipe the docs recommend, and the pairs the paired test is run for (A, B: does A beat B?).
 RECOMMENDED = "pretrained+descriptors"
