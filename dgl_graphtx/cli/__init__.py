@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from ..runs.distributed import USER_ERROR_EXIT, reports_errors
+from ..runs.distributed import report_user_error
 from ..threads import set_threads
 from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
@@ -57,18 +57,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except GraphTxError as err:
         message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
-        return _user_error(message)
+        return report_user_error(message)
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
-        return _user_error(f"{describe_os_error(err)}{where}")
-
-
-def _user_error(message: str) -> int:
-    """Print ``message`` as the one ``error:`` line (in the main process of a distributed job
-    only: the others stop quietly) and return the exit status of a user error."""
-    if reports_errors():
-        print(f"error: {message}", file=sys.stderr)
-    return USER_ERROR_EXIT
+        return report_user_error(f"{describe_os_error(err)}{where}")
 
 
 if __name__ == "__main__":

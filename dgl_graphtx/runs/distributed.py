@@ -21,6 +21,7 @@ import datetime
 import logging
 import os
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Sequence, Union
@@ -40,6 +41,8 @@ logger = logging.getLogger("dgl_graphtx")
 BACKENDS = ("auto", "gloo", "nccl")
 #: Exit status of a process stopped by a user error (printed as one ``error:`` line).
 USER_ERROR_EXIT = 2
+#: Seconds a process other than the main one waits after a user error for the main one to stop the job.
+USER_ERROR_GRACE_S = 10.0
 
 
 @dataclass
@@ -68,14 +71,33 @@ class DistributedConfig:
 
 
 def reports_errors() -> bool:
-    """Whether this process prints user errors: a single process, or the main one of a job
-    (the others stop quietly; the same error, or a failure of the main one, is printed once).
+    """Whether this process reports user errors at once: a single process, or the main one of a
+    job (the others wait for it: see :func:`report_user_error`).
 
     Example:
         >>> import os; os.environ.get("RANK") is None and reports_errors()
         True
     """
     return not launched_by_torchrun() or os.environ.get("RANK", "0") == "0"
+
+
+def report_user_error(message: str, grace_s: float = USER_ERROR_GRACE_S) -> int:
+    """Print ``message`` as the one ``error:`` line and return :data:`USER_ERROR_EXIT`.
+
+    In a distributed job the main process prints it. Another process first waits ``grace_s``
+    seconds for the main one, which usually meets the same error, to stop the job (the launcher
+    then ends the waiting process, so the error is printed once and the job's status is the main
+    process's); it prints the error itself only if it is still running then, so that an error of
+    its own is not lost.
+
+    Example:
+        >>> import os; os.environ.get("RANK") is None and report_user_error("no such column", grace_s=0)
+        2
+    """
+    if not reports_errors():
+        time.sleep(grace_s)
+    print(f"error: {message}", file=sys.stderr)
+    return USER_ERROR_EXIT
 
 
 def launched_by_torchrun() -> bool:
@@ -282,18 +304,22 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
         "-m", "dgl_graphtx", *argv,
     ])
-    elastic = logging.getLogger("torch.distributed.elastic")
-    level = elastic.level
-    elastic.setLevel(logging.CRITICAL)  # its log lines repeat what the summary below or the processes say
+    # the launcher's log lines repeat what the summary below or the processes say; older torch
+    # gives some of its loggers their own level, so each one is quietened, not only the parent
+    elastic = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
+               if name == "torch.distributed.elastic" or name.startswith("torch.distributed.elastic.")]
+    levels = [logger.level for logger in elastic]
+    for logger in elastic:
+        logger.setLevel(logging.CRITICAL)
     try:
         torchrun.run(args)
     except ChildFailedError as err:
-        main = err.failures.get(0)
-        if main is not None and main.exitcode == USER_ERROR_EXIT:
-            return USER_ERROR_EXIT
-        print(err.format_msg(), file=sys.stderr)
         codes = [failure.exitcode for failure in err.failures.values()]
+        if USER_ERROR_EXIT in codes and all(c == USER_ERROR_EXIT or c < 0 for c in codes):
+            return USER_ERROR_EXIT  # printed once by the process that met it; the others were stopped
+        print(err.format_msg(), file=sys.stderr)
         return next((c for c in codes if c > 0), 1)
     finally:
-        elastic.setLevel(level)
+        for logger, level in zip(elastic, levels):
+            logger.setLevel(level)
     return 0

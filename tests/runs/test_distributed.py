@@ -25,7 +25,7 @@ from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.cli.common import without_option
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.inference import Predictor
-from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, launch_local
+from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, launch_local, report_user_error
 from dgl_graphtx.training import ProcessHooks
 
 JOB = Path(__file__).resolve().parents[1] / "distributed_job.py"
@@ -216,3 +216,18 @@ def test_a_user_error_found_inside_the_processes_is_one_line_from_the_main_proce
     assert job.returncode == 2, job.stderr
     assert lines == [f"error: column(s) ['nope'] not found in {small_csv}; available: ['smiles', 'expt']. "
                      "Check the spelling in --targets (names are case-sensitive)"], job.stderr
+
+
+def test_a_user_error_of_another_process_is_reported_after_the_main_ones_grace(monkeypatch, capsys):
+    """A process other than the main one waits for the main one to stop the job (which usually
+    meets the same error and reports it once); still running after the grace, it reports its own
+    error rather than losing it. The main process reports at once."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    naps: List[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)
+    assert report_user_error("column 'x' not found", grace_s=7.0) == 2
+    assert naps == [7.0] and capsys.readouterr().err == "error: column 'x' not found\n"
+    monkeypatch.setenv("RANK", "0")
+    assert report_user_error("column 'x' not found", grace_s=7.0) == 2
+    assert naps == [7.0] and capsys.readouterr().err == "error: column 'x' not found\n"
