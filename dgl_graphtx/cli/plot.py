@@ -7,6 +7,7 @@ from typing import List, Optional, Union
 
 from ..errors import GraphTxError
 from ..inference.evaluation import evaluate_table
+from ..training import prediction_column
 from ..insight import (
     VIRTUAL,
     atom_importance,
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             raise GraphTxError(f"target {target!r} is not predicted by this checkpoint; it predicts {predictor.target_names}")
         data = read_input(args, args.data, predictor)
         rows = evaluate_table(predictors, data, progress=verbosity(args) >= 0).rows
-        measured, predicted = rows[target], rows[f"{target}_pred"]
+        measured, predicted = rows[target], rows[prediction_column(target)]
         plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
         table = error_table(rows["smiles"], measured, predicted)
         errors = out.with_name(f"{out.stem}_errors.csv")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..training.outputs import predicted_targets, prediction_column
 from ..uncertainty import cv_plus_intervals, uncertainty_method
 from ..uncertainty.conformal import out_of_fold_scores
 from .checkpoint_paths import BEST, checkpoints_in
@@ -65,9 +66,9 @@ class CVPlus:
             raise ConfigError(f"{folder} should hold the checkpoints of its {report['folds']} folds and no other, "
                               f"found {[str(p) for p in checkpoints_in(folder)]}")
         oof = pd.read_csv(folder / OOF_FILE)
-        names = [c[:-len("_pred")] for c in oof.columns if c.endswith("_pred") and c[:-len("_pred")] in oof.columns]
+        names = predicted_targets(oof)
         normalised = uncertainty_method(settings["method"]).scores == "normalised" and all(f"{n}_std" in oof for n in names)
-        scores = {n: out_of_fold_scores(oof[n].to_numpy(float), oof[f"{n}_pred"].to_numpy(float),
+        scores = {n: out_of_fold_scores(oof[n].to_numpy(float), oof[prediction_column(n)].to_numpy(float),
                                         oof[f"{n}_std"].to_numpy(float) if normalised else None) for n in names}
         return cls(float(settings["coverage"]), oof["fold"].to_numpy(int), scores, normalised, checkpoints)
 

@@ -15,6 +15,7 @@ from ..datasets.molecule_dataset import coerce_targets
 from ..datasets.report import InputReport, one_line
 from ..errors import ConfigError
 from ..training import compute_metrics, json_safe, metric_notes, prediction_column, prediction_values
+from ..training.outputs import predicted_targets
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import uncertainty_metrics
 from .ensemble import ensemble_predict
@@ -98,16 +99,6 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
             rows[column] = predicted[column].to_numpy(dtype=float)
     rows["error"] = predicted["error"]
     return Evaluation(report, with_carried_columns(rows, carried, 0))
-
-
-def predicted_targets(table: pd.DataFrame) -> List[str]:
-    """The targets of a table of saved predictions: every ``<t>`` with a ``<t>_pred`` column.
-
-    Example:
-        >>> predicted_targets(pd.DataFrame(columns=["row", "smiles", "logS", "logS_pred", "logS_std", "x_pred"]))
-        ['logS']
-    """
-    return [n for n in table.columns if prediction_column(n) in table.columns]
 
 
 def prediction_task(table: pd.DataFrame, names: Sequence[str]) -> str:

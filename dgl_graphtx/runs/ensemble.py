@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..inference.backbones import Pretrained
 from ..inference.ensemble import combine_members, with_intervals
 from ..models import Preset
-from ..training import TrainConfig, Trainer, compute_metrics
+from ..training import TrainConfig, Trainer, compute_metrics, prediction_column
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
@@ -156,7 +156,7 @@ def train_ensemble(
         table.insert(0, "replicate", replicate)
         predictions.append(table)
         labels = table[names].to_numpy(dtype=float)
-        predicted = table[[f"{n}_pred" for n in names]].to_numpy(dtype=float)
+        predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
         metrics = compute_metrics(preset.model.task, labels, predicted)
         member_means = {f"member_{k}": float(np.mean([r.test_metrics[k] for r in runs])) for k in metrics}
         rows.append({"replicate": replicate, **metrics, **member_means})
@@ -167,7 +167,7 @@ def train_ensemble(
     per_target = {name: {k: _mean_std(pd.Series([r[name][k] for r in target_rows])) for k in target_rows[0][name]}
                   for name in names}
     first = names[0]
-    errors = (frame[f"{first}_pred"] - frame[first]).abs()
+    errors = (frame[prediction_column(first)] - frame[first]).abs()
     keep = errors.notna() & frame[f"{first}_std"].notna()
     rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if ensemble_size > 1 and keep.sum() > 2 else float("nan")
     if out is not None:

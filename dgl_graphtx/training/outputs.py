@@ -7,7 +7,7 @@ target ``t`` is the column ``t_pred`` (:func:`prediction_column`), so a table ca
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,16 @@ def prediction_column(name: str) -> str:
         'logS_pred'
     """
     return f"{name}{PREDICTION_SUFFIX}"
+
+
+def predicted_targets(table: pd.DataFrame) -> List[str]:
+    """The targets of a table of saved predictions: every ``<t>`` with a ``<t>_pred`` column.
+
+    Example:
+        >>> predicted_targets(pd.DataFrame(columns=["row", "smiles", "logS", "logS_pred", "logS_std", "x_pred"]))
+        ['logS']
+    """
+    return [n for n in table.columns if prediction_column(n) in table.columns]
 
 
 def prediction_frame(task: str, num_classes: int, names: Sequence[str], values: np.ndarray) -> pd.DataFrame:
