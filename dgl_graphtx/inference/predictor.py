@@ -179,8 +179,9 @@ class Predictor:
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
-        self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
-        self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
+        extras = loaded.meta.extra
+        self.domain = Domain.from_dict(extras.domain)
+        self.uncertainty, calibration = stored_settings(extras.to_dict(), uncertainty, mc_samples)
         check_method_fits(self.uncertainty.method, self.model.config.task)
         method = uncertainty_method(self.uncertainty.method)
         if method.std == "members":
@@ -188,15 +189,14 @@ class Predictor:
         if method.has_head and method.name != self.model.config.uncertainty_head:
             raise ConfigError(f"uncertainty {method.name!r} needs a model trained with it; this checkpoint has "
                               f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
-        self.calibration = Calibration.from_dict(stored)
-        fingerprints = loaded.meta.extra.get("training_fingerprints")
+        self.calibration = Calibration.from_dict(calibration)
+        fingerprints = extras.training_fingerprints
         #: The training part's packed fingerprints (``[N, 256]`` uint8), when the checkpoint stores them.
         self.training_fingerprints = fingerprints.numpy() if isinstance(fingerprints, torch.Tensor) else None
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
-        stored = loaded.meta.extra.get("extra_features")
-        self.extras = FittedExtraFeatures.from_dict(stored) if stored else None
+        self.extras = FittedExtraFeatures.from_dict(extras.extra_features) if extras.extra_features else None
         self.atom_function = atom_function
 
     @property
@@ -208,7 +208,7 @@ class Predictor:
     def class_labels(self) -> Tuple[ClassLabels, ...]:
         """Text classes the training labels were mapped from (classification; empty for 0/1 labels):
         predictions are probabilities of each target's ``positive`` class."""
-        return class_labels_from_meta(self.meta.extra)
+        return class_labels_from_meta(self.meta.extra.class_labels)
 
     def predict(
         self,

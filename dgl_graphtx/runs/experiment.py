@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
-from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
 from ..datasets.splits import DEFAULT_FRACTIONS
@@ -177,13 +177,12 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
         backbone = get_pretrained(train_config.from_pretrained)
     pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
-    extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
-             "data": training_data_record(dataset, parts),
-             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
-             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
-             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {}),
-             **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
-             **({"pretrained": pretrained} if pretrained is not None else {})}
+    extra = CheckpointExtras(split="predefined" if isinstance(split, Split) else split, fractions=list(fractions),
+                             data=training_data_record(dataset, parts), domain=domain.to_dict(),
+                             run_id=run.run_id if run is not None else None,
+                             class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,
+                             uncertainty=dataclasses.asdict(uncertainty) if uncertainty.active else None,
+                             extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained)
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
     trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=uncertainty)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
@@ -223,9 +222,9 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
                    and with_uncertainty.hi is not None else {})})
             atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
             best = load_checkpoint(out / "best.pt")
-            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
-                                                        "calibrated_on": calibrated_on},
-                     **({"training_fingerprints": torch.from_numpy(near.fingerprints)} if near is not None else {})}
+            extra = dataclasses.replace(
+                best.meta.extra, uncertainty={**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(), "calibrated_on": calibrated_on},
+                training_fingerprints=torch.from_numpy(near.fingerprints) if near is not None else best.meta.extra.training_fingerprints)
             save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()

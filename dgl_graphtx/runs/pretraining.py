@@ -28,7 +28,7 @@ from torch.utils.data import Subset
 
 from .._version import __version__
 from ..atomic_io import atomic_write_text
-from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
@@ -253,7 +253,7 @@ def pretrain(
         model = build_model(model_config)
         recipe = {"pretrain": dataclasses.asdict(config), "train": dataclasses.asdict(train_config)}
         meta = CheckpointMeta(preset.featurizer, preset.relation, kept,
-                              {"pretraining": {"targets": config.generator, "scaler": scaler.to_dict(), "recipe": recipe}})
+                              CheckpointExtras(pretraining={"targets": config.generator, "scaler": scaler.to_dict(), "recipe": recipe}))
         trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share)
         quiet = _UndefinedR2Filter()
         logger.addFilter(quiet)
