@@ -20,7 +20,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -34,7 +34,8 @@ from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, ran
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
 from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
-from ..inference.backbones import BACKBONE_FILE, CARD_FILE
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
+from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
 from ..validation import check_number
@@ -121,9 +122,10 @@ def heldout_r2(y_true: np.ndarray, y_pred: np.ndarray) -> Tuple[float, int]:
 
 
 class PretrainResult(NamedTuple):
-    """The card written next to ``backbone.pt``, and the trained model."""
+    """The card written next to ``backbone.pt`` (``None`` on the other processes than the main one
+    of a distributed run, which write nothing), and the trained model."""
 
-    card: Dict[str, Any]
+    card: Optional[ModelCard]
     model: torch.nn.Module
     out_dir: Path
 
@@ -224,7 +226,7 @@ def pretrain(
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
         >>> r = pretrain(folder / "c.smi", folder / "run", p, TrainConfig(epochs=1, batch_size=8, progress=False),
         ...              PretrainConfig(valid_share=0.25))
-        >>> r.card["epochs"], r.card["corpus"]["molecules"], (folder / "run" / "backbone.pt").is_file()
+        >>> r.card.epochs, r.card.corpus.molecules, (folder / "run" / "backbone.pt").is_file()
         (1, 8, True)
     """
     out = Path(out_dir)
@@ -265,38 +267,38 @@ def pretrain(
         r2, defined = heldout_r2(values[split.valid], trainer.predict(valid))
         heldout = trainer.evaluate(valid)
         if not hooks.is_main:
-            return PretrainResult({}, trainer.model, out)
+            return PretrainResult(None, trainer.model, out)
         backbone = out / BACKBONE_FILE
         save_checkpoint(backbone, trainer.model, meta)
-        card = {
-            "name": name or out.name,
-            "variant": model_config.variant,
-            "architecture": model_config.to_dict(),
-            "parameters": sum(p.numel() for p in trainer.model.parameters()),
-            "corpus": {"name": config.corpus_name, "source": Path(corpus).name, "sha256": corpus_sha,
-                       "subset": config.subset, "subset_seed": train_config.seed,
-                       "molecules": len(dataset), "train": len(split.train), "heldout": len(split.valid),
-                       "licence": config.corpus_licence},
-            "targets": {"generator": config.generator, "count": len(kept), "names": kept,
-                        "normalisation": "robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"},
-            "recipe": recipe,
-            "epochs": int(result.history["epoch"].max()) if len(result.history) else 0,
-            "best_epoch": result.best_epoch,
-            "wall_time_s": round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
-            "descriptor_time_s": round(descriptor_seconds, 1),
-            "hardware": _hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
-            **json_safe({"heldout_r2": r2, "heldout_rmse": heldout["rmse"]}),  # undefined: null
-            "heldout_r2_descriptors": defined,
-            "library_version": __version__,
-            "torch_version": torch.__version__,
-            "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
-            "notes": config.notes,
-            "sha256": file_sha256(backbone),
-        }
-        atomic_write_text(json.dumps(card, indent=2, allow_nan=False), out / CARD_FILE)
+        fit = json_safe({"r2": r2, "rmse": heldout["rmse"]})  # undefined: null
+        card = ModelCard(
+            name=name or out.name,
+            variant=model_config.variant,
+            architecture=model_config.to_dict(),
+            parameters=sum(p.numel() for p in trainer.model.parameters()),
+            corpus=CardCorpus(name=config.corpus_name, source=Path(corpus).name, sha256=corpus_sha,
+                              subset=config.subset, subset_seed=train_config.seed,
+                              molecules=len(dataset), train=len(split.train), heldout=len(split.valid),
+                              licence=config.corpus_licence),
+            targets=CardTargets(generator=config.generator, count=len(kept), names=kept,
+                                normalisation="robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"),
+            recipe=recipe,
+            epochs=int(result.history["epoch"].max()) if len(result.history) else 0,
+            best_epoch=result.best_epoch,
+            wall_time_s=round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
+            descriptor_time_s=round(descriptor_seconds, 1),
+            hardware=_hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
+            heldout_r2=fit["r2"], heldout_rmse=fit["rmse"], heldout_r2_descriptors=defined,
+            library_version=__version__,
+            torch_version=torch.__version__,
+            created_with=" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
+            notes=config.notes,
+            sha256=file_sha256(backbone),
+        )
+        atomic_write_text(json.dumps(card.to_dict(), indent=2, allow_nan=False), out / CARD_FILE)
         run.finish()
-    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card["name"], card["heldout_r2"],
-                card["epochs"], backbone)
+    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card.name, card.heldout_r2,
+                card.epochs, backbone)
     return PretrainResult(card, trainer.model, out)
 
 
@@ -304,8 +306,8 @@ def ship(run_dir: PathLike, folder: PathLike) -> Path:
     """Copy a pretraining run's ``backbone.pt`` and ``card.json`` to ``folder`` (e.g.
     ``dgl_graphtx/pretrained/<name>/``), checking the hash first."""
     source, target = Path(run_dir), Path(folder)
-    card = json.loads((source / CARD_FILE).read_text())
-    if file_sha256(source / BACKBONE_FILE) != card["sha256"]:
+    card = read_card(source / CARD_FILE, source)
+    if file_sha256(source / BACKBONE_FILE) != card.sha256:
         raise ConfigError(f"{source / BACKBONE_FILE} does not match its card")
     target.mkdir(parents=True, exist_ok=True)
     for file in (BACKBONE_FILE, CARD_FILE):
