@@ -14,10 +14,10 @@ from ..featurize.molecule import MoleculeLike
 
 
 def input_chunks(
-    molecules: Union[MoleculeLike, Iterable[MoleculeLike]], chunk_size: int, progress: bool = False,
+    molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]], chunk_size: int, progress: bool = False,
     identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
-    prepare: Optional[Callable[[MoleculeLike], MoleculeLike]] = None,
-) -> Iterator[Tuple[int, List[MoleculeLike], List[str]]]:
+    prepare: Optional[Callable[[Optional[MoleculeLike]], Optional[MoleculeLike]]] = None,
+) -> Iterator[Tuple[int, List[Optional[MoleculeLike]], List[str]]]:
     """Consecutive chunks of ``chunk_size`` inputs (one SMILES / molecule, or any iterable of
     them): the first one's position, the inputs (each passed through ``prepare``, e.g.
     :func:`~dgl_graphtx.featurize.molecule.prepare_input`), and the names reports give them

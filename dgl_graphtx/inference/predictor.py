@@ -66,17 +66,32 @@ def is_out_of_memory(err: BaseException) -> bool:
     )
 
 
-def canonical_smiles(molecule: MoleculeLike) -> Optional[str]:
+def canonical_smiles(molecule: Optional[MoleculeLike]) -> Optional[str]:
     """RDKit's canonical SMILES of a SMILES string or molecule; ``None`` when it cannot be read.
 
     Example:
         >>> canonical_smiles("OCC"), canonical_smiles("C1CC")
         ('CCO', None)
     """
+    if molecule is None:
+        return None
     try:
         return Chem.MolToSmiles(to_mol(molecule))
     except (InvalidMoleculeError, ValueError, RuntimeError):
         return None
+
+
+def _featurized_inputs(molecules: Sequence[Optional[MoleculeLike]], rows: Sequence[int]) -> List[MoleculeLike]:
+    """The inputs at ``rows``, rows that were featurized (so none of them is ``None``, a record a
+    reader could not read).
+
+    Example:
+        >>> _featurized_inputs(["C", None, "CC"], [0, 2])
+        ['C', 'CC']
+    """
+    found = [m for m in (molecules[r] for r in rows) if m is not None]
+    assert len(found) == len(rows), "a featurized row holds a molecule"
+    return found
 
 
 def with_carried_columns(table: pd.DataFrame, carried: Optional[pd.DataFrame], start: int) -> pd.DataFrame:
@@ -212,7 +227,7 @@ class Predictor:
 
     def predict(
         self,
-        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
@@ -233,7 +248,7 @@ class Predictor:
 
     def predict_chunks(
         self,
-        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
@@ -272,7 +287,7 @@ class Predictor:
 
     def embed(
         self,
-        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
+        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
         atoms: bool = False,
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
@@ -302,7 +317,7 @@ class Predictor:
             for batch in self._batches(done):
                 for positions, result, error in self._forward(done, batch, functools.partial(self._embed_batch, atoms=atoms)):
                     rows = [done.rows[p] for p in positions]
-                    if error is not None:
+                    if result is None:
                         for row in rows:
                             done.errors[row] = error
                         continue
@@ -319,11 +334,12 @@ class Predictor:
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
-    def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
+    def _prepare(self, molecule: Optional[MoleculeLike]) -> Optional[MoleculeLike]:
         """An input as the checkpoint's featurizer takes it, as a file reader would give it
         (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
-        atoms are not nodes of a model trained without them)."""
-        return prepare_input(molecule, self.meta.featurizer)
+        atoms are not nodes of a model trained without them); ``None`` (a record a reader could
+        not read) stays ``None``, for featurization to report."""
+        return None if molecule is None else prepare_input(molecule, self.meta.featurizer)
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""
@@ -337,17 +353,17 @@ class Predictor:
     def _feature_rows(features: Optional[pd.DataFrame], start: int, count: int) -> Optional[pd.DataFrame]:
         return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
 
-    def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
+    def _featurize(self, molecules: Sequence[Optional[MoleculeLike]], features: Optional[pd.DataFrame] = None,
                    molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
         """The featurized molecules with their extra features, and per input row why extra
         feature values were masked (as at training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
         masked: List[Optional[str]] = [None] * len(molecules)
-        if self.extras is not None and done.rows:
+        if self.extras is not None and done.graphs is not None:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
-            notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
-                                                   [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
-                                                   molecule_level)
+            featurized = _featurized_inputs(molecules, done.rows)
+            notes = self.extras.compute_and_attach(done.graphs, featurized, chosen, [describe_molecule(m) for m in featurized],
+                                                   self.atom_function, molecule_level)
             for position, reason in notes:
                 row = done.rows[position]
                 masked[row] = reason if masked[row] is None else f"{masked[row]}; {reason}"
@@ -360,7 +376,7 @@ class Predictor:
         has_std = uncertainty_method(self.uncertainty.method).std in ("head", "dropout")
         return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
 
-    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
+    def _predict_chunk(self, molecules: Sequence[Optional[MoleculeLike]], names: Sequence[str],
                        features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), self._width), np.nan)
         done, masked = self._featurize(molecules, features)
@@ -368,7 +384,7 @@ class Predictor:
         for batch in self._batches(done):
             for positions, values, error in self._forward(done, batch, self._predict_batch):
                 for position, row in enumerate(done.rows[p] for p in positions):
-                    if error is not None:
+                    if values is None:
                         errors[row] = error
                     elif not np.isfinite(values[position]).all():
                         errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
@@ -392,15 +408,16 @@ class Predictor:
                             for row in range(len(molecules))]
         return table
 
-    def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
+    def _similarity(self, molecules: Sequence[Optional[MoleculeLike]], rows: Sequence[int]) -> Optional[np.ndarray]:
         """Nearest-neighbour similarity to the training part of the featurized ``rows`` of
         ``molecules`` (NaN for the others); ``None`` when the checkpoint stores no fingerprints."""
         if self.training_fingerprints is None:
             return None
         similarity = np.full(len(molecules), np.nan)
         if rows:
-            similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
+            similarity[list(rows)] = nearest_similarity(packed_fingerprints(_featurized_inputs(molecules, rows)), self.training_fingerprints)
         return similarity
+
     def _unseen_features(self, done: Featurized) -> List[List[str]]:
         """Per input row, the atom and bond feature values of its graph that training never saw."""
         out: List[List[str]] = [[] for _ in done.errors]
@@ -420,7 +437,7 @@ class Predictor:
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:
         """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""
-        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.rows else []
+        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.relations is not None else []
 
     def _predict_batch(self, graph, relation) -> np.ndarray:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
@@ -440,10 +457,12 @@ class Predictor:
         """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
         result, None)``; on running out of memory the batch is split in halves, and a single
         molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
+        graphs, relations = done.graphs, done.relations
+        assert graphs is not None and relations is not None, "batches hold featurized molecules"
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            result = step(on_device(done.graphs.batch(index), self.device, self.compute),
-                          on_device(done.relations.batch(index), self.device, self.compute, blocks=True))
+            result = step(on_device(graphs.batch(index), self.device, self.compute),
+                          on_device(relations.batch(index), self.device, self.compute, blocks=True))
         except (RuntimeError, MemoryError) as err:
             if not is_out_of_memory(err):
                 raise
@@ -453,7 +472,7 @@ class Predictor:
             yield batch, result, None
             return
         if len(batch) == 1:
-            atoms, edges = int(done.graphs.num_nodes[batch[0]]), int(done.relations.num_edges[batch[0]])
+            atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
             logger.warning("out of memory on one molecule (%d atoms, %d relation edges)", atoms, edges)
             yield batch, None, (f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
                                 "lower SizeLimits or use a hops/radius relation")
@@ -464,7 +483,7 @@ class Predictor:
 
 
 def predict_smiles(
-    smiles: Union[MoleculeLike, Iterable[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
+    smiles: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
 ) -> pd.DataFrame:
     """Predict from SMILES with a checkpoint: one row per input, in input order; invalid SMILES
     give NaN predictions and a filled ``error`` column. ``kwargs`` go to :class:`Predictor`.
