@@ -415,7 +415,8 @@ class Predictor:
             return None
         similarity = np.full(len(molecules), np.nan)
         if rows:
-            similarity[list(rows)] = nearest_similarity(packed_fingerprints(_featurized_inputs(molecules, rows)), self.training_fingerprints)
+            fingerprints = packed_fingerprints(_featurized_inputs(molecules, rows))
+            similarity[list(rows)] = nearest_similarity(fingerprints, self.training_fingerprints)
         return similarity
 
     def _unseen_features(self, done: Featurized) -> List[List[str]]:

@@ -222,9 +222,9 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
                    and with_uncertainty.hi is not None else {})})
             atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
             best = load_checkpoint(out / "best.pt")
-            extra = dataclasses.replace(
-                best.meta.extra, uncertainty={**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(), "calibrated_on": calibrated_on},
-                training_fingerprints=torch.from_numpy(near.fingerprints) if near is not None else best.meta.extra.training_fingerprints)
+            recorded = {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(), "calibrated_on": calibrated_on}
+            fingerprints = torch.from_numpy(near.fingerprints) if near is not None else best.meta.extra.training_fingerprints
+            extra = dataclasses.replace(best.meta.extra, uncertainty=recorded, training_fingerprints=fingerprints)
             save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
