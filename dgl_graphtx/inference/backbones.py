@@ -137,8 +137,10 @@ def describe(card: ModelCard) -> str:
     """One line about a pretrained model.
 
     Example:
-        >>> describe(read_card(PRETRAINED_DIR / "gradformer-tiny-moses3k" / CARD_FILE, "gradformer-tiny-moses3k"))
-        'gradformer-tiny-moses3k: gradformer, 35,069 parameters, pretrained on 3,000 molecules of MOSES for 40 epochs, held-out descriptor R2 0.574'
+        >>> print(describe(read_card(PRETRAINED_DIR / "gradformer-tiny-moses3k" / CARD_FILE, "gradformer-tiny-moses3k")))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        gradformer-tiny-moses3k: gradformer, 35,069 parameters, pretrained on 3,000 molecules of MOSES for 40 epochs,
+        held-out descriptor R2 0.574
     """
     return f"{card.name}: {_facts(card)}"
 

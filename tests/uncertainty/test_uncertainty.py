@@ -274,7 +274,8 @@ def test_predictor_applies_a_stored_temperature(tmp_path):
     preset = tiny_preset("vanilla", task="classification")
     model = build_model(preset.model)
     calibration = Calibration("mc_dropout", 0.9, temperature=[3.0])
-    extra = CheckpointExtras(uncertainty={**dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4)), "calibration": calibration.to_dict()})
+    settings = dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4))
+    extra = CheckpointExtras(uncertainty={**settings, "calibration": calibration.to_dict()})
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["active"], extra))
     table = Predictor(path).predict(["CCO"])
     assert list(table.columns) == ["smiles", "canonical_smiles", "active_pred", "active_std", "error", "warning"]
