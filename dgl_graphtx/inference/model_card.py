@@ -115,10 +115,11 @@ class ModelCard:
         return _plain(self)
 
 
-Record = TypeVar("Record", CardCorpus, CardTargets, ModelCard)
+#: A record of a model card: the card, its corpus or its targets.
+CardPart = TypeVar("CardPart", CardCorpus, CardTargets, ModelCard)
 
 
-def _record_values(cls: Type[Record], stored: Any, source: str, prefix: str) -> Dict[str, Any]:
+def _record_values(cls: Type[CardPart], stored: Any, source: str, prefix: str) -> Dict[str, Any]:
     """Keyword arguments of ``cls`` from ``stored``: its fields, and the other keys as ``other``."""
     if not isinstance(stored, dict):
         where = f"'s {prefix.rstrip('.')!r}" if prefix else ""
