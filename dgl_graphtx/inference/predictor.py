@@ -458,12 +458,11 @@ class Predictor:
         """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
         result, None)``; on running out of memory the batch is split in halves, and a single
         molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
-        graphs, relations = done.graphs, done.relations
-        assert graphs is not None and relations is not None, "batches hold featurized molecules"
+        assert done.graphs is not None and done.relations is not None, "batches hold featurized molecules"
         index = torch.tensor(batch, dtype=torch.int64)
         try:
-            result = step(on_device(graphs.batch(index), self.device, self.compute),
-                          on_device(relations.batch(index), self.device, self.compute, blocks=True))
+            result = step(on_device(done.graphs.batch(index), self.device, self.compute),
+                          on_device(done.relations.batch(index), self.device, self.compute, blocks=True))
         except (RuntimeError, MemoryError) as err:
             if not is_out_of_memory(err):
                 raise
@@ -473,7 +472,7 @@ class Predictor:
             yield batch, result, None
             return
         if len(batch) == 1:
-            atoms, edges = int(graphs.num_nodes[batch[0]]), int(relations.num_edges[batch[0]])
+            atoms, edges = int(done.graphs.num_nodes[batch[0]]), int(done.relations.num_edges[batch[0]])
             logger.warning("out of memory on one molecule (%d atoms, %d relation edges)", atoms, edges)
             yield batch, None, (f"out of memory on {self.device} for this molecule ({atoms} atoms, {edges} relation edges); "
                                 "lower SizeLimits or use a hops/radius relation")

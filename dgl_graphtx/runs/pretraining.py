@@ -291,8 +291,7 @@ def pretrain(
             heldout_r2=fit["r2"], heldout_rmse=fit["rmse"], heldout_r2_descriptors=defined,
             library_version=__version__,
             torch_version=torch.__version__,
-            created_with=(" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx")
-                          else "dgl_graphtx.runs.pretraining.pretrain"),
+            created_with=" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
             notes=config.notes,
             sha256=file_sha256(backbone),
         )
