@@ -34,7 +34,9 @@ class RejectedMolecule:
     reason: str
 
 
-MoleculeLike = Union[str, Chem.Mol, RejectedMolecule]
+#: One molecule as featurization takes it: a SMILES string, an RDKit molecule, a rejected one, or
+#: ``None`` (a file record RDKit could not read); :func:`to_mol` turns the last two into an error.
+MoleculeLike = Union[str, Chem.Mol, RejectedMolecule, None]
 
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
