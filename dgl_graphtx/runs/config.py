@@ -175,6 +175,18 @@ class DataConfig:
         """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
         return self.path == "qm9"
 
+    @property
+    def training_path(self) -> str:
+        """``path``, or a :class:`~dgl_graphtx.errors.ConfigError` when the run names no training data.
+
+        Example:
+            >>> DataConfig(path="d.csv").training_path
+            'd.csv'
+        """
+        if self.path is None:
+            raise ConfigError("no training data: give the DATA file (or data.path in --config)")
+        return self.path
+
     @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
         """The extra features these settings ask for (checked once, when the settings are made)."""
@@ -293,9 +305,10 @@ class RunConfig:
             True
         """
         data = self.data
-        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "calibration", "cache_dir")
-                 if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
-        return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
+        data = dataclasses.replace(data, path=data.path if data.is_qm9 else _absolute(data.path), valid=_absolute(data.valid),
+                                   test=_absolute(data.test), calibration=_absolute(data.calibration),
+                                   cache_dir=_absolute(data.cache_dir))
+        return dataclasses.replace(self, data=data)
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain nested dict in the file layout (derived model fields left out; tuples as lists)."""
@@ -332,6 +345,11 @@ class RunConfig:
 
 
 # -- reading (the generic layer is dgl_graphtx.runs.settings_files) --------------------------------
+def _absolute(path: Optional[str]) -> Optional[str]:
+    """``path`` made absolute (``None`` stays ``None``)."""
+    return None if path is None else str(Path(path).resolve())
+
+
 def load_config_file(path: PathLike) -> Dict[str, Any]:
     """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file of run sections into a nested dict.
 
