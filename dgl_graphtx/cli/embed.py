@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.atoms:
         states = {f"mol_{row}": a for row, a in enumerate(embeddings.atoms or []) if a is not None}
         Path(args.atoms).parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.atoms, **states)
+        np.savez_compressed(args.atoms, **states)  # type: ignore[arg-type]  # numpy's stub fears **states holds its allow_pickle flag; the keys are mol_<row>
     invalid = int(embeddings.table["error"].notna().sum())
     print(f"wrote {len(embeddings.table)} embeddings of size {embeddings.molecules.shape[1]} ({invalid} invalid) to {output}")
     return 0
