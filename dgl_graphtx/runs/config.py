@@ -418,24 +418,39 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
 
 
 def check_active_sections(model: Mapping[str, Any], variant: str, base: Mapping[str, Any]) -> None:
-    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer):
-    they would be ignored. Values equal to the preset's (a saved ``config.yaml`` holds every
-    section) are accepted.
+    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer),
+    and GPS block settings (``model.gps.*``) on a model of another architecture: they would be
+    ignored. Values equal to the preset's (a saved ``config.yaml`` holds every section) are accepted.
 
     Example:
         >>> check_active_sections({"moire": {"focus": "laplacian"}}, "gradformer", {"moire": {"focus": "cauchy"}})
         Traceback (most recent call last):
         ...
         dgl_graphtx.errors.ConfigError: model.moire.focus=laplacian is a setting of the moire model, but the active model is gradformer (preset.model / --model); drop it or train with --model moire
+        >>> check_active_sections({"gps": {"norm": "layer"}}, "moire", {"architecture": None, "gps": {"norm": "batch"}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: model.gps.norm=layer is a setting of the GPS architecture, but the model's architecture is transformer (model.architecture, or the variant's own); drop it or set model.architecture=gps
     """
     sections = option_sections()
     for section, values in model.items():
         if section == variant or section not in sections or not isinstance(values, Mapping):
             continue
-        for name, value in values.items():
-            if value != base.get(section, {}).get(name):
-                raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
-                                  f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+        for name, value in _changed_settings(values, base.get(section, {})):
+            raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
+                              f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+    architecture = model.get("architecture", base.get("architecture")) or VARIANT_SPECS[variant].architecture
+    gps = model.get("gps")
+    if architecture == "gps" or not isinstance(gps, Mapping):
+        return
+    for name, value in _changed_settings(gps, base.get("gps", {})):
+        raise ConfigError(f"model.gps.{name}={value} is a setting of the GPS architecture, but the model's architecture is "
+                          f"{architecture} (model.architecture, or the variant's own); drop it or set model.architecture=gps")
+
+
+def _changed_settings(values: Mapping[str, Any], preset: Mapping[str, Any]) -> List[Tuple[str, Any]]:
+    """The ``(name, value)`` pairs of ``values`` that differ from the ``preset``'s."""
+    return [(name, value) for name, value in values.items() if value != preset.get(name)]
 
 
 def resolve_run_config(
