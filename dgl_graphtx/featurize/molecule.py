@@ -98,6 +98,19 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     return parse_smiles(molecule)
 
 
+def to_heavy_atom_mol(molecule: MoleculeLike) -> Chem.Mol:
+    """:func:`to_mol` with only the heavy atoms: hydrogen atoms the molecule carries (SDF files,
+    ``Chem.AddHs``) become implicit, so that a SMILES and an SD record of the same molecule give the
+    same descriptors and fingerprints.
+
+    Example:
+        >>> to_heavy_atom_mol(Chem.AddHs(Chem.MolFromSmiles("CO"))).GetNumAtoms(), to_heavy_atom_mol("CO").GetNumAtoms()
+        (2, 2)
+    """
+    mol = to_mol(molecule)
+    return Chem.RemoveHs(mol) if any(atom.GetAtomicNum() == 1 for atom in mol.GetAtoms()) else mol
+
+
 def prepare_input(molecule: MoleculeLike, config: FeaturizerConfig) -> MoleculeLike:
     """``molecule`` as featurization takes it, the same whatever the route (a SMILES string, an
     RDKit molecule built or read in Python, a record of a file): RDKit molecules lose the hydrogen
