@@ -467,8 +467,9 @@ class Trainer:
         """Train and validate one epoch: its ``log.csv`` row, its validation metrics and the
         watched metric's score (empty and ``None`` without ``valid_set``)."""
         start = time.perf_counter()
-        if hasattr(run.sampler, "set_epoch"):
-            run.sampler.set_epoch(epoch)
+        set_epoch = getattr(run.sampler, "set_epoch", None)  # a distributed or otherwise epoch-seeded sampler
+        if set_epoch is not None:
+            set_epoch(epoch)
         train_loss, last_lr, skipped = self._train_epoch(run.module, run.loader, run.optimizer, run.scheduler, epoch)
         self._check_weights(epoch)
         row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
