@@ -160,7 +160,7 @@ def _read_targets(tables: Sequence[MoleculeTable], targets: Sequence[str], task:
 
 
 def _data_split(parts: np.ndarray, split_col: Optional[str]) -> Split:
-    """The split of the dataset whose molecules are in the parts ``parts``; refused when a part is empty."""
+    """The split (indices into the dataset) by the part each molecule is in (``parts``); refused when a part holds none."""
     split = Split(*(np.flatnonzero(parts == part).tolist() for part in PARTS))
     empty = [part for part, indices in zip(PARTS, split) if not indices]
     if empty:

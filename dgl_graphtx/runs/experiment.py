@@ -185,7 +185,7 @@ class ExperimentPlan:
 
 
 @dataclass
-class TestEvaluation:
+class EvaluationOnTest:
     """The trained model on the test part (``labels``, mean predictions ``predicted``, their
     ``metrics``, ``notes``, ``per_target`` metrics and prediction ``table``) and, with an
     uncertainty method, its ``calibration``, the calibrated test predictions
@@ -261,7 +261,7 @@ def _checkpoint_extra(plan: ExperimentPlan, run: Optional[RunFolder], fitted: Op
     return extra
 
 
-def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> TestEvaluation:
+def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> EvaluationOnTest:
     """Predict the test part (calibrated, with an uncertainty method) and score the predictions."""
     dataset, parts, preset, uncertainty, part = plan.dataset, plan.parts, plan.preset, plan.uncertainty, plan.calibration
     predicted = trainer.predict(Subset(dataset, parts.test))
@@ -276,13 +276,13 @@ def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> TestEvaluation:
     task, names = preset.model.task, dataset.target_names
     table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
                              near.test if near is not None else None)
-    return TestEvaluation(labels, predicted, compute_metrics(task, labels, predicted, plan.train_config.metrics),
-                          metric_notes(task, labels, names),
-                          per_target_metrics(task, labels, predicted, names, preset.model.num_classes),
-                          table, calibration, with_uncertainty, calibration_table, near)
+    return EvaluationOnTest(labels, predicted, compute_metrics(task, labels, predicted, plan.train_config.metrics),
+                            metric_notes(task, labels, names),
+                            per_target_metrics(task, labels, predicted, names, preset.model.num_classes),
+                            table, calibration, with_uncertainty, calibration_table, near)
 
 
-def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, tested: TestEvaluation,
+def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
                    model: MoleculeModel) -> None:
     """``test_predictions.csv``, ``input_report.csv`` and ``metrics.json`` into the run folder;
     with an uncertainty method also ``calibration_predictions.csv`` and the calibration in ``best.pt``."""
@@ -297,18 +297,19 @@ def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, te
                          **({"calibration": len(part.indices)} if part is not None else {})}}
     if tested.calibration is not None and part is not None and tested.with_uncertainty is not None:
         calibrated_on = part.record()
-        summary["uncertainty"] = _uncertainty_summary(plan, tested, tested.calibration, tested.with_uncertainty, calibrated_on)
+        summary["uncertainty"] = _uncertainty_summary(plan, tested, calibrated_on)
         atomic_to_csv(tested.calibration_table, out / "calibration_predictions.csv", index=False)
         _store_calibration(out, model, plan.uncertainty, tested.calibration, calibrated_on, tested.near)
     atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
 
 
-def _uncertainty_summary(plan: ExperimentPlan, tested: TestEvaluation, calibration: Calibration,
-                         with_uncertainty: UncertainPredictions, calibrated_on: Dict[str, Any]) -> Dict[str, Any]:
+def _uncertainty_summary(plan: ExperimentPlan, tested: EvaluationOnTest, calibrated_on: Dict[str, Any]) -> Dict[str, Any]:
     """The ``uncertainty`` entry of ``metrics.json``: the calibration, which molecules made it, the
     test metrics of the uncertainty, the test coverage to expect and, with similarity bins, per bin."""
     uncertainty, labels, near, names = plan.uncertainty, tested.labels, tested.near, plan.dataset.target_names
-    assert plan.calibration is not None, "only a run with a calibration part has an uncertainty summary"
+    calibration, with_uncertainty = tested.calibration, tested.with_uncertainty
+    assert plan.calibration is not None and calibration is not None and with_uncertainty is not None, (
+        "only a run calibrated on a calibration part has an uncertainty summary")
     return json_ready({
         "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
         "test": report_metrics(plan.preset.model.task, labels, with_uncertainty, names),

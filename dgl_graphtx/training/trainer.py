@@ -1,4 +1,9 @@
-"""Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
+"""Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint.
+
+The :class:`Trainer` runs the epochs; what it records after each (``log.csv``, the best epoch,
+checkpoints, early stopping) is :mod:`.epoch_bookkeeping`'s, what it learns from the training
+labels first :mod:`.label_statistics`', and its optimizer's parameter groups :mod:`.parameter_groups`'.
+"""
 from __future__ import annotations
 
 import functools
@@ -452,7 +457,8 @@ class Trainer:
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
-        optimizer = torch.optim.AdamW(parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        groups = parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay)
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
