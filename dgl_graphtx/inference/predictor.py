@@ -66,32 +66,17 @@ def is_out_of_memory(err: BaseException) -> bool:
     )
 
 
-def canonical_smiles(molecule: Optional[MoleculeLike]) -> Optional[str]:
+def canonical_smiles(molecule: MoleculeLike) -> Optional[str]:
     """RDKit's canonical SMILES of a SMILES string or molecule; ``None`` when it cannot be read.
 
     Example:
         >>> canonical_smiles("OCC"), canonical_smiles("C1CC")
         ('CCO', None)
     """
-    if molecule is None:
-        return None
     try:
         return Chem.MolToSmiles(to_mol(molecule))
     except (InvalidMoleculeError, ValueError, RuntimeError):
         return None
-
-
-def _featurized_inputs(molecules: Sequence[Optional[MoleculeLike]], rows: Sequence[int]) -> List[MoleculeLike]:
-    """The inputs at ``rows``, rows that were featurized (so none of them is ``None``, a record a
-    reader could not read).
-
-    Example:
-        >>> _featurized_inputs(["C", None, "CC"], [0, 2])
-        ['C', 'CC']
-    """
-    found = [m for m in (molecules[r] for r in rows) if m is not None]
-    assert len(found) == len(rows), "a featurized row holds a molecule"
-    return found
 
 
 def with_carried_columns(table: pd.DataFrame, carried: Optional[pd.DataFrame], start: int) -> pd.DataFrame:
@@ -227,7 +212,7 @@ class Predictor:
 
     def predict(
         self,
-        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
@@ -248,7 +233,7 @@ class Predictor:
 
     def predict_chunks(
         self,
-        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
         carried: Optional[pd.DataFrame] = None,
@@ -287,7 +272,7 @@ class Predictor:
 
     def embed(
         self,
-        molecules: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]],
+        molecules: Union[MoleculeLike, Iterable[MoleculeLike]],
         atoms: bool = False,
         progress: bool = False,
         identifiers: Optional[Sequence[str]] = None,
@@ -334,12 +319,11 @@ class Predictor:
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
-    def _prepare(self, molecule: Optional[MoleculeLike]) -> Optional[MoleculeLike]:
+    def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
         """An input as the checkpoint's featurizer takes it, as a file reader would give it
         (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
-        atoms are not nodes of a model trained without them); ``None`` (a record a reader could
-        not read) stays ``None``, for featurization to report."""
-        return None if molecule is None else prepare_input(molecule, self.meta.featurizer)
+        atoms are not nodes of a model trained without them)."""
+        return prepare_input(molecule, self.meta.featurizer)
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""
@@ -353,7 +337,7 @@ class Predictor:
     def _feature_rows(features: Optional[pd.DataFrame], start: int, count: int) -> Optional[pd.DataFrame]:
         return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
 
-    def _featurize(self, molecules: Sequence[Optional[MoleculeLike]], features: Optional[pd.DataFrame] = None,
+    def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
                    molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
         """The featurized molecules with their extra features, and per input row why extra
         feature values were masked (as at training time), if any were."""
@@ -361,9 +345,9 @@ class Predictor:
         masked: List[Optional[str]] = [None] * len(molecules)
         if self.extras is not None and done.graphs is not None:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
-            featurized = _featurized_inputs(molecules, done.rows)
-            notes = self.extras.compute_and_attach(done.graphs, featurized, chosen, [describe_molecule(m) for m in featurized],
-                                                   self.atom_function, molecule_level)
+            notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
+                                                   [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
+                                                   molecule_level)
             for position, reason in notes:
                 row = done.rows[position]
                 masked[row] = reason if masked[row] is None else f"{masked[row]}; {reason}"
@@ -376,7 +360,7 @@ class Predictor:
         has_std = uncertainty_method(self.uncertainty.method).std in ("head", "dropout")
         return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
 
-    def _predict_chunk(self, molecules: Sequence[Optional[MoleculeLike]], names: Sequence[str],
+    def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
                        features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), self._width), np.nan)
         done, masked = self._featurize(molecules, features)
@@ -408,15 +392,14 @@ class Predictor:
                             for row in range(len(molecules))]
         return table
 
-    def _similarity(self, molecules: Sequence[Optional[MoleculeLike]], rows: Sequence[int]) -> Optional[np.ndarray]:
+    def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
         """Nearest-neighbour similarity to the training part of the featurized ``rows`` of
         ``molecules`` (NaN for the others); ``None`` when the checkpoint stores no fingerprints."""
         if self.training_fingerprints is None:
             return None
         similarity = np.full(len(molecules), np.nan)
         if rows:
-            fingerprints = packed_fingerprints(_featurized_inputs(molecules, rows))
-            similarity[list(rows)] = nearest_similarity(fingerprints, self.training_fingerprints)
+            similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
         return similarity
 
     def _unseen_features(self, done: Featurized) -> List[List[str]]:
@@ -483,7 +466,7 @@ class Predictor:
 
 
 def predict_smiles(
-    smiles: Union[MoleculeLike, Iterable[Optional[MoleculeLike]]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
+    smiles: Union[MoleculeLike, Iterable[MoleculeLike]], checkpoint: Union[PathLike, LoadedCheckpoint], **kwargs
 ) -> pd.DataFrame:
     """Predict from SMILES with a checkpoint: one row per input, in input order; invalid SMILES
     give NaN predictions and a filled ``error`` column. ``kwargs`` go to :class:`Predictor`.

@@ -6,11 +6,10 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequenc
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from .calibration import Calibration, fit_regression_calibration, fit_temperature
 from .config import UncertaintyConfig
-from .inference import predict_with_uncertainty
+from .inference import MoleculeModelLike, predict_with_uncertainty
 from .metrics import binary_nll, spearman_rho, uncertainty_metrics
 
 #: Yields the batches (:class:`~dgl_graphtx.datasets.MoleculeBatch`) of one dataset, in order.
@@ -27,7 +26,7 @@ class UncertainPredictions(NamedTuple):
     hi: Optional[np.ndarray] = None
 
 
-def predict_batches(model: nn.Module, batches: Iterable, device: torch.device, config: UncertaintyConfig,
+def predict_batches(model: MoleculeModelLike, batches: Iterable, device: torch.device, config: UncertaintyConfig,
                     temperature: Optional[Sequence[float]] = None) -> UncertainPredictions:
     """Means and stds of :func:`predict_with_uncertainty` over all ``batches``, concatenated."""
     means: List[np.ndarray] = []
@@ -42,7 +41,7 @@ def predict_batches(model: nn.Module, batches: Iterable, device: torch.device, c
 
 
 @torch.no_grad()
-def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) -> np.ndarray:
+def predict_logits(model: MoleculeModelLike, batches: Iterable, device: torch.device) -> np.ndarray:
     """Deterministic (eval-mode) outputs ``[M, T]`` in training space: logits for classification."""
     was_training = model.training
     model.eval()
@@ -52,7 +51,7 @@ def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) ->
         model.train(was_training)
 
 
-def fit_calibration(model: nn.Module, batches: Batches, labels: np.ndarray, device: torch.device,
+def fit_calibration(model: MoleculeModelLike, batches: Batches, labels: np.ndarray, device: torch.device,
                     config: UncertaintyConfig, similarity: Optional[np.ndarray] = None) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
     calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
