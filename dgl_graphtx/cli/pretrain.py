@@ -81,7 +81,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     out = Path(args.out)
     result = pretrain_from_config(config, corpus, out, settings, name=args.name, smiles_col=smiles_col,
                                   overwrite=args.overwrite, resume=args.resume)
-    if result is None:  # not the main process of a distributed job
+    if result is None or result.card is None:  # not the main process of a distributed job
         return 0
     print(describe(result.card))
     print(f"backbone: {out / 'backbone.pt'}; model card: {out / 'card.json'}")

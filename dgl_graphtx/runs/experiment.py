@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
-from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
 from ..datasets.extra_features import FittedExtraFeatures
@@ -246,19 +246,17 @@ def _fit_extra_features(plan: ExperimentPlan) -> Optional[FittedExtraFeatures]:
 
 
 def _checkpoint_extra(plan: ExperimentPlan, run: Optional[RunFolder], fitted: Optional[FittedExtraFeatures],
-                      pretrained: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+                      pretrained: Optional[Dict[str, Any]]) -> CheckpointExtras:
     """What the run's checkpoints record beside the model: split, data, applicability domain,
     run id, class labels, uncertainty settings, extra features and the pretrained start."""
     dataset, parts, split, uncertainty = plan.dataset, plan.parts, plan.split, plan.uncertainty
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
-    extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(plan.fractions),
-             "data": training_data_record(dataset, parts),
-             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
-             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
-             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {}),
-             **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
-             **({"pretrained": pretrained} if pretrained is not None else {})}
-    return extra
+    return CheckpointExtras(split="predefined" if isinstance(split, Split) else split, fractions=list(plan.fractions),
+                            data=training_data_record(dataset, parts), domain=domain.to_dict(),
+                            run_id=run.run_id if run is not None else None,
+                            class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,
+                            uncertainty=dataclasses.asdict(uncertainty) if uncertainty.active else None,
+                            extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained)
 
 
 def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> EvaluationOnTest:
@@ -325,9 +323,9 @@ def _store_calibration(out: Path, model: MoleculeModel, uncertainty: Uncertainty
     """Rewrite ``best.pt`` with the calibration, the molecules that made it and, with similarity
     bins, the training part's fingerprints (which prediction bins new molecules by)."""
     best = load_checkpoint(out / "best.pt")
-    extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
-                                                "calibrated_on": calibrated_on},
-             **({"training_fingerprints": torch.from_numpy(near.fingerprints)} if near is not None else {})}
+    recorded = {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(), "calibrated_on": calibrated_on}
+    fingerprints = torch.from_numpy(near.fingerprints) if near is not None else best.meta.extra.training_fingerprints
+    extra = dataclasses.replace(best.meta.extra, uncertainty=recorded, training_fingerprints=fingerprints)
     save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
 
 

@@ -113,5 +113,5 @@ def start_from_pretrained(model: MoleculeModel, backbone: Union[PathLike, Pretra
     dataset.check_featurized_as(meta.featurizer, meta.relation, f"pretrained model {pretrained.source!r}",
                                 "featurize it with the pretrained model's settings", name="the fine-tuning data")
     fresh = load_backbone(model, pretrained)
-    return {"source": pretrained.source, "name": pretrained.card.get("name"), "sha256": pretrained.card.get("sha256"),
+    return {"source": pretrained.source, "name": pretrained.card.name, "sha256": pretrained.card.sha256,
             "newly_initialised": fresh}

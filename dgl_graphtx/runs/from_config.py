@@ -213,7 +213,7 @@ def pretrain_from_config(config: RunConfig, corpus: PathLike, out_dir: PathLike,
         >>> _ = (folder / "c.smi").write_text("\\n".join(["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCN", "c1ccncc1"]))
         >>> run = resolve_run_config(overrides=["preset.model=vanilla", "model.num_layers=1", "model.hidden_dim=16",
         ...                                     "model.num_heads=2", "train.epochs=1", "train.batch_size=8", "train.progress=false"])
-        >>> pretrain_from_config(run, folder / "c.smi", folder / "run", PretrainConfig(valid_share=0.25)).card["epochs"]
+        >>> pretrain_from_config(run, folder / "c.smi", folder / "run", PretrainConfig(valid_share=0.25)).card.epochs
         1
     """
     check_pretraining(config, corpus, out_dir, overwrite, resume)

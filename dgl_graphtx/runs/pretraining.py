@@ -28,13 +28,14 @@ from torch.utils.data import Subset
 
 from .._version import __version__
 from ..atomic_io import atomic_write_text
-from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
 from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
-from ..inference.backbones import BACKBONE_FILE, CARD_FILE
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
+from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_safe, masked_loss, seed_everything
 from ..validation import check_number
@@ -121,9 +122,10 @@ def heldout_r2(y_true: np.ndarray, y_pred: np.ndarray) -> Tuple[float, int]:
 
 
 class PretrainResult(NamedTuple):
-    """The card written next to ``backbone.pt``, and the trained model."""
+    """The card written next to ``backbone.pt`` (``None`` on the other processes than the main one
+    of a distributed run, which write nothing), and the trained model."""
 
-    card: Dict[str, Any]
+    card: Optional[ModelCard]
     model: torch.nn.Module
     out_dir: Path
 
@@ -305,7 +307,7 @@ def pretrain(
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
         >>> r = pretrain(folder / "c.smi", folder / "run", p, TrainConfig(epochs=1, batch_size=8, progress=False),
         ...              PretrainConfig(valid_share=0.25))
-        >>> r.card["epochs"], r.card["corpus"]["molecules"], (folder / "run" / "backbone.pt").is_file()
+        >>> r.card.epochs, r.card.corpus.molecules, (folder / "run" / "backbone.pt").is_file()
         (1, 8, True)
     """
     out = Path(out_dir)
@@ -318,61 +320,61 @@ def pretrain(
                                            atom_extra_features=0)
         recipe = _pretraining_recipe(config, train_config)
         meta = CheckpointMeta(preset.featurizer, preset.relation, data.names,
-                              {"pretraining": {"targets": config.generator, "scaler": data.scaler.to_dict(), "recipe": recipe}})
+                              CheckpointExtras(pretraining={"targets": config.generator, "scaler": data.scaler.to_dict(), "recipe": recipe}))
         trainer = MaskedDescriptorTrainer(build_model(model_config), train_config, out_dir=out, meta=meta, hooks=hooks,
                                           mask_share=config.mask_share)
         result, scores = _fit_and_score(trainer, data, resume)
         if not hooks.is_main:
-            return PretrainResult({}, trainer.model, out)
+            return PretrainResult(None, trainer.model, out)
         assert run is not None, "the main process opened the run folder"
         backbone = out / BACKBONE_FILE
         save_checkpoint(backbone, trainer.model, meta)
-        card = {**_model_card(name or out.name, config, train_config, data, trainer, result, scores),
-                "sha256": file_sha256(backbone)}
-        atomic_write_text(json.dumps(card, indent=2, allow_nan=False), out / CARD_FILE)
+        card = _model_card(name or out.name, config, train_config, data, trainer, result, scores, file_sha256(backbone))
+        atomic_write_text(json.dumps(card.to_dict(), indent=2, allow_nan=False), out / CARD_FILE)
         run.finish()
-    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card["name"], card["heldout_r2"],
-                card["epochs"], backbone)
+    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card.name, card.heldout_r2,
+                card.epochs, backbone)
     return PretrainResult(card, trainer.model, out)
 
 
 def _model_card(name: str, config: PretrainConfig, train_config: TrainConfig, corpus: DescriptorCorpus,
-                trainer: Trainer, result: TrainResult, scores: HeldOutScores) -> Dict[str, Any]:
-    """The model card of a pretrained backbone (``card.json`` without the backbone's ``sha256``):
+                trainer: Trainer, result: TrainResult, scores: HeldOutScores, sha256: str) -> ModelCard:
+    """The model card of a pretrained backbone whose ``backbone.pt`` has SHA-256 ``sha256``:
     what it was trained on, how, and how well it predicts the held-out descriptors."""
     model_config, hooks = trainer.model.config, trainer.hooks
-    return {
-        "name": name,
-        "variant": model_config.variant,
-        "architecture": model_config.to_dict(),
-        "parameters": sum(p.numel() for p in trainer.model.parameters()),
-        "corpus": {"name": config.corpus_name, "source": corpus.source, "sha256": corpus.sha256,
-                   "subset": config.subset, "subset_seed": train_config.seed,
-                   "molecules": len(corpus.dataset), "train": len(corpus.split.train), "heldout": len(corpus.split.valid),
-                   "licence": config.corpus_licence},
-        "targets": {"generator": config.generator, "count": len(corpus.names), "names": corpus.names,
-                    "normalisation": "robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"},
-        "recipe": _pretraining_recipe(config, train_config),
-        "epochs": int(result.history["epoch"].max()) if len(result.history) else 0,
-        "best_epoch": result.best_epoch,
-        "wall_time_s": round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
-        "descriptor_time_s": round(corpus.descriptor_seconds, 1),
-        "hardware": _hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
-        **json_safe({"heldout_r2": scores.r2, "heldout_rmse": scores.rmse}),  # undefined: null
-        "heldout_r2_descriptors": scores.r2_descriptors,
-        "library_version": __version__,
-        "torch_version": torch.__version__,
-        "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
-        "notes": config.notes,
-    }
+    fit = json_safe({"r2": scores.r2, "rmse": scores.rmse})  # undefined: null
+    return ModelCard(
+        name=name,
+        variant=model_config.variant,
+        architecture=model_config.to_dict(),
+        parameters=sum(p.numel() for p in trainer.model.parameters()),
+        corpus=CardCorpus(name=config.corpus_name, source=corpus.source, sha256=corpus.sha256,
+                          subset=config.subset, subset_seed=train_config.seed,
+                          molecules=len(corpus.dataset), train=len(corpus.split.train), heldout=len(corpus.split.valid),
+                          licence=config.corpus_licence),
+        targets=CardTargets(generator=config.generator, count=len(corpus.names), names=corpus.names,
+                            normalisation="robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"),
+        recipe=_pretraining_recipe(config, train_config),
+        epochs=int(result.history["epoch"].max()) if len(result.history) else 0,
+        best_epoch=result.best_epoch,
+        wall_time_s=round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
+        descriptor_time_s=round(corpus.descriptor_seconds, 1),
+        hardware=_hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
+        heldout_r2=fit["r2"], heldout_rmse=fit["rmse"], heldout_r2_descriptors=scores.r2_descriptors,
+        library_version=__version__,
+        torch_version=torch.__version__,
+        created_with=" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
+        notes=config.notes,
+        sha256=sha256,
+    )
 
 
 def ship(run_dir: PathLike, folder: PathLike) -> Path:
     """Copy a pretraining run's ``backbone.pt`` and ``card.json`` to ``folder`` (e.g.
     ``dgl_graphtx/pretrained/<name>/``), checking the hash first."""
     source, target = Path(run_dir), Path(folder)
-    card = json.loads((source / CARD_FILE).read_text())
-    if file_sha256(source / BACKBONE_FILE) != card["sha256"]:
+    card = read_card(source / CARD_FILE, source)
+    if file_sha256(source / BACKBONE_FILE) != card.sha256:
         raise ConfigError(f"{source / BACKBONE_FILE} does not match its card")
     target.mkdir(parents=True, exist_ok=True)
     for file in (BACKBONE_FILE, CARD_FILE):

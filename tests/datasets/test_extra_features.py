@@ -46,7 +46,7 @@ def trained(frame, tmp_path_factory):
 
 def test_scaler_is_fitted_on_training_rows_and_stored(frame, trained):
     result, path = trained
-    stored = load_checkpoint(path).meta.extra["extra_features"]
+    stored = load_checkpoint(path).meta.extra.extra_features
     raw = np.concatenate([compute_features(GENERATORS, frame["smiles"]), frame[["calc"]].to_numpy()], axis=1)
     expected = FeatureScaler.fit(raw[result.split.train], ExtraFeatures(GENERATORS, ("calc",)).molecule_names)
     assert FeatureScaler.from_dict(stored["molecule_scaler"]) == expected
@@ -57,7 +57,7 @@ def test_scaler_is_fitted_on_training_rows_and_stored(frame, trained):
 def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     result, path = trained
     loaded = load_checkpoint(path)
-    scaler = FeatureScaler.from_dict(loaded.meta.extra["extra_features"]["molecule_scaler"])
+    scaler = FeatureScaler.from_dict(loaded.meta.extra.extra_features["molecule_scaler"])
     smiles = list(frame["smiles"][:5])
     got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt_pred"].to_numpy()
     # independent path: featurize, scale the raw values with the stored statistics, run the model
@@ -215,7 +215,7 @@ def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
     assert report[["row", "action"]].values.tolist() == [[3, FEATURE_MASKED], [7, FEATURE_MASKED]]
     assert "value 1e+308 of extra feature 'feat' is beyond float32's range" in report["reason"][0]
     assert "value -inf of extra feature 'feat' is not finite" in report["reason"][1]
-    scaler = load_checkpoint(out / "best.pt").meta.extra["extra_features"]["molecule_scaler"]
+    scaler = load_checkpoint(out / "best.pt").meta.extra.extra_features["molecule_scaler"]
     usable = np.linspace(-1.0, 1.0, len(table))[[r for r in range(30) if r not in (3, 7)]]  # the training rows kept
     assert scaler["center"][0] == pytest.approx(usable.mean()) and scaler["scale"][0] == pytest.approx(usable.std())
     # prediction masks the same values the same way, and says so
