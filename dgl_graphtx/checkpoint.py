@@ -99,12 +99,23 @@ class CheckpointExtras:
 
 @dataclass
 class CheckpointMeta:
-    """What, besides the weights, is needed to run a model on new molecules."""
+    """What, besides the weights, is needed to run a model on new molecules. ``extra`` may be
+    given as a plain dict (as before :class:`CheckpointExtras` existed); it is read into one.
+
+    Example:
+        >>> meta = CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["y"], {"epoch": 2})
+        >>> meta.extra.epoch
+        2
+    """
 
     featurizer: FeaturizerConfig
     relation: RelationConfig
     target_names: List[str]
     extra: CheckpointExtras = field(default_factory=CheckpointExtras)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.extra, Mapping):
+            self.extra = CheckpointExtras.from_dict(self.extra)
 
 
 class LoadedCheckpoint(NamedTuple):

@@ -68,8 +68,17 @@ def test_checkpoints_of_an_earlier_version_load_with_their_extra(variant):
     assert load_checkpoint(SAVED / f"{variant}.pt").meta.extra.to_dict() == stored
 
 
-def test_a_plain_dict_as_extra_is_one_clear_error(tmp_path):
+def test_a_plain_dict_as_extra_is_read_into_the_record_as_before(tmp_path):
+    """Code written before the record existed builds its meta with a dict; it saves and loads as before."""
     preset = tiny_preset("vanilla", "tiny", num_layers=1)
-    meta = CheckpointMeta(preset.featurizer, preset.relation, ["y"], {"epoch": 1})  # type: ignore[arg-type]
+    meta = CheckpointMeta(preset.featurizer, preset.relation, ["y"], {"epoch": 1, "mine": "kept"})  # type: ignore[arg-type]
+    assert meta.extra == CheckpointExtras(epoch=1, other={"mine": "kept"})
+    save_checkpoint(tmp_path / "m.pt", seeded_model(preset), meta)
+    assert torch.load(tmp_path / "m.pt", weights_only=True)["extra"] == {"epoch": 1, "mine": "kept"}
+
+
+def test_an_extra_of_another_type_is_one_clear_error(tmp_path):
+    preset = tiny_preset("vanilla", "tiny", num_layers=1)
+    meta = CheckpointMeta(preset.featurizer, preset.relation, ["y"], [("epoch", 1)])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="CheckpointExtras.from_dict reads a dict"):
         save_checkpoint(tmp_path / "m.pt", seeded_model(preset), meta)

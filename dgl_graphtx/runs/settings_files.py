@@ -159,7 +159,7 @@ def _converted(value: Any, hint: Any) -> Any:
             return value
         text = str(value).strip().lower() if isinstance(value, (str, int)) else None
         return {"true": True, "yes": True, "1": True, "on": True,
-                "false": False, "no": False, "0": False, "off": False}.get(text, _WRONG)  # type: ignore[arg-type]
+                "false": False, "no": False, "0": False, "off": False}.get(text, _WRONG)  # type: ignore[arg-type]  # text None (not str/int) finds _WRONG
     if hint in (int, float):
         return _number(value, hint)
     if hint is str:

@@ -90,17 +90,21 @@ def report_metrics(task: str, labels: np.ndarray, predicted: UncertainPrediction
     """
     out: Dict[str, Dict[str, float]] = {}
     for t, name in enumerate(names):
-        column = (lambda a: None if a is None else a[:, t])
-        y, mean, std = labels[:, t], predicted.mean[:, t], column(predicted.std)
+        y, mean, std = labels[:, t], predicted.mean[:, t], _column(predicted.std, t)
         if task == "classification":
             keep = np.isfinite(y)
             metrics = {"nll": binary_nll(y, mean)}
             if std is not None:
                 metrics["spearman"] = spearman_rho(std[keep], np.abs(y - mean)[keep])
         else:
-            metrics = uncertainty_metrics(y, mean, std, column(predicted.lo), column(predicted.hi))
+            metrics = uncertainty_metrics(y, mean, std, _column(predicted.lo, t), _column(predicted.hi, t))
         out[name] = metrics
     return out
+
+
+def _column(values: Optional[np.ndarray], target: int) -> Optional[np.ndarray]:
+    """Column ``target`` of ``values``, or ``None`` where a method gives no such values."""
+    return None if values is None else values[:, target]
 
 
 def add_uncertainty_columns(table: pd.DataFrame, names: Sequence[str], predicted: UncertainPredictions,
@@ -139,6 +143,11 @@ def json_ready(value):
     return value
 
 
+def _table_column(table: pd.DataFrame, column: str) -> Optional[np.ndarray]:
+    """``table[column]`` as floats, or ``None`` where the table has no such column."""
+    return table[column].to_numpy(float) if column in table else None
+
+
 def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: float, predicted: Callable[[str], str]) -> str:
     """One line summarising a test-prediction table with the measured ``<t>``, the prediction
     column ``predicted(t)`` and uncertainty columns: interval coverage and mean width, and
@@ -152,8 +161,8 @@ def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: floa
     parts = []
     for name in names:
         y, m = table[name].to_numpy(float), table[predicted(name)].to_numpy(float)
-        column = (lambda suffix: table[f"{name}_{suffix}"].to_numpy(float) if f"{name}_{suffix}" in table else None)
-        metrics = uncertainty_metrics(y, m, column("std"), column("lo"), column("hi"))
+        std, lo, hi = (_table_column(table, f"{name}_{suffix}") for suffix in ("std", "lo", "hi"))
+        metrics = uncertainty_metrics(y, m, std, lo, hi)
         text = [f"{coverage:.0%} interval coverage {metrics['coverage']:.3f}, width {metrics['width']:.3f}"] if "coverage" in metrics else []
         if "spearman" in metrics:
             text.append(f"Spearman rho(std, |error|) {metrics['spearman']:.3f}")
