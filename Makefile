@@ -1,4 +1,4 @@
-# Two entry points for newcomers: `make demo` and `make test`.
+# Two entry points for newcomers: `make demo` and `make test` (`make lint` runs ruff and mypy).
 # Both create .venv on first use (python3, 3.10-3.12) with the newest tested set of packages
 # (requirements/newest.txt) and reuse it afterwards. `make test-oldest` runs the suite on the oldest
 # tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest, with Python 3.10
@@ -13,7 +13,7 @@ PIP_VERSION := "pip>=23.1,<25"
 export DGLBACKEND := pytorch
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test test-oldest venv venv-oldest clean-venv
+.PHONY: demo test test-oldest lint venv venv-oldest clean-venv
 
 # $(call install,VENV,CONSTRAINTS,PYTHON): create VENV with PYTHON and install the package with its
 # test extra under the exact pins of CONSTRAINTS.
@@ -39,6 +39,15 @@ demo: venv
 
 test: venv
 	$(VENV)/bin/python -m pytest -q
+
+# ruff and mypy as configured in pyproject.toml, installed into .venv on first use (the lint extra).
+lint: $(VENV)/.lint-stamp
+	$(VENV)/bin/ruff check dgl_graphtx tests benchmarks
+	$(VENV)/bin/mypy
+
+$(VENV)/.lint-stamp: $(VENV)/.installed-stamp
+	$(VENV)/bin/python -m pip install --quiet -c requirements/newest.txt -e ".[lint]"
+	@touch $@
 
 test-oldest: venv-oldest
 	$(OLDEST_VENV)/bin/python -m pytest -q

@@ -28,14 +28,14 @@ from _timing import median, spread, time_interleaved  # noqa: E402
 
 from dgl_graphtx.datasets import MoleculeDataset, collate_molecule_tensors, collate_molecules  # noqa: E402
 from dgl_graphtx.devices import dgl_cuda_error, resolve_device  # noqa: E402
-from dgl_graphtx.models import GradformerOptions, build_model, get_preset  # noqa: E402
+from dgl_graphtx.models import GPSOptions, build_model, get_preset  # noqa: E402
 from dgl_graphtx.training.trainer import masked_loss  # noqa: E402
 
 MODELS = {
     "grpe-tiny": ("grpe", "tiny", {}),
     "moire-2d": ("moire", "2d", {}),
     "gradformer-gine": ("gradformer", "default", {}),
-    "gradformer-gatedgcn": ("gradformer", "default", {"gradformer": GradformerOptions(local_model="gatedgcn")}),
+    "gradformer-gatedgcn": ("gradformer", "default", {"gps": GPSOptions(local_model="gatedgcn")}),
 }
 COLUMNS = [("model", "model"), ("device", "device"), ("dgl_ms", "DGL ms/step"), ("dgl_graphs_s", "DGL graphs/s"),
            ("tensors_ms", "tensors ms/step"), ("tensors_graphs_s", "tensors graphs/s"), ("ratio", "tensors/DGL")]

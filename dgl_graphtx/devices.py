@@ -28,6 +28,11 @@ def resolve_device(device: Union[str, torch.device] = "auto") -> torch.device:
         raise ConfigError(f"unknown device {device!r}: {err}") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device {device!r} requested but CUDA is not available to torch; use 'cpu' or 'auto'")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        names = ", ".join(f"cuda:{i}" for i in range(count))
+        raise ConfigError(f"device {device!r} requested but torch sees {count} CUDA device{'s' if count != 1 else ''} "
+                          f"({names}); choose one of them (CUDA_VISIBLE_DEVICES renumbers the visible GPUs from 0)")
     return resolved
 
 
@@ -62,8 +67,10 @@ def resolve_compute(compute: str, device: Union[str, torch.device]) -> str:
     """
     if compute not in COMPUTE_PATHS:
         raise ConfigError(f"compute must be one of {COMPUTE_PATHS}, got {compute!r}")
+    on_cpu = resolve_device(device).type == "cpu"
+    if compute == "dgl" and not on_cpu and dgl_cuda_error() is not None:
+        raise ConfigError(f"compute='dgl' on {device} needs a CUDA build of DGL, and this DGL cannot use CUDA "
+                          f"({dgl_cuda_error()}); use compute='tensors' or 'auto' (plain tensors on the GPU)")
     if compute != "auto":
         return compute
-    if resolve_device(device).type == "cpu":
-        return "dgl"
-    return "dgl" if dgl_cuda_error() is None else "tensors"
+    return "dgl" if on_cpu or dgl_cuda_error() is None else "tensors"

@@ -28,3 +28,7 @@ class NonFiniteError(GraphTxError, FloatingPointError):
 
 class OutputError(GraphTxError, OSError):
     """An output file or folder cannot be written (exists, read-only, full disk, a folder...)."""
+
+
+class PeerFailedError(GraphTxError):
+    """Another process of a distributed job stopped on an error, which that process reports."""

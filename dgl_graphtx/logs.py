@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Sized, Union
 
 from tqdm.auto import tqdm
 
@@ -36,7 +36,7 @@ class LogProgress:
                  total: Optional[int] = None, initial: int = 0) -> None:
         self.iterable = iterable
         self.desc, self.unit, self.interval, self.initial = desc, unit, interval, initial
-        self.total = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
+        self.total = total if total is not None else (len(iterable) if isinstance(iterable, Sized) else None)
         self.postfix = ""
 
     def rate(self, done: int, elapsed: float) -> str:

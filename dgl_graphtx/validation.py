@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 from .errors import ConfigError
 
@@ -49,14 +49,15 @@ def check_number(name: str, value: object, low: Optional[Number] = None, high: O
     """
     allowed = describe_range(low, high, integer=integer, low_open=low_open, high_open=high_open)
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    real = cast(float, value)  # read only once ``ok`` says it is a numbers.Real
     if ok and integer:
         ok = isinstance(value, numbers.Integral)
     if ok and not integer:
-        ok = math.isfinite(float(value))
+        ok = math.isfinite(real)
     if ok and low is not None:
-        ok = value > low if low_open else value >= low
+        ok = real > low if low_open else real >= low
     if ok and high is not None:
-        ok = value < high if high_open else value <= high
+        ok = real < high if high_open else real <= high
     if not ok:
         raise ConfigError(f"{name} must be {allowed}, got {value!r}")
-    return value
+    return real

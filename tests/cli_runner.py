@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from typing import Sequence, Tuple
+from typing import Any, Callable, Sequence, Tuple
 
 from dgl_graphtx.cli import main
 
@@ -42,3 +42,10 @@ def run_cli_without_runtime_warnings(argv: Sequence[object]) -> Tuple[int, str, 
     leaked = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     assert not leaked, [str(w.message) for w in leaked]
     return result
+
+
+def must_not_be_called(what: str) -> Callable[..., Any]:
+    """A stand-in that fails the test when called, saying that ``what`` happened too early."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(what)
+    return refuse

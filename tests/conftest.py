@@ -18,11 +18,11 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 sys.modules.setdefault("outdated", None)
 os.environ.setdefault("OUTDATED_IGNORE", "1")
 
-import numpy as np
-import pytest
-from rdkit import Chem
+import numpy as np  # noqa: E402  (after the guard above)
+import pytest  # noqa: E402  (after the guard above)
+from rdkit import Chem  # noqa: E402  (after the guard above)
 
-from dgl_graphtx.datasets import example_sdf_path
+from dgl_graphtx.datasets import example_sdf_path  # noqa: E402  (after the guard above)
 
 #: Molecules with rings, branches, charges, stereo, triple/aromatic bonds and fragments.
 REFERENCE_SMILES = [

@@ -181,7 +181,7 @@ def reference_attention(
     eye = torch.eye(n, dtype=torch.bool)
     unreachable = spd == SPD_UNREACHABLE
     virtual = spd == SPD_VIRTUAL
-    value_extra = None  # [H, N, N, dh] added to v_j for pair (i, j) (GRPE)
+    value_extra = None  # [H, N, N, dh] added to v_j for pair (i, j) (GRPE, MoireGT's rbf values)
 
     if kind == "vanilla":
         s = qk * scale
@@ -242,6 +242,15 @@ def reference_attention(
             s = qk * scale + logf + params["self_weight"][:, None, None] * eye[None].double()
         else:
             s = (qk * scale) * logf + MOIRE_REFERENCE_SELF * eye[None].double()
+        if opts.get("rbf"):
+            # K Gaussians exp(-((D - c_k) / delta)^2), c_k = k * delta, delta = cutoff / (K - 1), none
+            # on virtual-node pairs; a linear map to one logit bias per head, and a table [K, H, dh]
+            # to one value vector per pair and head, added to v_j
+            delta = opts["rbf_cutoff"] / (opts["rbf"] - 1)
+            basis = torch.stack([torch.exp(-(((D - c * delta) / delta) ** 2)) for c in range(opts["rbf"])], dim=-1)
+            basis = torch.where(virtual[..., None], torch.zeros_like(basis), basis)  # [i, j, K]
+            s = s + (basis @ params["rbf_w"].T).permute(2, 0, 1)  # [H, i, j]
+            value_extra = torch.einsum("ijk,khc->hijc", basis, params["rbf_v"])
     elif kind == "gradformer":
         lam = torch.sigmoid(params["decay_logit"])
         sp = params["start"]  # [H]

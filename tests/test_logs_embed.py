@@ -100,7 +100,7 @@ def test_embeddings_are_what_the_head_reads(checkpoint):
     model = predictor.model
     valid = [0, 2, 3]
     head_out = model.to_target_space(model.head(torch.from_numpy(emb.molecules[valid]))).detach().numpy()[:, 0]
-    np.testing.assert_allclose(head_out, predictor.predict(smiles)["y"].to_numpy()[valid], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(head_out, predictor.predict(smiles)["y_pred"].to_numpy()[valid], rtol=1e-5, atol=1e-5)
     for row, smi in zip(valid, ["CCO", "c1ccccc1O", "CC(=O)[O-].[Na+]"]):
         assert emb.atoms[row].shape == (Chem.MolFromSmiles(smi).GetNumAtoms(), model.config.hidden_dim)
         if model.config.readout == "mean":  # the molecule vector is the mean of its atom states

@@ -42,7 +42,7 @@ def executable(name: str, venv: Optional[Path] = None) -> str:
     folder = (venv / "bin") if venv is not None else Path(sys.executable).parent
     path = folder / name
     if not path.exists():
-        raise SystemExit(f"{path} not found" + (f": create it (see benchmarks/README.md, 'suite')" if venv else ""))
+        raise SystemExit(f"{path} not found" + (": create it (see benchmarks/README.md, 'suite')" if venv else ""))
     return str(path)
 
 

@@ -128,7 +128,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("pretrained", "ours", {"args": ["--from-pretrained", BACKBONE]}),
     ToolSpec("pretrained+descriptors", "ours", {"args": ["--from-pretrained", BACKBONE, "--features-generators", "rdkit2d"]}),
     ToolSpec("ensemble", "ours", {"args": ["--ensemble-size", str(ENSEMBLE_SIZE)]}),
-    ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d"], "input": "sdf"}, three_d_only=True),
+    ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d-energy"], "input": "sdf"}, three_d_only=True),
     ToolSpec("chemprop", "chemprop", {"args": []}),
     ToolSpec("chemprop+descriptors", "chemprop", {"args": ["--molecule-featurizers", "v1_rdkit_2d_normalized"]}),
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),
@@ -136,6 +136,10 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("AttentiveFP", "attentivefp", {"recipe": "gradformer default"}),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+#: Tools in the order the report's tables and the figure list them.
+TOOL_ORDER = [t.name for t in TOOLS]
+#: The two halves of the suite and their titles in the report.
+HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test half (run only to report)"}
 
 #: The recipe the docs recommend, and the pairs the paired test is run for (A, B: does A beat B?).
 RECOMMENDED = "pretrained+descriptors"

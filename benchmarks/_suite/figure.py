@@ -11,8 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .config import SETS_BY_NAME  # noqa: E402
-from .report import HALVES, TOOL_ORDER, relative_improvement  # noqa: E402
+from .config import HALVES, SETS_BY_NAME, TOOL_ORDER  # noqa: E402
+from .metrics import relative_improvement  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import save_figure  # noqa: E402

@@ -39,3 +39,14 @@ def score(metric: str, labels: np.ndarray, predictions: np.ndarray) -> float:
 def error(metric: str, value: float) -> float:
     """The metric as an error (lower is better): RMSE and MAE as they are, 1 - ROC-AUC."""
     return 1.0 - value if metric == "rocauc" else value
+
+
+def relative_improvement(metric: str, a: float, b: float) -> float:
+    """How much ``a`` beats ``b``, as a share of ``b``'s error (RMSE, MAE, or 1 - ROC-AUC):
+    positive means ``a`` is better, comparable across sets with different metrics.
+
+    Example:
+        >>> relative_improvement("rmse", 0.9, 1.0), relative_improvement("rocauc", 0.8, 0.75)
+        (0.1, 0.2)
+    """
+    return round((error(metric, b) - error(metric, a)) / error(metric, b), 12)

@@ -12,12 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOLS
-from .metrics import error
-
-TOOL_ORDER = [t.name for t in TOOLS]
-HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test half (run only to report)"}
-
+from .config import BACKBONE, ENSEMBLE_SIZE, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .metrics import relative_improvement
 
 def load_results(folder: Path) -> pd.DataFrame:
     """One row per stored run: set, half, seed, tool, metric, value, cpu_s, wall_s."""
@@ -58,17 +54,6 @@ def wins_losses(means: pd.DataFrame, lower: Dict[str, bool], a: str, b: str) -> 
     sign = np.array([1 if lower[s] else -1 for s in both.index])
     diff = (both[b] - both[a]).to_numpy() * sign
     return int((diff > 0).sum()), int((diff < 0).sum()), int((diff == 0).sum())
-
-
-def relative_improvement(metric: str, a: float, b: float) -> float:
-    """How much ``a`` beats ``b``, as a share of ``b``'s error (RMSE, MAE, or 1 - ROC-AUC):
-    positive means ``a`` is better, comparable across sets with different metrics.
-
-    Example:
-        >>> relative_improvement("rmse", 0.9, 1.0), relative_improvement("rocauc", 0.8, 0.75)
-        (0.1, 0.2)
-    """
-    return round((error(metric, b) - error(metric, a)) / error(metric, b), 12)
 
 
 def paired_test(frame: pd.DataFrame, a: str, b: str) -> Dict[str, float]:
@@ -135,7 +120,7 @@ TOOLS_MARKDOWN = [
     "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
     f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
-    "with `--model moire --preset 3d`",
+    f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `chemprop` (v2.3.1, `.venv-bench`): `chemprop train --data-path data.csv --smiles-columns smiles --target-columns target "
     "--splits-column split --epochs E --data-seed k --pytorch-seed k --accelerator cpu --devices 1 --num-workers 0`; "
     "`chemprop+descriptors`: also `--molecule-featurizers v1_rdkit_2d_normalized`",

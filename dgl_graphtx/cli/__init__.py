@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
+from ..runs.distributed import report_user_error
 from ..threads import set_threads
 from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
@@ -56,12 +57,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except GraphTxError as err:
         message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
-        print(f"error: {message}", file=sys.stderr)
-        return 2
+        return report_user_error(message)
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
-        print(f"error: {describe_os_error(err)}{where}", file=sys.stderr)
-        return 2
+        return report_user_error(f"{describe_os_error(err)}{where}")
 
 
 if __name__ == "__main__":

@@ -2,19 +2,26 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
+from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
 from ..devices import resolve_device
 from ..errors import ConfigError
-from ..models.presets import DEFAULT_MODEL
+from ..featurize import FeaturizerConfig
+from ..featurize.config import ATOM_FEATURES
+from ..models import ModelConfig
+from ..models.settings import DEFAULT_MODEL, TASKS
 from ..models.variants import VARIANT_NAMES
-from ..runs.config import RunConfig
-from ..threads import DEFAULT_THREADS, set_threads
+from ..runs.config import DataConfig, EnsembleConfig
+from ..threads import DEFAULT_THREADS
+from ..training import TrainConfig
 from ..training.losses import LOSSES
+from ..training.trainer import ON_NONFINITE
 from ..uncertainty import METHODS as UNCERTAINTY_METHODS
+from ..uncertainty import UncertaintyConfig
+from ..uncertainty.config import CALIBRATION_BINS
 from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
@@ -90,45 +97,48 @@ THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with -
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
     ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
-    ("--atom-features", "featurizer.atom_features", dict(choices=("ogb", "canonical"), help="atom/bond featurizer (default: ogb)")),
-    ("--task", "model.task", dict(choices=("regression", "classification", "multiclass"), help="multiclass: labels 0 .. K-1 per target, with --num-classes K (default: regression)")),
-    ("--num-classes", "model.num_classes", dict(type=bounded(int, 2), help="classes per target of --task multiclass (default: 2)")),
+    ("--atom-features", "featurizer.atom_features", dict(choices=ATOM_FEATURES, help=f"atom/bond featurizer (default: {FeaturizerConfig.atom_features})")),
+    ("--task", "model.task", dict(choices=TASKS, help=f"multiclass: labels 0 .. K-1 per target, with --num-classes K (default: {ModelConfig.task})")),
+    ("--num-classes", "model.num_classes", dict(type=bounded(int, 2), help=f"classes per target of --task multiclass (default: {ModelConfig.num_classes})")),
     ("--positive-label", "data.positive_label", dict(metavar="VALUE", help="classification with text classes (e.g. BBB+/BBB-): the value that becomes 1 (default: two values are mapped automatically and the choice is printed)")),
     ("--pos-weight", "train.pos_weight", dict(type=pos_weight_option, metavar="auto|X", help="classification: weight of positive labels in the loss, 'auto' = negatives/positives per target on the training split (default: none)")),
-    ("--loss", "train.loss", dict(choices=LOSSES, help="auto: mse, bce or cross_entropy by task; regression also mae, huber, bounded_mse (labels like <5.2 or >7 penalise only the wrong side) (default: auto)")),
+    ("--loss", "train.loss", dict(choices=LOSSES, help=f"auto: mse, bce or cross_entropy by task; regression also mae, huber, bounded_mse (labels like <5.2 or >7 penalise only the wrong side) (default: {TrainConfig.loss})")),
     ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
     ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
     ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
-    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: train K folds into OUT/fold_<k>/ and report mean +/- std per target")),
+    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: each of K folds tests once (OUT/fold_<k>/), validation is carved from the other folds; writes OUT/oof_predictions.csv and mean +/- std per target, and with --uncertainty CV+ intervals for 'predict --checkpoint OUT'")),
     ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
-    ("--split", "data.split", dict(choices=("random", "scaffold", "kmeans", "kennard_stone"), help="kmeans: k-means clusters of Morgan fingerprints; kennard_stone: Kennard-Stone on them (default: random)")),
+    ("--split", "data.split", dict(choices=SPLITS, help="; ".join(f"{k.name}: {k.summary}" for k in SPLIT_KINDS.values()) + f" (default: {DataConfig.split}, fractions {'/'.join(f'{f:g}' for f in DataConfig.fractions)})")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),
-    ("--seed", "train.seed", dict(type=bounded(int, 0, 2**32 - 1), help="seed of the split, initialisation and shuffling (default: 0)")),
+    ("--seed", "train.seed", dict(type=bounded(int, 0, 2**32 - 1), help=f"seed of the split, initialisation and shuffling (default: {TrainConfig.seed})")),
     ("--epochs", "train.epochs", dict(type=bounded(int, 1), help="default: the preset's recipe")),
     ("--batch-size", "train.batch_size", dict(type=bounded(int, 1), help="default: the preset's recipe")),
     ("--lr", "train.lr", dict(type=bounded(float, 0, 10), help="peak learning rate (default: the preset's recipe)")),
-    ("--patience", "train.patience", dict(type=bounded(int, 0), help="early-stopping patience in epochs (default: 0, off)")),
-    ("--device", "train.device", dict(type=device_option, help="auto, cpu, cuda, cuda:1 ... (default: auto)")),
+    ("--patience", "train.patience", dict(type=bounded(int, 0), help=f"early-stopping patience in epochs (default: {TrainConfig.patience}; 0: off)")),
+    ("--device", "train.device", dict(type=device_option, help=f"auto, cpu, cuda, cuda:1 ... (default: {TrainConfig.device})")),
     ("--subset", "data.subset", dict(type=bounded(int, 1), help="qm9 only: train on this many molecules drawn with --seed")),
-    ("--on-nonfinite", "train.on_nonfinite", dict(choices=("stop", "skip"), help="NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: stop)")),
+    ("--on-nonfinite", "train.on_nonfinite", dict(choices=ON_NONFINITE, help=f"NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: {TrainConfig.on_nonfinite})")),
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules, keyed by file content and settings "
                                                 "(default: $XDG_CACHE_HOME/dgl_graphtx/datasets, i.e. ~/.cache/dgl_graphtx/datasets)")),
     ("--no-cache", "data.cache", dict(action="store_const", const=False, help="featurize again on every run instead of reading the cache")),
     ("--threads", "train.threads", dict(type=bounded(int, 1), metavar="N", help=THREADS_HELP)),
     ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx pretrain') with a new head; its architecture, featurizer and relation settings are used")),
-    ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help="with --from-pretrained: train only the head for the first K epochs (default: 0)")),
-    ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help="learning rate of the backbone relative to --lr (default: 1)")),
-    ("--layer-lr-decay", "train.layer_lr_decay", dict(type=bounded(float, 0, 1, low_open=True), help="layer-wise learning-rate decay of the backbone: block i of L learns at g**(L+1-i) times the backbone's rate (default: 1, off)")),
+    ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help=f"with --from-pretrained: train only the head for the first K epochs (default: {TrainConfig.freeze_backbone_epochs})")),
+    ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help=f"learning rate of the backbone relative to --lr (default: {TrainConfig.backbone_lr_scale:g})")),
+    ("--layer-lr-decay", "train.layer_lr_decay", dict(type=bounded(float, 0, 1, low_open=True), help=f"layer-wise learning-rate decay of the backbone: block i of L learns at g**(L+1-i) times the backbone's rate (default: {TrainConfig.layer_lr_decay:g}, off)")),
     ("--features-generators", "data.features_generators", dict(type=split_targets, help="molecule-level extra features read by the head, comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see docs/features.md)")),
     ("--features-cols", "data.features_cols", dict(type=split_targets, help="comma-separated numeric input columns used as molecule-level extra features; predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
-    ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help="models per split with different seeds; predictions get a std column (default: 1)")),
-    ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: 1)")),
-    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help="uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on the validation part, see docs/uncertainty.md (default: none)")),
-    ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help="coverage of the conformal prediction intervals (default: 0.9)")),
-    ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help="stochastic passes of MC dropout (default: 20)")),
+    ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help=f"models per split with different seeds; predictions get a std column (default: {EnsembleConfig.size})")),
+    ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help=f"splits with seeds seed..seed+R-1; metrics as mean +/- std (default: {EnsembleConfig.replicates})")),
+    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help=f"uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: {UncertaintyConfig.method})")),
+    ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
+    ("--calibration-bins", "uncertainty.calibration_bins", dict(choices=CALIBRATION_BINS, help="with --uncertainty (regression, one model): 'similarity' fits one conformal quantile per third of the calibration molecules by nearest-neighbour Tanimoto similarity to the training part, so that molecules unlike the training set get wider intervals (scaffold or series shift; stores the training fingerprints in the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md (default: none)")),
+    ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
+    ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"coverage of the conformal prediction intervals (default: {UncertaintyConfig.coverage})")),
+    ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help=f"stochastic passes of MC dropout (default: {UncertaintyConfig.mc_samples})")),
 )
 
 
@@ -148,18 +158,6 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N`` of the commands that predict (``train`` has it among :data:`TRAIN_FLAGS`);
     the CLI's entry point applies it before the command runs."""
     parser.add_argument("--threads", type=bounded(int, 1), default=None, metavar="N", help=THREADS_HELP)
-
-
-def with_threads(config: RunConfig) -> RunConfig:
-    """``config`` with its ``train.threads`` resolved and applied to this process (see
-    :func:`~dgl_graphtx.threads.set_threads`), so that ``config.yaml`` records the number used.
-
-    Example:
-        >>> from dgl_graphtx.runs.config import resolve_run_config
-        >>> with_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
-        1
-    """
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, threads=set_threads(config.train.threads)))
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

@@ -8,9 +8,10 @@ from typing import Any, Dict, List
 
 from ..datasets import FREESOLV_TARGET, freesolv_path
 from ..inference import Predictor
-from ..runs.config import resolve_run_config
+from ..runs.config import apply_threads, resolve_run_config
 from ..runs.from_config import train_from_config
-from .common import bounded, print_table, with_threads
+from ..training import TrainConfig
+from .common import bounded, print_table
 from .run_report import print_run
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="run 'train' with its defaults on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder, replaced on each run (default: demo_run)")
     demo.add_argument("--epochs", type=bounded(int, 1), default=None, help="override train's default epoch count (for a quick look)")
-    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=0)
+    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=TrainConfig.seed)
     demo.set_defaults(func=run)
 
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     print("dgl_graphtx demo: 'dgl-graphtx train' with its defaults on FreeSolv "
           "(642 molecules, hydration free energy, kcal/mol, random 80/10/10 split)")
     print("  " + " ".join(train_argv(args)))
-    config = with_threads(resolve_run_config(flags=train_flags(args)))
+    config = apply_threads(resolve_run_config(flags=train_flags(args)))
     print_run(train_from_config(config, args.out, overwrite=True), config, Path(args.out))
     print(f"learning curve: {Path(args.out) / 'learning_curve.png'}")
     table = Predictor(Path(args.out) / "best.pt").predict(DEMO_SMILES)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GraphTxError
-from ..inference.predictor import Embeddings
+from ..inference.predictor import BATCH_SIZE, Embeddings
 from ..inference.table_output import TABLE_FORMATS, table_format, write_table
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
@@ -26,14 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     embed.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
     add_checkpoint_option(embed, ensembles=False, pretrained=True)
-    embed.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
+    embed.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF, .smi or .xyz")
     add_input_options(embed)
     add_carry_options(embed)
     embed.add_argument("--output", required=True, help="output file: .csv, .tsv, .npy or .parquet")
     embed.add_argument("--atoms", help="also write per-atom states to this .npz (array 'mol_<row>' per valid molecule)")
     embed.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
     add_threads_option(embed)
-    embed.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
+    embed.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
     add_logging_options(embed)
     embed.set_defaults(func=run)
 

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 from ..datasets import featurize_file
+from ..datasets.sharded_store import SHARD_SIZE
+from ..featurize import FeaturizerConfig
+from ..featurize.config import ATOM_FEATURES
 from ..models import get_preset
 from ..runs.config import default_preset_name
 from ..runs.store_recipe import write_store_recipe
@@ -20,15 +23,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Featurize molecules for a model into DIR, shard by shard in --workers processes. "
                     "A killed run resumes from its finished shards when started again with the same arguments; "
                     "'dgl-graphtx train DIR' trains on the store.")
-    featurize.add_argument("input", help="CSV, SDF or .smi file, optionally gzipped (.csv.gz, .sdf.gz, .smi.gz)")
+    featurize.add_argument("input", help="CSV, SDF, .smi or .xyz file, optionally gzipped (.csv.gz, .sdf.gz, .smi.gz, .xyz.gz)")
     featurize.add_argument("--out", required=True, help="folder of the store")
     featurize.add_argument("--targets", default="", help="comma-separated target columns / SD properties (none for .smi)")
     add_input_options(featurize)
     featurize.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL, help=f"model whose featurization to use (default: {DEFAULT_MODEL})")
     featurize.add_argument("--preset", default=None, help="preset of the model (as for train)")
-    featurize.add_argument("--atom-features", choices=("ogb", "canonical"), default="ogb")
+    featurize.add_argument("--atom-features", choices=ATOM_FEATURES, default=FeaturizerConfig.atom_features,
+                           help=f"atom/bond featurizer (default: {FeaturizerConfig.atom_features})")
     featurize.add_argument("--workers", type=bounded(int, 1), default=1, help="featurizing processes (default: 1; use the number of cores)")
-    featurize.add_argument("--shard-size", type=bounded(int, 1), default=2000, help="molecules per shard, the unit of resumption (default: 2000)")
+    featurize.add_argument("--shard-size", type=bounded(int, 1), default=SHARD_SIZE,
+                           help=f"molecules per shard, the unit of resumption (default: {SHARD_SIZE})")
     featurize.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     featurize.set_defaults(func=run)
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from ..errors import GraphTxError
 from ..models.variants import VARIANT_SPECS
-from ..runs.config import resolve_run_config
+from ..runs.config import apply_threads, resolve_run_config
+from ..runs.hpopt.search import PRUNERS, SearchSettings
 from ..runs.hpopt.space import COMMON
 from ..training.target_metrics import format_metrics
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, with_threads
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags
 
 EPILOG = "searched for every model: " + "; ".join(p.describe() for p in COMMON) + "\n" + "\n".join(
     f"  {variant}: " + ("; ".join(p.describe() for p in spec.search) or "nothing more") for variant, spec in VARIANT_SPECS.items()
@@ -37,22 +38,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_train_options(parser)
     add_logging_options(parser)
     search = parser.add_argument_group("search")
-    search.add_argument("--trials", type=bounded(int, 1), default=10, help="trials in total, an earlier search's included (default: 10)")
-    search.add_argument("--timeout", type=bounded(float, 0, low_open=True), default=600.0,
-                        help="seconds after which no new trial starts (default: 600)")
-    search.add_argument("--jobs", type=bounded(int, 1), default=1, help="trials at the same time, one process each (default: 1)")
-    search.add_argument("--pruner", choices=("median", "hyperband", "none"), default="median",
-                        help="stop unpromising trials early on their per-epoch validation metric (default: median)")
+    search.add_argument("--trials", type=bounded(int, 1), default=SearchSettings.trials,
+                        help=f"trials in total, an earlier search's included (default: {SearchSettings.trials})")
+    search.add_argument("--timeout", type=bounded(float, 0, low_open=True), default=SearchSettings.timeout,
+                        help=f"seconds after which no new trial starts (default: {SearchSettings.timeout:g})")
+    search.add_argument("--jobs", type=bounded(int, 1), default=SearchSettings.jobs,
+                        help=f"trials at the same time, one process each (default: {SearchSettings.jobs})")
+    search.add_argument("--pruner", choices=PRUNERS, default=SearchSettings.pruner,
+                        help=f"stop unpromising trials early on their per-epoch validation metric (default: {SearchSettings.pruner})")
     search.add_argument("--resume", action="store_true", help="continue the search in --out (its hpopt.journal)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``hpopt`` with parsed ``args``."""
-    from ..runs.hpopt import SearchSettings, hyperparameter_search, search_space
+    from ..runs.hpopt import hyperparameter_search, search_space
 
     flags = explicit_train_flags(args)
-    config = with_threads(resolve_run_config(args.config, args.set, flags).with_absolute_paths())
+    config = apply_threads(resolve_run_config(args.config, args.set, flags).with_absolute_paths())
     fixed = set(flags) | {item.split("=", 1)[0].strip() for item in args.set}
     space = [p for p in search_space(config.model.variant) if p.key not in fixed and p.key.split(".")[0] not in fixed]
     if config.data.path is None or not config.data.targets:

@@ -18,14 +18,17 @@ from .common import split_targets
 CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
 
 
-def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool, pretrained: bool = False) -> None:
+def add_checkpoint_option(parser: argparse.ArgumentParser, ensembles: bool, pretrained: bool = False,
+                          optional: str = "") -> None:
     """``--checkpoint``: a file or a folder; where ``ensembles`` are averaged it may be repeated;
-    with ``pretrained`` also a pretrained backbone (a shipped name or a 'pretrain' folder)."""
+    with ``pretrained`` also a pretrained backbone (a shipped name or a 'pretrain' folder);
+    ``optional`` says what the command does without one (the option is then not required)."""
     more = ("; repeat it to combine checkpoints: the ensemble mean, with a <target>_std column" if ensembles
             else "; this command reads one model, so a folder must hold one best.pt")
     if pretrained:
         more += "; or a pretrained model: a name from 'dgl-graphtx pretrained' or a folder written by 'pretrain'"
-    parser.add_argument("--checkpoint", required=True, action="append", metavar="PATH", help=CHECKPOINT_HELP + more)
+    parser.add_argument("--checkpoint", required=not optional, action="append", metavar="PATH",
+                        help=CHECKPOINT_HELP + more + (f"; without it, {optional}" if optional else ""))
 
 
 def add_carry_options(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +51,7 @@ def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrai
 
 def read_input(args: argparse.Namespace, path: str, predictor: Predictor) -> MoleculeTable:
     """The molecule file ``path``, read with the checkpoint's hydrogen setting and ``args``'s table options."""
-    return read_molecules(path, args.smiles_col or "smiles", args.delimiter,
-                          explicit_hydrogens=predictor.meta.featurizer.explicit_hydrogens)
+    return read_molecules(path, args.smiles_col or "smiles", args.delimiter, predictor.meta.featurizer)
 
 
 def carried_columns(args: argparse.Namespace, table: Optional[MoleculeTable]) -> Optional[pd.DataFrame]:

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Union
 
 from ..errors import GraphTxError
 from ..inference.evaluation import evaluate_table
+from ..training import prediction_column
 from ..insight import (
+    VIRTUAL,
     atom_importance,
     attention_maps,
     error_table,
@@ -18,10 +20,25 @@ from ..insight import (
     plot_parity_residuals,
     plot_start_points,
 )
-from .common import add_input_options, add_logging_options, device_option, verbosity
+from .common import add_input_options, add_logging_options, bounded, device_option, verbosity
 from .molecule_io import add_checkpoint_option, load_predictors, read_input
 
 KINDS = ("attention", "focus", "decay", "parity")
+
+
+def query_option(text: str) -> Union[int, str]:
+    """An argparse ``type`` for ``--query``: ``virtual`` or an input atom index.
+
+    Example:
+        >>> query_option("virtual"), query_option("3")
+        ('virtual', 3)
+    """
+    if text.strip().lower() == VIRTUAL:
+        return VIRTUAL
+    try:
+        return int(bounded(int, 0)(text))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be 'virtual' or an atom index >= 0, got {text!r}") from None
 
 
 def _indices(text: Optional[str]) -> Optional[List[int]]:
@@ -44,10 +61,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
     plot.add_argument("--smiles", help="attention: the molecule")
     plot.add_argument("--per-head", action="store_true", help="attention: per-layer, per-head panels and heat maps instead")
-    plot.add_argument("--query", default="virtual", help="attention --per-head: input atom index, or 'virtual' (default)")
+    plot.add_argument("--query", type=query_option, default=None,
+                      help="attention --per-head: the query node, an input atom index or 'virtual' (default: the virtual "
+                           "node; a model without one needs an atom index)")
     plot.add_argument("--layers", help="attention --per-head: comma-separated layers (default: all)")
     plot.add_argument("--heads", help="attention --per-head: comma-separated heads (default: all)")
-    plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi)")
+    plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi, .xyz)")
     plot.add_argument("--target", help="parity: which target (default: the first)")
     add_input_options(plot)
     plot.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
@@ -78,10 +97,15 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "attention":
         if not args.smiles:
             raise GraphTxError("plot attention needs --smiles")
+        if args.query is not None and not args.per_head:
+            raise GraphTxError("--query chooses the query of the --per-head panels; the drawing without --per-head shows "
+                               "each atom's importance to the prediction, which has no query: add --per-head or drop --query")
         maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
         if args.per_head:
             layers, heads = _indices(args.layers), _indices(args.heads)
-            query = args.query if args.query == "virtual" else int(args.query)
+            query = VIRTUAL if args.query is None else args.query
+            maps.query_node(query)  # a query the model lacks is refused before drawing
+            print("query: " + ("the virtual node" if query == VIRTUAL else f"atom {query}"))
             plot_attention_on_molecule(maps, query, out, layers, heads)
             heatmap = out.with_name(f"{out.stem}_heatmap{out.suffix}")
             plot_attention_heatmap(maps, heatmap, layers, heads)
@@ -100,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             raise GraphTxError(f"target {target!r} is not predicted by this checkpoint; it predicts {predictor.target_names}")
         data = read_input(args, args.data, predictor)
         rows = evaluate_table(predictors, data, progress=verbosity(args) >= 0).rows
-        measured, predicted = rows[target], rows[f"{target}_pred"]
+        measured, predicted = rows[target], rows[prediction_column(target)]
         plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
         table = error_table(rows["smiles"], measured, predicted)
         errors = out.with_name(f"{out.stem}_errors.csv")

@@ -6,36 +6,37 @@ import sys
 
 from ..featurize import SizeLimits
 from ..inference.prediction_job import PredictionJob, run_prediction
-from ..uncertainty import METHODS
+from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
+from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
 from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` sub-command to ``sub``."""
-    predict = sub.add_parser("predict", help="predict SMILES with a checkpoint", description="Predict from SMILES given as arguments or in a file (CSV/TSV, SDF, .smi, gzipped too); invalid molecules get NaN and an error message.")
+    predict = sub.add_parser("predict", help="predict SMILES with a checkpoint", description="Predict from SMILES given as arguments or in a file (CSV/TSV, SDF, .smi, .xyz, gzipped too); invalid molecules get NaN and an error message.")
     predict.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
     add_checkpoint_option(predict, ensembles=True)
-    predict.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF or .smi")
+    predict.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF, .smi or .xyz")
     add_input_options(predict)
     add_carry_options(predict)
     predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
     predict.add_argument("--device", type=device_option, default="auto")
     add_threads_option(predict)
-    predict.add_argument("--batch-size", type=bounded(int, 1), default=256, help="most molecules per forward pass (default: 256)")
-    predict.add_argument("--batch-edges", type=bounded(int, 1), default=2_000_000,
-                         help="most relation-graph edges per forward pass, bounding its memory (default: 2,000,000)")
+    predict.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
+    predict.add_argument("--batch-edges", type=bounded(int, 1), default=BATCH_EDGES,
+                         help=f"most relation-graph edges per forward pass, bounding its memory (default: {BATCH_EDGES:,})")
     predict.add_argument("--max-atoms", type=bounded(int, 1), default=SizeLimits.max_atoms,
                          help=f"molecules with more atoms get NaN and an error (default: {SizeLimits.max_atoms})")
     predict.add_argument("--max-relation-edges", type=bounded(int, 1), default=SizeLimits.max_relation_edges,
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
-    predict.add_argument("--chunk-size", type=bounded(int, 1), default=4096,
-                         help="molecules featurized and written per step; memory does not grow with the input (default: 4096)")
-    predict.add_argument("--uncertainty", choices=[m for m in METHODS if m != "ensemble"], default=None,
+    predict.add_argument("--chunk-size", type=bounded(int, 1), default=CHUNK_SIZE,
+                         help=f"molecules featurized and written per step; memory does not grow with the input (default: {CHUNK_SIZE})")
+    predict.add_argument("--uncertainty", choices=[m for m in METHODS if uncertainty_method(m).std != "members"], default=None,
                          help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
     predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,
-                         help="stochastic passes of MC dropout (default: the checkpoint's, else 20)")
+                         help=f"stochastic passes of MC dropout (default: the checkpoint's, else {UncertaintyConfig.mc_samples})")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
     predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logging_options(predict)

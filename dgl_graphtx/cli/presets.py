@@ -55,7 +55,7 @@ def recipe_lines(model: str, preset: str) -> List[str]:
     if p.info.notes:
         lines.append(f"notes: {p.info.notes}")
     skip = {"atom_feature_dims", "bond_feature_dims", "bond_radices", "num_tasks", "task"}
-    options = set(option_sections()) - {p.model.variant}
+    options = set(option_sections()) - {p.model.variant} | ({"gps"} if p.model.model_architecture != "gps" else set())
     for key, value in p.model.to_dict().items():
         if key not in skip and key not in options:
             lines.append(f"model.{key}: {value}")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import GraphTxError
 from ..inference.backbones import describe, list_pretrained
-from ..runs.config import resolve_run_config
+from ..runs.config import apply_threads, resolve_run_config
 from ..runs.distributed import launch_local
-from ..runs.from_config import pretrain_from_config
+from ..runs.from_config import check_pretraining, pretrain_from_config
 from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
-from .common import TRAIN_FLAGS, add_logging_options, bounded, with_threads, without_option
+from .common import TRAIN_FLAGS, add_logging_options, bounded, without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
@@ -33,9 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
     run.add_argument("--smiles-col", default=None, help="SMILES column of a table (default: smiles; SMILES for moses)")
     run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
-    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=0.15, help="share of descriptor targets left out of each step's loss (default: 0.15)")
-    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=0.05, help="held-out share for descriptor R2 and epoch selection (default: 0.05)")
-    run.add_argument("--workers", type=bounded(int, 1), default=1, help="processes computing descriptors (default: 1)")
+    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=PretrainConfig.mask_share,
+                     help=f"share of descriptor targets left out of each step's loss (default: {PretrainConfig.mask_share})")
+    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=PretrainConfig.valid_share,
+                     help=f"held-out share for descriptor R2 and epoch selection (default: {PretrainConfig.valid_share})")
+    run.add_argument("--workers", type=bounded(int, 1), default=PretrainConfig.workers,
+                     help=f"processes computing descriptors (default: {PretrainConfig.workers})")
     run.add_argument("--corpus-name", help="corpus name in the card (default: the file name; MOSES for moses)")
     run.add_argument("--corpus-licence", help="licence of the corpus, recorded in the card (default: unknown; MIT for moses)")
     run.add_argument("--notes", default="", help="free text for the model card (how and why the model was made)")
@@ -59,20 +61,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    """Run ``pretrain`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
-    if args.nproc != 1:
-        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
+    """Run ``pretrain`` with parsed ``args`` (in this process, or in ``--nproc`` processes, after
+    checking what can be checked before they start)."""
     flags = {key: getattr(args, flag.lstrip("-").replace("-", "_")) for flag, key, _ in TRAIN_FLAGS if flag in SHARED_FLAGS}
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.no_progress or args.quiet:
         flags["train.progress"] = False
-    config = with_threads(resolve_run_config(args.config, args.set, flags))
+    config = apply_threads(resolve_run_config(args.config, args.set, flags))
     corpus, smiles_col, name, licence = args.corpus, args.smiles_col or "smiles", args.corpus_name, args.corpus_licence
     if args.corpus == "moses":
         corpus = moses_corpus(args.moses_dir, args.moses_dir)
         smiles_col, name, licence = args.smiles_col or "SMILES", name or "MOSES", licence or MOSES_LICENCE
-    elif not Path(args.corpus).exists():
-        raise GraphTxError(f"corpus {args.corpus} not found: give a SMILES file, a featurized store or 'moses'")
+    if args.nproc != 1:
+        check_pretraining(config, corpus, args.out, args.overwrite, args.resume, processes=args.nproc)
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     settings = PretrainConfig(mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
                               subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
                               notes=args.notes)

@@ -10,6 +10,7 @@ from ..runs.cross_validation import CVResult
 from ..runs.ensemble import EnsembleResult
 from ..runs.experiment import ExperimentResult
 from ..runs.from_config import RunResult
+from ..training.outputs import prediction_column
 from ..training.target_metrics import format_metrics, per_target_lines
 from ..uncertainty.evaluation import format_uncertainty
 
@@ -32,9 +33,11 @@ def _print_single(result: ExperimentResult, config: RunConfig, out: Path) -> Non
         print(line)
     for note in result.test_notes:
         print(f"note: {note}")
-    if result.calibration is not None:
-        print(f"uncertainty ({config.uncertainty.method}) calibrated on the validation part; test: "
-              f"{format_uncertainty(result.test_predictions, list(config.data.targets), config.uncertainty.coverage)}")
+    if result.calibration is not None and result.calibration_part is not None:
+        part = result.calibration_part
+        print(f"uncertainty ({config.uncertainty.method}) calibrated on {len(part.indices)} molecules ({part.source}), none of "
+              f"which trained the model or chose its epoch; test: "
+              f"{format_uncertainty(result.test_predictions, list(config.data.targets), config.uncertainty.coverage, prediction_column)}")
     print(f"checkpoint: {out / 'best.pt'}")
 
 
@@ -47,9 +50,9 @@ def _print_ensemble(result: EnsembleResult, config: RunConfig, out: Path) -> Non
             print(f"  {name}: " + ", ".join(f"{k} {v['mean']:.4f} +/- {v['std']:.4f}" for k, v in values.items()))
     if size > 1:
         print(f"Spearman rho of the ensemble std vs |error| on the test parts: {result.spearman:.3f}")
-    if config.uncertainty.method == "ensemble":
-        print(f"calibrated on each replicate's validation part; test: "
-              f"{format_uncertainty(result.predictions, list(config.data.targets), config.uncertainty.coverage)}")
+    if result.calibrations:
+        print(f"calibrated on each replicate's calibration part; test: "
+              f"{format_uncertainty(result.predictions, list(config.data.targets), config.uncertainty.coverage, prediction_column)}")
     print(f"predictions: {out / 'ensemble_test_predictions.csv'}; checkpoints: {out}/replicate_*/member_*/best.pt")
 
 
@@ -57,4 +60,7 @@ def _print_folds(result: CVResult, config: RunConfig, out: Path) -> None:
     print(f"cross-validation over {config.data.cv} folds; test metrics, mean +/- std over folds:")
     for target, rows in result.summary.groupby("target", sort=False):
         print(f"  {target}: " + ", ".join(f"{r.metric} {r.mean:.4f} +/- {r.std:.4f}" for r in rows.itertuples()))
-    print(f"summary: {out / 'cv_metrics.csv'} and cv_metrics.json; runs: {out}/fold_<k>/")
+    print(f"summary: {out / 'cv_metrics.csv'} and cv_metrics.json; out-of-fold predictions: {out / 'oof_predictions.csv'}; "
+          f"runs: {out}/fold_<k>/")
+    if config.uncertainty.active and config.model.task == "regression":
+        print(f"'dgl-graphtx predict --checkpoint {out}' gives CV+ intervals from every molecule's out-of-fold score")

@@ -7,12 +7,11 @@ from pathlib import Path
 
 from ..datasets import is_store
 from ..models.variants import option_sections
-from ..runs.config import presets_help, resolve_run_config
+from ..runs.config import apply_threads, presets_help, resolve_run_config
 from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
-from ..runs.from_config import train_from_config
+from ..runs.from_config import check_run, train_from_config
 from ..runs.store_recipe import read_store_recipe, recipe_flags
-from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, with_threads,
-                     without_option)
+from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, without_option
 from .run_report import print_run
 
 logger = logging.getLogger("dgl_graphtx")
@@ -44,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
+    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, .xyz (targets as comment-line key=value pairs), a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
     train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder (refused if it already holds a run, unless --overwrite or --resume)")
     add_input_options(train)
@@ -55,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     scale = train.add_argument_group("distributed training (see docs/scaling.md)")
     scale.add_argument("--nproc", type=bounded(int, 1), default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
     scale.add_argument("--backend", choices=BACKENDS, default="auto", help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
-    scale.add_argument("--dist-timeout", type=float, default=600.0, help="seconds a process waits for the others before the job fails (default: 600)")
+    scale.add_argument("--dist-timeout", type=bounded(float, 0, low_open=True), default=DistributedConfig.timeout_s,
+                       help=f"seconds a process waits for the others before the job fails (default: {DistributedConfig.timeout_s:g})")
     train.set_defaults(func=run)
 
 
@@ -71,12 +71,14 @@ def store_flags(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes)."""
+    """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes, after
+    checking what can be checked before they start)."""
+    config = apply_threads(resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)}))
+    distributed = DistributedConfig(args.backend, args.dist_timeout)
     if args.nproc != 1:
+        check_run(config, args.out, args.overwrite, args.resume, processes=args.nproc)
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
-    config = with_threads(resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)}))
-    result = train_from_config(config, args.out, overwrite=args.overwrite, resume=args.resume,
-                               distributed=DistributedConfig(args.backend, args.dist_timeout))
+    result = train_from_config(config, args.out, overwrite=args.overwrite, resume=args.resume, distributed=distributed)
     if result is not None:  # the main process reports
         print_run(result, config, Path(args.out))
     return 0

@@ -21,8 +21,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import pandas as pd
@@ -31,9 +32,12 @@ from rdkit import Chem
 
 from ..errors import ConfigError
 from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
-from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, to_mol
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, prepare_input, to_mol
+from .molecule_dataset import FLOAT32_MAX
 from .packed import PackedGraphs
-from .readers import read_molecules
+from .report import FEATURE_MASKED, RowIssue
+
+logger = logging.getLogger("dgl_graphtx")
 
 #: A user function giving atom-level features: ``fn(mol) -> [mol.GetNumAtoms(), A]`` in the atom
 #: order of ``mol`` (the molecule as read from the input).
@@ -147,6 +151,7 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
     for name in columns:
         if name not in available:
             raise ConfigError(f"feature column {name!r} not found in {source}; available columns: {available}")
+    assert frame is not None  # it holds every column (checked above)
     out = np.empty((len(frame), len(columns)))
     for col, name in enumerate(columns):
         raw = frame[name].reset_index(drop=True)
@@ -160,18 +165,51 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
     return out
 
 
+#: Why values were masked: ``(molecule index, reason)`` pairs.
+MaskNotes = List[Tuple[int, str]]
+
+
+def masked_out_of_range(values: np.ndarray, names: Sequence[str], owners: Optional[np.ndarray] = None
+                        ) -> Tuple[np.ndarray, MaskNotes]:
+    """``values`` (rows of features named ``names``) with the entries a float32 model input cannot
+    hold, infinite or beyond float32's range, set to NaN, which scaling treats as missing (0, the
+    training mean), and why, per molecule (``owners[row]``, default: the row itself). Left in, one
+    such value used to overflow the scaler and turn its whole column into a constant.
+
+    Example:
+        >>> values, notes = masked_out_of_range(np.array([[1.0, 1e308], [-np.inf, 2.0]]), ["a", "b"])
+        >>> values.tolist(), notes[0]
+        ([[1.0, nan], [nan, 2.0]], (0, "value 1e+308 of extra feature 'b' is beyond float32's range (|x| > 3.403e+38): used as missing"))
+    """
+    values = np.array(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(values) | (np.abs(values) > FLOAT32_MAX)  # NaN stays: it is missing already
+    notes = []
+    for row, col in zip(*np.nonzero(bad)):
+        value = values[row, col]
+        why = "is not finite" if np.isinf(value) else f"is beyond float32's range (|x| > {FLOAT32_MAX:.4g})"
+        owner = int(owners[row]) if owners is not None else int(row)
+        notes.append((owner, f"value {value:g} of extra feature {names[col]!r} {why}: used as missing"))
+    values[bad] = np.nan
+    return values, notes
+
+
 def molecule_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame] = None,
-                    ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input") -> np.ndarray:
-    """Raw molecule-level features ``[M, F]`` (generators, then the user columns of ``frame``)."""
+                    ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input"
+                    ) -> Tuple[np.ndarray, MaskNotes]:
+    """Raw molecule-level features ``[M, F]`` (generators, then the user columns of ``frame``),
+    out-of-range values masked (:func:`masked_out_of_range`), and the notes of the masking."""
     ids = list(ids) if ids is not None else [str(m) for m in molecules]
     generated = compute_features(spec.generators, molecules, workers=workers)
-    return np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1)
+    return masked_out_of_range(np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1),
+                               spec.molecule_names)
 
 
 def atom_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], graphs: PackedGraphs,
-                function: Optional[AtomFunction]) -> np.ndarray:
+                function: Optional[AtomFunction]) -> Tuple[np.ndarray, MaskNotes]:
     """Raw atom-level features ``[N, A]`` in the node order of ``graphs`` (graph ``i`` is
-    ``molecules[i]``); hydrogens added by the featurizer get NaN (scaled to 0)."""
+    ``molecules[i]``); hydrogens added by the featurizer get NaN (scaled to 0); out-of-range values
+    masked (:func:`masked_out_of_range`, noted per molecule)."""
     if spec.atom_properties:
         function = sdf_atom_properties(spec.atom_properties)
     if function is None:
@@ -188,7 +226,8 @@ def atom_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], graphs: 
         start, count = int(graphs.node_offsets[index]), int(graphs.num_nodes[index])
         order = input_atom[start:start + count]
         out[start:start + count][order >= 0] = values[order[order >= 0]]
-    return out
+    owners = np.repeat(np.arange(len(molecules)), graphs.num_nodes.numpy()[:len(molecules)])
+    return masked_out_of_range(out, spec.atom_names, owners)
 
 
 @dataclass
@@ -203,20 +242,28 @@ class FittedExtraFeatures:
     def attach(self, graphs: PackedGraphs, molecule_raw: Optional[np.ndarray], atom_raw: Optional[np.ndarray]) -> None:
         """Scale raw values and put them on ``graphs`` (every graph taken out then carries them)."""
         if self.molecule_scaler is not None:
+            assert molecule_raw is not None  # a scaler is fitted on raw values
             graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(molecule_raw))
         if self.atom_scaler is not None:
+            assert atom_raw is not None  # a scaler is fitted on raw values
             graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
 
     def compute_and_attach(self, graphs: PackedGraphs, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame],
-                           ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True) -> None:
+                           ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True
+                           ) -> MaskNotes:
         """Compute the raw features of ``molecules`` (graph ``i`` of ``graphs``) and attach them
-        (only the atom-level ones without ``molecule_level``)."""
+        (only the atom-level ones without ``molecule_level``); the values masked, as at training
+        time (:func:`masked_out_of_range`), by molecule."""
+        notes: MaskNotes = []
         if self.molecule_scaler is not None and molecule_level:
-            raw = molecule_values(self.spec, molecules, frame, ids)
+            raw, masked = molecule_values(self.spec, molecules, frame, ids)
             graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
+            notes += masked
         if self.atom_scaler is not None:
-            raw = atom_values(self.spec, molecules, graphs, atom_function)
+            raw, masked = atom_values(self.spec, molecules, graphs, atom_function)
             graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(raw))
+            notes += masked
+        return notes
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain dict (JSON- and ``weights_only``-safe)."""
@@ -258,7 +305,7 @@ class ExtraFeatureValues:
         return fitted
 
 
-def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[MoleculeLike],
+def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Optional[MoleculeLike]],
                        frame: Optional[pd.DataFrame] = None, atom_function: Optional[AtomFunction] = None,
                        workers: int = 1, source: str = "the input") -> ExtraFeatureValues:
     """Compute the raw extra features of a :class:`~dgl_graphtx.datasets.MoleculeDataset` and keep
@@ -269,28 +316,42 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Mo
     :class:`~dgl_graphtx.datasets.MoleculeTable`'s ``molecules`` and ``frame``.
     """
     picked = dataset.rows.tolist()
-    chosen = [molecules[r] for r in picked]
+    chosen = [prepare_input(cast(MoleculeLike, molecules[r]), dataset.featurizer.config) for r in picked]  # as featurized
     ids = list(dataset.identifiers)
     part = frame.iloc[picked].reset_index(drop=True) if frame is not None else None
-    mol_raw = molecule_values(spec, chosen, part, ids, workers, source) if spec.molecule_names else None
+    notes: MaskNotes = []
+    mol_raw = atom_raw = None
+    if spec.molecule_names:
+        mol_raw, masked = molecule_values(spec, chosen, part, ids, workers, source)
+        notes += masked
     if atom_function is not None and spec.atom_function is None:
         probe = to_mol(chosen[0])
         width = np.asarray(atom_function(probe), dtype=np.float64).reshape(probe.GetNumAtoms(), -1).shape[1]
         spec = dataclasses.replace(spec, atom_function=getattr(atom_function, "__qualname__", "atom_function"), atom_width=width)
-    atom_raw = atom_values(spec, chosen, dataset.graphs, atom_function) if spec.atom_names else None
+    if spec.atom_names:
+        atom_raw, masked = atom_values(spec, chosen, dataset.graphs, atom_function)
+        notes += masked
+    for index, reason in notes:
+        dataset.report.add(RowIssue(picked[index], ids[index], reason, FEATURE_MASKED))
+    logger.info("extra features of %d molecules: %s", len(chosen), describe_extra_features(spec))
+    if notes:
+        logger.warning("%d extra feature value(s) masked as unusable (first: %s; all in the input report)", len(notes), notes[0][1])
     values = ExtraFeatureValues(spec, dataset.graphs, mol_raw, atom_raw)
     dataset.extra_values = values
     return values
 
 
-def add_features_from_files(dataset: Any, spec: ExtraFeatures, paths: Sequence[Any], smiles_col: str = "smiles",
-                            delimiter: Optional[str] = None, explicit_hydrogens: bool = False,
-                            atom_function: Optional[AtomFunction] = None, workers: int = 1) -> ExtraFeatureValues:
-    """:func:`add_extra_features` for a dataset built from the files ``paths`` (its rows numbered
-    across them in order, as :func:`~dgl_graphtx.datasets.load_labelled` does): the files are read
-    again for their molecules and feature columns."""
-    tables = [read_molecules(path, smiles_col, delimiter, explicit_hydrogens=explicit_hydrogens) for path in paths]
-    molecules = [m for table in tables for m in table.molecules]
-    frame = pd.concat([table.columns for table in tables], ignore_index=True) if spec.columns else None
-    return add_extra_features(dataset, spec, molecules, frame, atom_function, workers,
-                              source=" / ".join(str(table.source) for table in tables))
+def describe_extra_features(spec: ExtraFeatures) -> str:
+    """How many extra features of each source ``spec`` reads, in words.
+
+    Example:
+        >>> describe_extra_features(ExtraFeatures(generators=("rdkit2d",), columns=("logp",)))  # doctest: +ELLIPSIS
+        '... molecule-level from rdkit2d, 1 molecule-level from the column logp'
+    """
+    parts = [f"{len(feature_names([g]))} molecule-level from {g}" for g in spec.generators]
+    if spec.columns:
+        parts.append(f"{len(spec.columns)} molecule-level from the column{'s' if len(spec.columns) > 1 else ''} {', '.join(spec.columns)}")
+    if spec.atom_names:
+        source = "SDF atom properties" if spec.atom_properties else f"the function {spec.atom_function}"
+        parts.append(f"{len(spec.atom_names)} atom-level from {source}")
+    return ", ".join(parts) or "none"

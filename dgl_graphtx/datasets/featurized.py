@@ -50,6 +50,7 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
         errors.append(error)
         if featurized is None:
             if on_error is not None:
+                assert error is not None  # featurize_each names the reason of every failure
                 on_error(row, error)
             continue
         graphs.append(featurized[0])

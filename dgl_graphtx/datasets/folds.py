@@ -1,36 +1,62 @@
-"""K folds for cross-validation: every molecule is in the test part of exactly one fold."""
+"""K folds for cross-validation: every molecule is in the test part of exactly one fold, and the
+validation part of each run is carved from the other K - 1 folds."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Hashable, List, Sequence
+from typing import Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import ConfigError
-from .splits import Split, murcko_scaffold
+from .split_kinds import SPLIT_KINDS, molecule_groups
+from .splits import Split, carve
 
-#: How molecules are grouped into folds.
-FOLD_KINDS = ("random", "scaffold", "group")
+
+def fold_kinds() -> Tuple[str, ...]:
+    """How molecules can be grouped into folds: the split kinds that allow folds, or ``group`` (a
+    column of group names).
+
+    Example:
+        >>> fold_kinds()
+        ('random', 'scaffold', 'kmeans', 'group')
+    """
+    return tuple(name for name, kind in SPLIT_KINDS.items() if kind.folds) + ("group",)
+
+
+#: The validation share of the molecules outside the test fold: 0.1 / (0.8 + 0.1), the share of
+#: the default 80/10/10 split's validation part among the molecules that are not tested.
+VALID_SHARE = 1 / 9
 
 
 def _check(k: int, n: int) -> None:
     if k < 3:
-        raise ConfigError(f"cross-validation needs --cv K >= 3 folds (one test, one validation, the rest training), got {k}")
+        raise ConfigError(f"cross-validation needs --cv K >= 3 folds, got {k}")
     if k > n:
         raise ConfigError(f"--cv {k} asks for more folds than there are molecules ({n})")
 
 
-def folds_to_splits(folds: Sequence[Sequence[int]]) -> List[Split]:
-    """One :class:`Split` per fold ``f``: test is fold ``f``, validation fold ``f + 1`` (cyclically),
-    training all the others.
+def folds_to_splits(folds: Sequence[Sequence[int]], valid_share: float = VALID_SHARE, seed: int = 0,
+                    groups: Optional[Sequence[Hashable]] = None) -> List[Split]:
+    """One :class:`Split` per fold ``f``: test is fold ``f``; the validation part, about
+    ``valid_share`` of the other folds' molecules (at least one), is carved from them with
+    ``seed + f`` (whole ``groups`` when given, see :func:`~dgl_graphtx.datasets.splits.carve`);
+    the rest trains.
 
     Example:
-        >>> folds_to_splits([[0], [1], [2, 3]])[2]
-        Split(train=[1], valid=[0], test=[2, 3])
+        >>> folds_to_splits([[0, 1, 2], [3, 4, 5], [6, 7, 8]], valid_share=0.5, seed=1)[0].test
+        [0, 1, 2]
+        >>> [len(part) for part in folds_to_splits([[0, 1, 2], [3, 4, 5], [6, 7, 8]], valid_share=0.5)[0]]
+        [3, 3, 3]
     """
-    k = len(folds)
-    return [Split(sorted(i for g in range(k) if g not in (f, (f + 1) % k) for i in folds[g]),
-                  sorted(folds[(f + 1) % k]), sorted(folds[f])) for f in range(k)]
+    splits = []
+    for f, test in enumerate(folds):
+        rest = sorted(i for g, fold in enumerate(folds) if g != f for i in fold)
+        train, valid = carve(rest, max(1, round(valid_share * len(rest))), seed + f, groups)
+        if not valid or not train:
+            raise ConfigError(f"cross-validation fold {f}: no {'validation' if not valid else 'training'} molecules could be "
+                              f"carved from the other folds' {len(rest)} molecules with whole groups; use fewer or smaller groups")
+        splits.append(Split(train, valid, sorted(test)))
+    return splits
 
 
 def group_folds(groups: Sequence[Hashable], k: int, seed: int = 0) -> List[List[int]]:
@@ -71,22 +97,31 @@ def random_folds(n: int, k: int, seed: int = 0) -> List[List[int]]:
     return [sorted(part.tolist()) for part in np.array_split(order, k)]
 
 
+def fold_groups(kind: str, seed: int = 0, *, smiles: Sequence[str] = (),
+                groups: Sequence[Hashable] = ()) -> Optional[List[Hashable]]:
+    """The groups the folds of ``kind`` keep together: ``groups`` for ``group``, else those of the
+    split kind (:func:`~dgl_graphtx.datasets.split_kinds.molecule_groups`; ``None`` for ``random``).
+
+    Example:
+        >>> fold_groups("scaffold", smiles=["c1ccccc1O", "CCO"]), fold_groups("group", groups=["x", "y"])
+        (['c1ccccc1', ''], ['x', 'y'])
+    """
+    if kind not in fold_kinds():
+        raise ConfigError(f"cross-validation folds must be one of {fold_kinds()}, got {kind!r}")
+    return list(groups) if kind == "group" else molecule_groups(kind, smiles, seed)
+
+
 def cv_splits(kind: str, k: int, seed: int = 0, *, n: int = 0, smiles: Sequence[str] = (),
-              groups: Sequence[Hashable] = ()) -> List[Split]:
-    """The ``k`` splits of a cross-validation: ``random`` (``n`` rows), ``scaffold`` (rows grouped
-    by the Bemis-Murcko scaffold of ``smiles``) or ``group`` (rows grouped by ``groups``, e.g. a
-    column of the data). See :func:`folds_to_splits` for the parts of each split.
+              groups: Sequence[Hashable] = (), valid_share: float = VALID_SHARE) -> List[Split]:
+    """The ``k`` splits of a cross-validation: folds ``random`` (``n`` rows), by a split kind's
+    groups (``scaffold``, ``kmeans``: computed from ``smiles``) or by ``groups`` (``group``: e.g.
+    a column of the data). Each fold is tested once; validation is carved from the other folds
+    keeping the same groups whole (see :func:`folds_to_splits`).
 
     Example:
         >>> [s.test for s in cv_splits("group", 3, groups=["x", "y", "z", "x"])]
         [[0, 3], [1], [2]]
     """
-    if kind == "random":
-        folds = random_folds(n, k, seed)
-    elif kind == "scaffold":
-        folds = group_folds([murcko_scaffold(s) for s in smiles], k, seed)
-    elif kind == "group":
-        folds = group_folds(list(groups), k, seed)
-    else:
-        raise ConfigError(f"cross-validation folds must be one of {FOLD_KINDS}, got {kind!r}")
-    return folds_to_splits(folds)
+    together = fold_groups(kind, seed, smiles=smiles, groups=groups)
+    folds = random_folds(n, k, seed) if together is None else group_folds(together, k, seed)
+    return folds_to_splits(folds, valid_share, seed, together)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ from ..checksums import file_sha256
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from .class_labels import check_usable_targets, encode_class_labels
+from .extra_features import ExtraFeatures, add_extra_features
 from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
 from .row_columns import sample_weights, split_censored
@@ -38,6 +39,7 @@ def load_labelled(
     censored: bool = False,
     weight_col: Optional[str] = None,
     group_col: Optional[str] = None,
+    extra_features: Optional[ExtraFeatures] = None,
     **dataset_kwargs: Any,
 ) -> Tuple[MoleculeDataset, Optional[Split]]:
     """Read and featurize labelled molecules; return the dataset and, when the data defines it,
@@ -61,6 +63,8 @@ def load_labelled(
             (float64 ``[M]``; blank means 1).
         group_col: column of group names, kept as ``dataset.groups`` (cross-validation folds
             keep each group together).
+        extra_features: extra features computed from the files as read (see
+            :func:`~dgl_graphtx.datasets.add_extra_features`; kept as ``dataset.extra_values``).
         **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
 
     Example:
@@ -78,11 +82,11 @@ def load_labelled(
     featurizer = dataset_kwargs.get("featurizer", FeaturizerConfig())
 
     def read(file: PathLike) -> MoleculeTable:
-        return read_molecules(file, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+        return read_molecules(file, smiles_col, delimiter, featurizer)
 
     tables: List[MoleculeTable] = [read(path)]
     if valid is not None:
-        tables += [read(valid), read(test)]
+        tables += [read(valid), read(cast(PathLike, test))]  # both or neither (checked above)
     labels: Optional[np.ndarray] = None
     if split_col is not None:
         labels = split_labels(tables[0].column(split_col), tables[0].source, split_col)
@@ -124,6 +128,10 @@ def load_labelled(
         dataset.sample_weights = weights[kept_rows]
     if groups is not None:
         dataset.groups = [groups[r] for r in kept_rows]
+    if extra_features is not None and extra_features.any:
+        frame = pd.concat([t.columns for t in tables], ignore_index=True) if extra_features.columns else None
+        add_extra_features(dataset, extra_features, [m for t in tables for m in t.molecules], frame,
+                           source=" / ".join(str(t.source) for t in tables))
     if labels is None:
         return dataset, None
     kept = labels[dataset.rows.numpy()]

@@ -30,7 +30,7 @@ from .collate import MoleculeBatch, Sample, labels_and_mask
 from .featurized import featurize_and_pack
 from .packed import Indices, PackedGraphs
 from .readers import MoleculeTable, check_unique, read_molecules, smiles_column
-from .report import LABEL_MASKED, InputReport, RowIssue
+from .report import LABEL_MASKED, InputReport, RowIssue, show_value
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -40,7 +40,7 @@ PathLike = Union[str, Path]
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def _coerce_targets(
+def coerce_targets(
     targets: Any, names: Optional[Sequence[str]], ids: Sequence[str], report: InputReport
 ) -> Tuple[np.ndarray, List[str]]:
     """Targets as float64 ``[R, T]`` with NaN where missing, and their names.
@@ -48,6 +48,13 @@ def _coerce_targets(
     Blank and NaN cells are missing labels; non-numeric or infinite cells, and finite values
     beyond float32's range (they would become ``inf`` in the float32 label tensor), are masked
     too, and reported as :data:`LABEL_MASKED` issues.
+
+    Example:
+        >>> report = InputReport(2)
+        >>> coerce_targets(pd.DataFrame({"y": ["1.5", "1e308"]}), None, ["CCO", "CCN"], report)[0].tolist()
+        [[1.5], [nan]]
+        >>> report.issues[0].reason
+        "value '1e308' in target 'y' is beyond float32's range (|y| > 3.403e+38); rescale the target"
     """
     num_rows = len(ids)
     if targets is None:
@@ -81,9 +88,9 @@ def _coerce_targets(
         with np.errstate(invalid="ignore"):
             too_large = np.isfinite(values) & (np.abs(values) > FLOAT32_MAX)
         for row in np.flatnonzero(~np.isfinite(values) & ~blank):
-            report.add(RowIssue(int(row), ids[row], f"unusable value {raw.iloc[row]!r} in target {name!r}", LABEL_MASKED))
+            report.add(RowIssue(int(row), ids[int(row)], f"unusable value {show_value(raw.iloc[row])} in target {name!r}", LABEL_MASKED))
         for row in np.flatnonzero(too_large):
-            report.add(RowIssue(int(row), ids[row], f"value {raw.iloc[row]!r} in target {name!r} is beyond float32's range "
+            report.add(RowIssue(int(row), ids[int(row)], f"value {show_value(raw.iloc[row])} in target {name!r} is beyond float32's range "
                                 f"(|y| > {FLOAT32_MAX:.4g}); rescale the target", LABEL_MASKED))
         values[~np.isfinite(values) | too_large] = np.nan
         out[:, col] = values
@@ -189,7 +196,7 @@ class MoleculeDataset(Dataset):
         if len(ids) != num_rows:
             raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
         report = InputReport(num_rows)
-        raw_targets, self.target_names = _coerce_targets(targets, target_names, ids, report)
+        raw_targets, self.target_names = coerce_targets(targets, target_names, ids, report)
 
         settings = self.settings
         settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
@@ -263,6 +270,7 @@ class MoleculeDataset(Dataset):
         if not done.rows:
             raise InvalidMoleculeError(f"no valid molecule among {len(molecules)} rows; {report.summary()}")
         report.issues.sort(key=lambda issue: issue.row)
+        assert done.graphs is not None and done.relations is not None  # some rows were featurized
         return {
             "graphs": done.graphs.state_dict(),
             "relations": done.relations.state_dict(),
@@ -338,7 +346,7 @@ class MoleculeDataset(Dataset):
             True
         """
         featurizer = kwargs.get("featurizer", FeaturizerConfig())
-        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+        table = read_molecules(path, smiles_col, delimiter, featurizer)
         kwargs.setdefault("fingerprint", f"{file_sha256(table.source)}|{table.kind}|{smiles_col}|{list(target_cols or [])}")
         return cls.from_table(table, target_cols, **kwargs)
 
@@ -379,6 +387,25 @@ class MoleculeDataset(Dataset):
     def relation(self) -> RelationConfig:
         """The relation-graph settings the dataset was built with."""
         return self.featurizer.relation
+
+    def check_featurized_as(self, featurizer: FeaturizerConfig, relation: RelationConfig, needed_by: str,
+                            fix: str, name: str = "the dataset") -> None:
+        """Refuse this dataset unless it was featurized with ``featurizer`` and ``relation``, the
+        settings ``needed_by`` (a model, a backbone, a run) reads: one :class:`ConfigError`
+        naming every difference, then ``fix``.
+
+        Example:
+            >>> ds = MoleculeDataset(["CCO"], progress=False)
+            >>> ds.check_featurized_as(FeaturizerConfig(atom_features="canonical"), ds.relation, "the model", "featurize it again")
+            Traceback (most recent call last):
+            ...
+            dgl_graphtx.errors.ConfigError: the dataset was featurized with other settings than the model reads: atom_features 'ogb' (needed: 'canonical'); featurize it again
+        """
+        stored = {**self.featurizer.config.to_dict(), "relation": str(self.relation)}
+        wanted = {**featurizer.to_dict(), "relation": str(relation)}
+        differences = [f"{key} {stored.get(key)!r} (needed: {value!r})" for key, value in wanted.items() if stored.get(key) != value]
+        if differences:
+            raise ConfigError(f"{name} was featurized with other settings than {needed_by} reads: {', '.join(differences)}; {fix}")
 
     def __getitem__(self, index: int) -> Sample:
         labels, mask = labels_and_mask(self.raw_labels[index])

@@ -18,19 +18,19 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 from rdkit import Chem, rdBase
-from rdkit.Chem import rdDetermineBonds
 
 from ..errors import ConfigError, GraphTxError
 from ..featurize import FeaturizerConfig
 from ..featurize.molecule import RejectedMolecule
+from .geometry import COVALENT_FACTOR, molecule_from_geometry
 from .molecule_dataset import MoleculeDataset
 
 #: Hartree in electronvolts (CODATA 2018).
 HARTREE_TO_EV = 27.211386245988
-#: Covalent-radius factor of RDKit's van der Waals connectivity. RDKit's default method
-#: (connect-the-dots) leaves ~4% of QM9's strained cages without valid bond orders; radii x 1.15
-#: perceives all but ~0.05% of them and agrees with the given SMILES for ~99.9%.
-COVALENT_FACTOR = 1.15
+#: Hartree in kcal/mol (CODATA 2018; 1 kcal = 4.184 kJ).
+HARTREE_TO_KCAL = 627.5094740631
+#: U0 of the free atoms (Hartree, same B3LYP/6-31G(2df,p) level), from QM9's ``atomref.txt``.
+ATOM_U0 = {"H": -0.500273, "C": -37.846772, "N": -54.583861, "O": -75.064579, "F": -99.718730}
 #: Bump when the way molecules are built from the geometries changes (it keys the dataset cache).
 PERCEPTION_VERSION = 1
 
@@ -39,12 +39,14 @@ _PARTS = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
 
 @dataclass(frozen=True)
 class QM9Target:
-    """One QM9 target: its name here, its column in ``qm9pack``, its unit and meaning."""
+    """One QM9 target: its name here, its column in ``qm9pack``, its unit and meaning; an
+    ``atomization`` energy is the column minus the free atoms' energies (:data:`ATOM_U0`)."""
 
     name: str
     column: str
     unit: str
     description: str
+    atomization: bool = False
 
 
 #: The 12 standard targets (units as computed by Ramakrishnan et al.) and the orbital energies in eV.
@@ -64,7 +66,12 @@ QM9_TARGETS: Dict[str, QM9Target] = {t.name: t for t in [
     QM9Target("homo_ev", "HOMO_au", "eV", "HOMO energy in eV (homo x 27.211386)"),
     QM9Target("lumo_ev", "LUMO_au", "eV", "LUMO energy in eV (lumo x 27.211386)"),
     QM9Target("gap_ev", "HOMO_LUMO_gap_au", "eV", "HOMO-LUMO gap in eV (gap x 27.211386)"),
+    QM9Target("u0_atom", "InternalEnergy_0K_au", "kcal/mol",
+              "atomization energy at 0 K in kcal/mol: u0 minus the free atoms' U0 (QM9's atomref), x 627.509",
+              atomization=True),
 ]}
+#: Unit conversions from the Hartree of qm9pack's energy columns.
+_FROM_HARTREE = {"eV": HARTREE_TO_EV, "kcal/mol": HARTREE_TO_KCAL}
 #: The targets of the Uni-Mol / MoiréGT QM9 benchmark.
 QM9_ORBITAL_TARGETS = ("homo", "lumo", "gap")
 
@@ -94,9 +101,12 @@ def _read_table() -> pd.DataFrame:
         "inchi": frame["InChi"], "num_atoms": frame["N_atoms"].astype(np.int64),
         "elements": frame["Elements"], "xyz": frame["XYZ_Ang"],
     })
+    atoms_u0 = frame["Elements"].map(lambda text: sum(ATOM_U0[s] for s in parse_elements(text)))
     for target in QM9_TARGETS.values():
         values = frame[target.column].astype(np.float64)
-        table[target.name] = values * HARTREE_TO_EV if target.unit == "eV" else values
+        if target.atomization:
+            values = values - atoms_u0
+        table[target.name] = values * _FROM_HARTREE.get(target.unit, 1.0)
     return table
 
 
@@ -123,7 +133,8 @@ def qm9(
     The table has one row per molecule: ``qm9_id`` (the number of the original
     ``dsgdb9nsd_NNNNNN.xyz`` file), ``smiles``, ``inchi``, ``num_atoms`` (hydrogens included),
     ``elements`` and ``xyz`` (the geometry in Angstrom, as text; see :func:`parse_geometry`), and
-    one column per target of :data:`QM9_TARGETS` (units there: energies in Hartree, ``*_ev`` in eV).
+    one column per target of :data:`QM9_TARGETS` (units there: energies in Hartree, ``*_ev`` in eV,
+    the atomization energy ``u0_atom`` in kcal/mol).
 
     With ``as_dataset=True`` each molecule is built from its geometry by
     :func:`molecule_from_geometry` (RDKit bond perception, charge 0) and compared with the given
@@ -186,6 +197,16 @@ def qm9(
                            identifiers=list(table["smiles"]), **dataset_kwargs)
 
 
+def parse_elements(elements: str) -> List[str]:
+    """Element symbols from ``qm9pack``'s ``Elements`` text.
+
+    Example:
+        >>> parse_elements("['O','H','H']")
+        ['O', 'H', 'H']
+    """
+    return [s.strip().strip("'\"") for s in elements.strip("[] ").split(",")]
+
+
 def parse_geometry(elements: str, xyz: str) -> Tuple[List[str], np.ndarray]:
     """Element symbols and ``[N, 3]`` coordinates (Angstrom) from ``qm9pack``'s text columns.
 
@@ -194,34 +215,11 @@ def parse_geometry(elements: str, xyz: str) -> Tuple[List[str], np.ndarray]:
         >>> symbols, coords.shape
         (['O', 'H', 'H'], (3, 3))
     """
-    symbols = [s.strip().strip("'\"") for s in elements.strip("[] ").split(",")]
+    symbols = parse_elements(elements)
     coords = np.array(xyz.replace("[", " ").replace("]", " ").split(","), dtype=np.float64)
     if coords.size != 3 * len(symbols):
         raise ValueError(f"{len(symbols)} elements but {coords.size} coordinate values")
     return symbols, coords.reshape(len(symbols), 3)
-
-
-def molecule_from_geometry(symbols: Sequence[str], coords: np.ndarray, charge: int = 0) -> Chem.Mol:
-    """An RDKit molecule (hydrogens as atoms, one 3-D conformer) with bonds, bond orders and
-    formal charges perceived from the coordinates by ``rdDetermineBonds.DetermineBonds``.
-
-    Raises ``ValueError`` with RDKit's reason when no valid structure is found.
-
-    Example:
-        >>> mol = molecule_from_geometry(["O", "H", "H"], np.array([[0., 0, 0], [0.96, 0, 0], [-0.24, 0.93, 0]]))
-        >>> Chem.MolToSmiles(Chem.RemoveAllHs(mol)), mol.GetNumAtoms()
-        ('O', 3)
-    """
-    block = f"{len(symbols)}\n\n" + "".join(f"{s} {x:.10f} {y:.10f} {z:.10f}\n" for s, (x, y, z) in zip(symbols, coords))
-    with rdBase.BlockLogs():
-        mol = Chem.MolFromXYZBlock(block)
-        if mol is None:
-            raise ValueError("RDKit could not read the geometry")
-        try:
-            rdDetermineBonds.DetermineBonds(mol, charge=charge, useVdw=True, covFactor=COVALENT_FACTOR)
-        except Exception as err:  # RDKit raises ValueError or RuntimeError here
-            raise ValueError(f"no bonds perceived from the DFT geometry: {err}") from None
-    return mol
 
 
 def _canonical(mol: Chem.Mol) -> str:
@@ -304,7 +302,7 @@ class GeometryMolecules(Sequence):
     def __len__(self) -> int:
         return len(self._smiles)
 
-    def __getitem__(self, index: int) -> Union[Chem.Mol, RejectedMolecule]:
+    def __getitem__(self, index: int) -> Union[Chem.Mol, RejectedMolecule]:  # type: ignore[override]  # no slices
         if isinstance(index, slice):
             raise TypeError("GeometryMolecules takes integer indices")
         try:

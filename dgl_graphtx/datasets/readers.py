@@ -1,6 +1,8 @@
 """One reader for every molecule file the library accepts: delimited tables (CSV, TSV, any
 single-character delimiter, sniffed or given; optionally gzipped), SDF (``.sdf``, ``.sd``, also
-gzipped; SD properties become columns, the structure is the molecule) and SMILES files (``.smi``).
+gzipped; SD properties become columns, the structure is the molecule), SMILES files (``.smi``)
+and XYZ files (``.xyz``: coordinates, bonds perceived from them; comment-line properties become
+columns).
 
 Every command that reads molecules (``train``, ``predict --input``, ``evaluate``, ``embed``) and
 :meth:`MoleculeDataset.from_file` go through :func:`read_molecules`, so they accept the same inputs
@@ -15,30 +17,33 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pandas as pd
 from rdkit import Chem, rdBase
 
 from ..errors import ConfigError
-from ..featurize.molecule import MoleculeLike
+from ..featurize import FeaturizerConfig
+from ..featurize.molecule import MoleculeLike, RejectedMolecule, prepare_input
+from .geometry import molecule_from_geometry
 
 PathLike = Union[str, Path]
 
 #: File kinds by suffix (after an optional ``.gz``); anything else is read as a delimited table.
 SDF_SUFFIXES = (".sdf", ".sd")
 SMI_SUFFIXES = (".smi", ".smiles")
+XYZ_SUFFIXES = (".xyz",)
 _SNIFF_DELIMITERS = ",\t;|"
 _SNIFF_BYTES = 1 << 16
 
 
 def file_kind(path: PathLike) -> str:
-    """``"sdf"``, ``"smi"`` or ``"table"``, from the suffix (a trailing ``.gz`` is ignored).
+    """``"sdf"``, ``"smi"``, ``"xyz"`` or ``"table"``, from the suffix (a trailing ``.gz`` is ignored).
 
     Example:
-        >>> file_kind("mols.sdf.gz"), file_kind("x.smi"), file_kind("data.tsv")
-        ('sdf', 'smi', 'table')
+        >>> file_kind("mols.sdf.gz"), file_kind("x.smi"), file_kind("data.tsv"), file_kind("geom.xyz")
+        ('sdf', 'smi', 'table', 'xyz')
     """
     suffixes = [s.lower() for s in Path(path).suffixes]
     if suffixes and suffixes[-1] == ".gz":
@@ -48,6 +53,8 @@ def file_kind(path: PathLike) -> str:
         return "sdf"
     if last in SMI_SUFFIXES:
         return "smi"
+    if last in XYZ_SUFFIXES:
+        return "xyz"
     return "table"
 
 
@@ -97,15 +104,17 @@ class MoleculeTable:
 
     Attributes:
         source: the file.
-        kind: ``table``, ``sdf`` or ``smi``.
+        kind: ``table``, ``sdf``, ``smi`` or ``xyz``.
         molecules: one entry per row/record: SMILES text (tables, ``.smi``) or an RDKit molecule
-            (SDF; ``None`` for a record RDKit could not read).
+            (SDF, XYZ; ``None`` for an SDF record RDKit could not read, a rejected molecule with
+            the reason for an XYZ block without perceivable bonds).
         identifiers: text naming each entry in reports: the SMILES, or for an unreadable SDF
             record ``SDF record <n> (line <l>: <title>)``.
-        columns: the other columns (tables), SD properties (SDF) or names (``.smi``), one row
+        columns: the other columns (tables), SD properties (SDF), names (``.smi``) or comment-line
+            properties (XYZ), one row
             per entry, as read.
-        names: the molecules' own names where the format has them: SDF titles (``_Name``) and
-            ``.smi`` names (``""`` where absent); ``None`` for tables (see :meth:`carried_columns`).
+        names: the molecules' own names where the format has them: SDF titles (``_Name``),
+            ``.smi`` names and XYZ comment names (``""`` where absent); ``None`` for tables (see :meth:`carried_columns`).
     """
 
     source: Path
@@ -214,7 +223,7 @@ def sniff_delimiter(sample: str, path: PathLike = "") -> str:
     except csv.Error:
         header = lines[0]
         counts = {d: header.count(d) for d in _SNIFF_DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=counts.__getitem__)
         return best if counts[best] else ","
 
 
@@ -276,8 +285,10 @@ def _record_start_lines(text: str) -> List[int]:
     return starts
 
 
-def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
-    """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns.
+def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) -> MoleculeTable:
+    """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns,
+    prepared for ``featurizer`` as every route prepares them (:func:`~dgl_graphtx.featurize.molecule.prepare_input`:
+    hydrogen atoms removed unless it keeps them).
 
     Unreadable records stay in place as ``None`` with an identifier naming the record number
     (0-based, like rows), its first line (1-based) and its title, so reports point at them.
@@ -293,15 +304,16 @@ def read_sdf(path: PathLike, explicit_hydrogens: bool = False) -> MoleculeTable:
     if not text.strip():
         raise ConfigError(f"SDF file {path} is empty: it holds no molecule records")
     supplier = Chem.SDMolSupplier()
-    supplier.SetData(text, removeHs=not explicit_hydrogens)
+    supplier.SetData(text, removeHs=False)  # hydrogens are prepare_input's decision
     starts = _record_start_lines(text)
-    molecules: List[Optional[Chem.Mol]] = []
+    molecules: List[Optional[MoleculeLike]] = []
     identifiers: List[str] = []
     titles: List[str] = []
     properties: List[dict] = []
     with rdBase.BlockLogs():
         for index in range(len(supplier)):
-            mol = supplier[index]
+            read = supplier[index]
+            mol = cast(Chem.Mol, prepare_input(read, featurizer)) if read is not None else None  # a molecule stays one
             molecules.append(mol)
             if mol is None:
                 item = supplier.GetItemText(index) or ""
@@ -346,6 +358,88 @@ def read_smi(path: PathLike) -> MoleculeTable:
     return MoleculeTable(path, "smi", list(smiles), list(smiles), pd.DataFrame({"name": names}), names)
 
 
+def read_xyz(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig(), charge: int = 0) -> MoleculeTable:
+    """Read an XYZ file (gzipped too): one or more blocks of an atom count, a comment line and one
+    line per atom (element symbol or number, then x y z in Angstrom). RDKit perceives each
+    block's bonds, bond orders and formal charges from the coordinates
+    (:func:`~dgl_graphtx.datasets.geometry.molecule_from_geometry`, ``rdDetermineBonds``), and
+    the molecule is prepared for ``featurizer`` as every route prepares it (hydrogen atoms removed
+    unless it keeps them; the 3-D conformer stays).
+
+    The comment line may hold properties as ``key=value`` pairs (extended XYZ, as ASE writes it:
+    ``charge=-1 logS=-2.3``): they become columns (targets, ``--keep-cols``). ``charge`` is the
+    block's total charge, which bond perception needs; blocks without one have total charge
+    ``charge``. A comment without ``=`` is the block's name. A block whose bonds cannot be
+    perceived stays in place with the reason (reported for its row, as an unreadable SDF record).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "w.xyz"
+        >>> _ = p.write_text("3\\nwater\\nO 0 0 0\\nH 0.96 0 0\\nH -0.24 0.93 0\\n2\\ncharge=-1\\nO 0 0 0\\nH 0.97 0 0\\n")
+        >>> table = read_xyz(p)
+        >>> table.identifiers, table.names, table.columns["charge"].tolist()
+        (['O', '[OH-]'], ['water', ''], [nan, '-1'])
+    """
+    path = check_file(path, "XYZ")
+    lines = _read_text(path, "XYZ").splitlines()
+    molecules: List[Optional[MoleculeLike]] = []
+    identifiers: List[str] = []
+    names: List[str] = []
+    properties: List[dict] = []
+    for index, (line, comment, atoms) in enumerate(_xyz_blocks(lines, path)):
+        pairs = dict(token.split("=", 1) for token in comment.split() if "=" in token)
+        properties.append(pairs)
+        names.append(pairs.get("name", "") if pairs else comment.strip())
+        try:
+            symbols, coords = _xyz_atoms(atoms, line + 2)
+            total = int(pairs.get("charge", charge))
+            mol = prepare_input(molecule_from_geometry(symbols, coords, total), featurizer)
+        except ValueError as err:
+            mol = RejectedMolecule(f"XYZ record {index} (line {line}): {err}")
+        molecules.append(mol)
+        identifiers.append(Chem.MolToSmiles(mol) if isinstance(mol, Chem.Mol) else f"XYZ record {index} (line {line})")
+    if not molecules:
+        raise ConfigError(f"XYZ file {path} is empty: expected blocks of an atom count, a comment line and one line per atom")
+    return MoleculeTable(path, "xyz", molecules, identifiers, pd.DataFrame(properties, index=range(len(molecules))), names)
+
+
+def _xyz_blocks(lines: Sequence[str], path: Path) -> List[Tuple[int, str, List[str]]]:
+    """``(first line, comment, atom lines)`` of each block of an XYZ file (lines 1-based)."""
+    blocks, i = [], 0
+    while i < len(lines):
+        if not lines[i].strip():
+            i += 1
+            continue
+        count = lines[i].strip()
+        if not count.isdigit():
+            raise ConfigError(f"line {i + 1} of {path} should give the atom count of an XYZ block, got {count!r}; "
+                              "an XYZ file is blocks of: atom count, comment line, one 'element x y z' line per atom")
+        end = i + 2 + int(count)
+        if end > len(lines):
+            raise ConfigError(f"the XYZ block at line {i + 1} of {path} announces {count} atoms, but the file ends "
+                              f"after {max(len(lines) - i - 2, 0)}")
+        blocks.append((i + 1, lines[i + 1], list(lines[i + 2:end])))
+        i = end
+    return blocks
+
+
+def _xyz_atoms(atoms: Sequence[str], first_line: int) -> Tuple[List[str], np.ndarray]:
+    """Element symbols and coordinates ``[N, 3]`` of an XYZ block's atom lines."""
+    table = Chem.GetPeriodicTable()
+    symbols, coords = [], []
+    for offset, text in enumerate(atoms):
+        fields = text.split()
+        try:
+            symbol = table.GetElementSymbol(int(fields[0])) if fields[0].isdigit() else fields[0]
+            coords.append([float(v) for v in fields[1:4]])
+        except (IndexError, ValueError, RuntimeError):
+            raise ValueError(f"line {first_line + offset} should be 'element x y z', got {text.strip()!r}") from None
+        if len(coords[-1]) != 3:
+            raise ValueError(f"line {first_line + offset} should be 'element x y z', got {text.strip()!r}")
+        symbols.append(symbol)
+    return symbols, np.array(coords, dtype=np.float64).reshape(len(symbols), 3)
+
+
 def read_table(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> MoleculeTable:
     """A delimited table as a :class:`MoleculeTable` (see :func:`read_molecule_csv`).
 
@@ -362,15 +456,16 @@ def read_table(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[s
 
 
 def read_molecules(
-    path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None, explicit_hydrogens: bool = False
+    path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None, featurizer: FeaturizerConfig = FeaturizerConfig()
 ) -> MoleculeTable:
     """Read any supported molecule file, chosen by its suffix (``.gz`` allowed on all of them).
 
     Args:
-        path: ``.csv``/``.tsv``/other delimited text, ``.sdf``/``.sd``, or ``.smi``.
+        path: ``.csv``/``.tsv``/other delimited text, ``.sdf``/``.sd``, ``.smi`` or ``.xyz``.
         smiles_col: SMILES column of a table (ignored for SDF and ``.smi``).
         delimiter: table delimiter (sniffed when ``None``).
-        explicit_hydrogens: keep an SDF's hydrogens as atoms.
+        featurizer: the settings the molecules are read for (whether an SDF's hydrogens stay atoms;
+            see :func:`~dgl_graphtx.featurize.molecule.prepare_input`).
 
     Example:
         >>> from dgl_graphtx.datasets import example_sdf_path, freesolv_path
@@ -379,9 +474,11 @@ def read_molecules(
     """
     kind = file_kind(path)
     if kind == "sdf":
-        return read_sdf(path, explicit_hydrogens)
+        return read_sdf(path, featurizer)
     if kind == "smi":
         return read_smi(path)
+    if kind == "xyz":
+        return read_xyz(path, featurizer)
     return read_table(path, smiles_col, delimiter)
 
 

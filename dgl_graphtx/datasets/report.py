@@ -1,9 +1,10 @@
 """What happened to problematic input rows: nothing is dropped without a record."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 import pandas as pd
 
@@ -13,6 +14,9 @@ from ..atomic_io import atomic_to_csv
 SKIPPED = "skipped"
 #: The molecule was kept but a target value was unusable and is treated as missing.
 LABEL_MASKED = "label_masked"
+#: The molecule was kept but an extra feature value was unusable (infinite, or beyond float32's
+#: range) and is treated as missing (scaled to 0, the training mean).
+FEATURE_MASKED = "feature_masked"
 
 
 def one_line(text: str) -> str:
@@ -26,6 +30,19 @@ def one_line(text: str) -> str:
     return repr(text) if any(ch < " " or ch == "\x7f" for ch in text) else text
 
 
+def show_value(value: object) -> str:
+    """A cell's value as a report shows it: numbers as numbers, anything else quoted.
+
+    Example:
+        >>> import numpy as np
+        >>> show_value(np.float64(1e308)), show_value("abc")
+        ('1e+308', "'abc'")
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return f"{float(value):g}"
+    return repr(str(value))
+
+
 @dataclass(frozen=True)
 class RowIssue:
     """One problem with one input row.
@@ -34,7 +51,7 @@ class RowIssue:
         row: 0-based row (or SDF record) index in the input.
         smiles: the input text identifying the molecule (SMILES, or the SDF record name).
         reason: what went wrong, in words.
-        action: :data:`SKIPPED` or :data:`LABEL_MASKED`.
+        action: :data:`SKIPPED`, :data:`LABEL_MASKED` or :data:`FEATURE_MASKED`.
     """
 
     row: int
@@ -53,7 +70,7 @@ class InputReport:
         (1, 'kept 2 of 3 rows; skipped 1 invalid (first: row 1 C1CC: SMILES syntax error)')
     """
 
-    def __init__(self, total_rows: int, issues: List[RowIssue] = None) -> None:
+    def __init__(self, total_rows: int, issues: Optional[List[RowIssue]] = None) -> None:
         self.total_rows = int(total_rows)
         self.issues: List[RowIssue] = list(issues or [])
 
@@ -83,9 +100,10 @@ class InputReport:
             parts.append(
                 f"skipped {self.num_skipped} invalid (first: row {first.row} {one_line(first.smiles)}: {one_line(first.reason)})"
             )
-        masked = [i for i in self.issues if i.action == LABEL_MASKED]
-        if masked:
-            parts.append(f"masked {len(masked)} unusable label values (first: row {masked[0].row}: {one_line(masked[0].reason)})")
+        for action, what in ((LABEL_MASKED, "label"), (FEATURE_MASKED, "extra feature")):
+            masked = [i for i in self.issues if i.action == action]
+            if masked:
+                parts.append(f"masked {len(masked)} unusable {what} values (first: row {masked[0].row}: {one_line(masked[0].reason)})")
         return "; ".join(parts)
 
     def to_frame(self) -> pd.DataFrame:
@@ -101,6 +119,6 @@ class InputReport:
         return {"total_rows": self.total_rows, "issues": [asdict(i) for i in self.issues]}
 
     @classmethod
-    def from_state_dict(cls, state: Dict[str, object]) -> "InputReport":
+    def from_state_dict(cls, state: Dict[str, Any]) -> "InputReport":
         """Inverse of :meth:`state_dict`."""
-        return cls(state["total_rows"], [RowIssue(**i) for i in state["issues"]])  # type: ignore[arg-type]
+        return cls(state["total_rows"], [RowIssue(**i) for i in state["issues"]])

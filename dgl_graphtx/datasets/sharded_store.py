@@ -47,7 +47,7 @@ from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
 from .featurized import featurize_and_pack
-from .molecule_dataset import MoleculeDataset, _coerce_targets, _content_fingerprint, featurization_settings
+from .molecule_dataset import MoleculeDataset, coerce_targets, _content_fingerprint, featurization_settings
 from .readers import read_molecules
 from .report import InputReport, RowIssue
 
@@ -62,6 +62,8 @@ STORE_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
+#: Molecules per shard (``shard_size``), the unit of resumption.
+SHARD_SIZE = 2000
 GRAPH_PARTS = ("graphs", "relations")
 
 
@@ -108,8 +110,8 @@ def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, mol
     rows = done.rows
     issues = [asdict(RowIssue(start + offset, ids[offset], error)) for offset, error in enumerate(done.errors) if error is not None]
     payload = {
-        "graphs": done.graphs.state_dict() if rows else None,
-        "relations": done.relations.state_dict() if rows else None,
+        "graphs": done.graphs.state_dict() if done.graphs is not None else None,
+        "relations": done.relations.state_dict() if done.relations is not None else None,
         "labels": torch.from_numpy(labels[rows].astype(np.float32)),
         "rows": torch.tensor(rows, dtype=torch.int64) + start,
         "identifiers": [ids[r] for r in rows],
@@ -256,7 +258,7 @@ def featurize_to_store(
     relation: RelationConfig = RelationConfig(),
     fingerprint: Optional[str] = None,
     workers: int = 1,
-    shard_size: int = 2000,
+    shard_size: int = SHARD_SIZE,
     progress: Optional[bool] = None,
 ) -> Path:
     """Featurize ``molecules`` into the store ``out_dir`` with ``workers`` processes (resuming
@@ -282,7 +284,7 @@ def featurize_to_store(
     if len(ids) != num_rows:
         raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
     label_report = InputReport(num_rows)
-    raw_targets, names = _coerce_targets(targets, target_names, ids, label_report)
+    raw_targets, names = coerce_targets(targets, target_names, ids, label_report)
     settings = featurization_settings(MoleculeFeaturizer(featurizer, relation), names)
     settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
     key = cache_key(settings)
@@ -330,7 +332,7 @@ def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles"
         >>> len(load_store(store))
         8
     """
-    table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=featurizer.explicit_hydrogens)
+    table = read_molecules(path, smiles_col, delimiter, featurizer)
     targets = table.targets(target_cols) if target_cols else None
     fingerprint = f"{file_sha256(table.source)}|{table.kind}|{smiles_col}|{list(target_cols)}"
     return featurize_to_store(table.molecules, out_dir, targets, target_names=list(target_cols),

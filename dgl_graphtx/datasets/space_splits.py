@@ -8,7 +8,7 @@ from rdkit import Chem, DataStructs, rdBase
 from rdkit.Chem import rdFingerprintGenerator
 
 from ..errors import ConfigError
-from .splits import Split, _sizes, assign_groups
+from .splits import DEFAULT_FRACTIONS, Split, _sizes, assign_groups
 
 #: Distances of :func:`kennard_stone_order`: Jaccard (1 - Tanimoto, for bit fingerprints) or Euclidean.
 METRICS = ("jaccard", "euclidean")
@@ -92,7 +92,7 @@ def kennard_stone_order(features: np.ndarray, metric: str = "euclidean") -> List
     return order
 
 
-def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
                         metric: str = "euclidean") -> Split:
     """Kennard-Stone split: the first rows of :func:`kennard_stone_order` (which span the space)
     are the training part, the next ones validation, the last (the most interior) test.
@@ -107,7 +107,22 @@ def kennard_stone_split(features: np.ndarray, fractions: Tuple[float, float, flo
     return Split(sorted(order[:n_train]), sorted(order[n_train:n_train + n_valid]), sorted(order[n_train + n_valid:]))
 
 
-def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0,
+def kmeans_clusters(features: np.ndarray, seed: int = 0, n_clusters: int = 10) -> np.ndarray:
+    """The k-means cluster (0 .. ``n_clusters - 1``) of every row of ``features`` (scikit-learn
+    ``KMeans`` seeded with ``seed``, ``n_init=10``).
+
+    Example:
+        >>> kmeans_clusters(np.array([[0.0], [0.1], [9.0]]), n_clusters=2).tolist() in ([0, 0, 1], [1, 1, 0])
+        True
+    """
+    from sklearn.cluster import KMeans
+
+    if not 1 <= n_clusters <= len(features):
+        raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
+    return KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
+
+
+def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0,
                  n_clusters: int = 10) -> Split:
     """k-means split: rows are clustered (scikit-learn ``KMeans`` seeded with ``seed``), and whole
     clusters, largest first, fill train, then validation, then test (as chemprop does).
@@ -117,12 +132,8 @@ def kmeans_split(features: np.ndarray, fractions: Tuple[float, float, float] = (
         >>> kmeans_split(x, (0.5, 0.34, 0.16), n_clusters=3)
         Split(train=[0, 1, 2], valid=[3, 4], test=[5])
     """
-    from sklearn.cluster import KMeans
-
     n_train, n_valid = _sizes(len(features), fractions)
-    if not 1 <= n_clusters <= len(features):
-        raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
-    labels = KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
+    labels = kmeans_clusters(features, seed, n_clusters)
     groups = [np.flatnonzero(labels == c).tolist() for c in range(n_clusters)]
     groups = sorted((g for g in groups if g), key=lambda g: (-len(g), g[0]))
     return assign_groups(groups, n_train, n_valid)

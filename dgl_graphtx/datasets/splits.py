@@ -3,13 +3,17 @@ fingerprints and Kennard-Stone; and k folds for cross-validation."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from rdkit import Chem, rdBase
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
 from ..errors import ConfigError
+
+
+#: Train, validation and test fractions of a split when none are given.
+DEFAULT_FRACTIONS: Tuple[float, float, float] = (0.8, 0.1, 0.1)
 
 
 class Split(NamedTuple):
@@ -28,7 +32,7 @@ def _sizes(n: int, fractions: Tuple[float, float, float]) -> Tuple[int, int]:
     return n_train, min(n_valid, n - n_train)
 
 
-def random_split(n: int, fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0) -> Split:
+def random_split(n: int, fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0) -> Split:
     """Shuffle ``range(n)`` with ``seed`` and cut it by ``fractions``.
 
     Example:
@@ -56,7 +60,7 @@ def murcko_scaffold(smiles: str) -> str:
 
 
 def scaffold_split(
-    smiles: Sequence[str], fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1), seed: int = 0
+    smiles: Sequence[str], fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS, seed: int = 0
 ) -> Split:
     """Scaffold split: molecules sharing a Bemis-Murcko scaffold land in the same part.
 
@@ -103,3 +107,41 @@ def assign_groups(groups: Sequence[Sequence[int]], n_train: int, n_valid: int) -
         else:
             test.extend(group)
     return Split(sorted(train), sorted(valid), sorted(test))
+
+
+def carve(indices: Sequence[int], size: int, seed: int = 0, groups: Optional[Sequence[Hashable]] = None) -> Tuple[List[int], List[int]]:
+    """``(kept, carved)``: about ``size`` of ``indices`` set apart, drawn with ``seed``. With
+    ``groups`` (one value per dataset row, e.g. scaffolds), whole groups are carved, made like
+    the validation and test parts of :func:`scaffold_split`: groups larger than half of ``size``
+    stay (one large scaffold set would otherwise make up most of the carved part), the others are
+    taken in an order shuffled by ``seed``, each while it fits in ``size``; when none fits, the
+    smallest group is carved, so that a part asked for is never empty.
+
+    Example:
+        >>> carve(range(8), 4, seed=0, groups=["a", "a", "b", "c", "c", "c", "d", "e"])  # c (3 > 4 / 2) stays
+        ([2, 3, 4, 5], [0, 1, 6, 7])
+        >>> carve(range(6), 1, groups=["a", "a", "b", "b", "b", "b"])  # none fits: the smallest group
+        ([2, 3, 4, 5], [0, 1])
+        >>> len(carve(range(10), 3)[1])
+        3
+    """
+    indices = list(indices)
+    if groups is None:
+        order = np.random.default_rng(seed).permutation(len(indices))
+        chosen = set(order[:size].tolist())
+        carved = [i for position, i in enumerate(indices) if position in chosen]
+    else:
+        members: Dict[Hashable, List[int]] = defaultdict(list)
+        for i in indices:
+            members[groups[i]].append(i)
+        sets = list(members.values())
+        np.random.default_rng(seed).shuffle(sets)
+        carved = []
+        for group in sets:
+            if len(group) <= size / 2 and len(carved) + len(group) <= size:
+                carved.extend(group)
+        if not carved and size > 0 and sets:
+            smallest: List[int] = min(sets, key=len)
+            carved = list(smallest)
+    taken = set(carved)
+    return sorted(i for i in indices if i not in taken), sorted(carved)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from rdkit import Chem
-from rdkit.Chem import AllChem
+from rdkit.Chem import rdDistGeom, rdForceFieldHelpers
 
 from ..errors import InvalidMoleculeError
 
@@ -25,14 +25,14 @@ def embed_coordinates(mol: Chem.Mol, seed: int = 0xF00D, mmff: bool = False) -> 
         (3, 3)
     """
     with_h = Chem.AddHs(mol)
-    params = AllChem.ETKDGv3()
-    params.randomSeed = int(seed)
-    if AllChem.EmbedMolecule(with_h, params) != 0:
-        params.useRandomCoords = True  # RDKit's documented fallback for hard cases
-        if AllChem.EmbedMolecule(with_h, params) != 0:
+    params = rdDistGeom.ETKDGv3()
+    params.randomSeed = int(seed)  # type: ignore[assignment]  # RDKit's stubs type its parameter properties as the class
+    if rdDistGeom.EmbedMolecule(with_h, params) != 0:
+        params.useRandomCoords = True  # type: ignore[assignment]  # RDKit's documented fallback for hard cases (its stubs type the property as the class)
+        if rdDistGeom.EmbedMolecule(with_h, params) != 0:
             raise InvalidMoleculeError("3-D embedding failed: RDKit ETKDG found no conformer")
-    if mmff and AllChem.MMFFHasAllMoleculeParams(with_h):
-        AllChem.MMFFOptimizeMolecule(with_h, maxIters=500)
+    if mmff and rdForceFieldHelpers.MMFFHasAllMoleculeParams(with_h):
+        rdForceFieldHelpers.MMFFOptimizeMolecule(with_h, maxIters=500)
     coords = with_h.GetConformer().GetPositions()
     return np.asarray(coords[: mol.GetNumAtoms()], dtype=np.float64)
 

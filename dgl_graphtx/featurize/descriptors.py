@@ -16,10 +16,10 @@ import dataclasses
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
-from rdkit import Chem, RDLogger
+from rdkit import Chem, rdBase
 from rdkit.Chem import Descriptors, rdFingerprintGenerator
 
 from ..errors import ConfigError, InvalidMoleculeError
@@ -95,7 +95,7 @@ class MorganCounts:
 
 
 #: Generator classes by name.
-GENERATORS: Dict[str, Callable[..., Any]] = {RDKit2D.name: RDKit2D, MorganCounts.name: MorganCounts}
+GENERATORS: Dict[str, Union[Type[RDKit2D], Type[MorganCounts]]] = {RDKit2D.name: RDKit2D, MorganCounts.name: MorganCounts}
 
 
 def get_generator(spec: str) -> Any:
@@ -142,7 +142,7 @@ def feature_names(specs: Sequence[str]) -> List[str]:
 
 def _compute_rows(specs: Tuple[str, ...], molecules: Sequence[MoleculeLike]) -> Tuple[np.ndarray, List[Optional[str]]]:
     """Rows for ``molecules`` (NaN rows for unreadable ones) and the reason each failed (or None)."""
-    RDLogger.DisableLog("rdApp.*")
+    rdBase.DisableLog("rdApp.*")
     generators = [get_generator(spec) for spec in specs]
     width = sum(len(g.feature_names()) for g in generators)
     out = np.full((len(molecules), width), np.nan)

@@ -15,7 +15,7 @@ from ..logs import progress as progress_bar
 from ..relation_graph import BondVocabulary, RelationConfig, build_relation_graph
 from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
-from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer
+from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer, ogb_feature_value
 
 
 
@@ -96,6 +96,31 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     return parse_smiles(molecule)
 
 
+def prepare_input(molecule: MoleculeLike, config: FeaturizerConfig) -> MoleculeLike:
+    """``molecule`` as featurization takes it, the same whatever the route (a SMILES string, an
+    RDKit molecule built or read in Python, a record of a file): RDKit molecules lose the hydrogen
+    atoms they carry (``Chem.RemoveHs``, as RDKit's SDF reader does on reading) unless
+    ``config.explicit_hydrogens``; SMILES strings are left as they are (parsing removes ``[H]``
+    atoms). A molecule whose hydrogens cannot be removed becomes a :class:`RejectedMolecule`
+    saying why. Readers, :class:`MoleculeFeaturizer`, prediction and extra features all call this,
+    so a new hydrogen setting of :class:`FeaturizerConfig` belongs here.
+
+    Example:
+        >>> with_h = Chem.AddHs(Chem.MolFromSmiles("CO"))
+        >>> prepare_input(with_h, FeaturizerConfig()).GetNumAtoms(), prepare_input(with_h, FeaturizerConfig(explicit_hydrogens=True)).GetNumAtoms()
+        (2, 6)
+    """
+    if config.explicit_hydrogens or not isinstance(molecule, Chem.Mol):
+        return molecule
+    if not any(atom.GetAtomicNum() == 1 for atom in molecule.GetAtoms()):
+        return molecule
+    try:
+        with rdBase.BlockLogs():
+            return Chem.RemoveHs(molecule)
+    except Exception as err:  # RDKit raises several unrelated exception types here
+        return RejectedMolecule(f"RDKit could not remove the molecule's hydrogen atoms: {err}")
+
+
 def canonical_atom_order(mol: Chem.Mol) -> Tuple[Chem.Mol, List[int]]:
     """The molecule with its atoms (and bonds) in canonical order, and ``input_atom``: for each
     new atom, its index in ``mol``.
@@ -115,7 +140,7 @@ def canonical_atom_order(mol: Chem.Mol) -> Tuple[Chem.Mol, List[int]]:
         smiles = Chem.MolToSmiles(mol)
         order = [int(i) for i in mol.GetPropsAsDict(True, True)["_smilesAtomOutputOrder"]]
         params = Chem.SmilesParserParams()
-        params.removeHs = False
+        params.removeHs = False  # type: ignore[assignment]  # RDKit's stubs type its parameter properties as the class
         canonical = Chem.MolFromSmiles(smiles, params)
     if canonical is None or canonical.GetNumAtoms() != mol.GetNumAtoms() or len(order) != mol.GetNumAtoms():
         # RDKit could not read back its own SMILES (rare): fall back to renumbering by canonical ranks
@@ -201,6 +226,20 @@ class MoleculeFeaturizer:
         """Category counts per bond column (``ogb``), or ``(width,)`` of the float features."""
         return OGB_BOND_FEATURE_DIMS if self.config.atom_features == "ogb" else (self._bonds.feat_size(),)
 
+    def describe_feature(self, level: str, column: int, value: float) -> Optional[str]:
+        """Words for ``value`` in column ``column`` of the ``atom`` or ``bond`` features (``None``
+        for the atomic number, which the applicability domain checks as the element).
+
+        Example:
+            >>> MoleculeFeaturizer().describe_feature("atom", 1, 2), MoleculeFeaturizer().describe_feature("atom", 0, 7)
+            ('atom chirality S', None)
+        """
+        if self.config.atom_features != "ogb":
+            return f"{level} feature column {column} = {value:g}"
+        if level == "atom" and column == 0:
+            return None
+        return f"{level} {ogb_feature_value(level, column, int(value))}"
+
     @property
     def model_inputs(self) -> Dict[str, Any]:
         """The :class:`~dgl_graphtx.models.ModelConfig` fields this featurizer fixes: the atom
@@ -218,9 +257,10 @@ class MoleculeFeaturizer:
         }
 
     def prepare(self, molecule: MoleculeLike) -> Tuple[Chem.Mol, List[int]]:
-        """Parse, put the atoms in canonical order and apply the hydrogen setting; returns the
-        molecule whose atoms are the graph's nodes and each node's input atom index (-1: added H)."""
-        mol = to_mol(molecule)
+        """Parse (:func:`prepare_input`), put the atoms in canonical order and apply the hydrogen
+        setting; returns the molecule whose atoms are the graph's nodes and each node's input atom
+        index (-1: added H), an index into the prepared input."""
+        mol = to_mol(prepare_input(molecule, self.config))
         problem = self.limits.check_atoms(mol.GetNumAtoms()) if self.limits is not None else None
         if problem:
             raise InvalidMoleculeError(problem)

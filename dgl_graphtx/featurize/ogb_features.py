@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 from ogb.utils.features import (
+    allowable_features,
     atom_to_feature_vector,
     bond_to_feature_vector,
     get_atom_feature_dims,
@@ -26,6 +27,28 @@ from rdkit import Chem
 OGB_ATOM_FEATURE_DIMS: Tuple[int, ...] = tuple(get_atom_feature_dims())
 #: Number of categories of each OGB bond feature (bond type, stereo, conjugated).
 OGB_BOND_FEATURE_DIMS: Tuple[int, ...] = tuple(get_bond_feature_dims())
+#: Names of the atom and of the bond feature columns, in order.
+OGB_FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
+    "atom": ("atomic number", "chirality", "degree", "formal charge", "hydrogens", "radical electrons", "hybridisation",
+             "aromatic", "in ring"),
+    "bond": ("bond type", "stereo", "conjugated"),
+}
+
+
+def ogb_feature_value(level: str, column: int, value: int) -> str:
+    """Words for category ``value`` of column ``column`` of the ``atom`` or ``bond`` features.
+
+    Example:
+        >>> ogb_feature_value("atom", 1, 1), ogb_feature_value("atom", 6, 3), ogb_feature_value("bond", 1, 2)
+        ('chirality R', 'hybridisation SP3D', 'stereo STEREOE')
+    """
+    keys = [k for k in allowable_features if (k.startswith("possible_bond") or k == "possible_is_conjugated_list") == (level == "bond")]
+    if level == "atom" and column == 1:
+        labels: List[object] = ["none", *CIP_CATEGORIES, "stereo without a CIP label"]
+    else:
+        labels = list(allowable_features[keys[column]])
+    shown = labels[value] if 0 <= value < len(labels) else value
+    return f"{OGB_FEATURE_NAMES[level][column]} {shown}"
 
 
 class _OGBFeaturizer:

@@ -3,6 +3,7 @@ ensemble of them, or a pretrained backbone; predictions, embeddings and scores o
 streamed a chunk at a time, with the applicability domain and uncertainty the checkpoint carries."""
 from .backbones import Pretrained, get_pretrained, is_pretrained_reference, list_pretrained
 from .checkpoint_paths import resolve_checkpoints, single_checkpoint
+from .cross_conformal import CVPlus, stored_cv_plus
 from .domain import Domain
 from .ensemble import ensemble_chunks, ensemble_predict, stored_calibration
 from .evaluation import Evaluation, evaluate_table
@@ -10,6 +11,7 @@ from .prediction_job import PredictionJob, PredictionSummary, run_prediction
 from .predictor import Embeddings, Predictor, predict_smiles
 
 __all__ = [
+    "CVPlus",
     "Domain",
     "Embeddings",
     "Evaluation",
@@ -28,4 +30,5 @@ __all__ = [
     "run_prediction",
     "single_checkpoint",
     "stored_calibration",
+    "stored_cv_plus",
 ]

@@ -96,13 +96,40 @@ def get_pretrained(name_or_path: PathLike) -> Pretrained:
     if not card_path.is_file():
         raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {card_path} is missing; "
                           "a backbone without a card cannot be checked")
-    card = json.loads(card_path.read_text())
+    card = read_card(card_path, name_or_path)
     actual = file_sha256(backbone)
     if actual != card.get("sha256"):
         raise CheckpointError(f"pretrained model {str(name_or_path)!r}: {backbone} has SHA-256 {actual[:12]}..., its card "
                               f"says {str(card.get('sha256'))[:12]}...; the file is damaged or replaced: reinstall "
                               "dgl_graphtx or re-run 'dgl-graphtx pretrain'")
     return Pretrained(load_checkpoint(backbone), card, backbone, str(name_or_path))
+
+
+def read_card(path: Path, name_or_path: PathLike) -> Dict[str, Any]:
+    """The model card at ``path`` of the backbone asked for as ``name_or_path``, or one
+    :class:`ConfigError` saying what is wrong with it.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> card = pathlib.Path(tempfile.mkdtemp()) / "card.json"
+        >>> _ = card.write_text("{")
+        >>> read_card(card, "mine")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: pretrained model 'mine': its model card ... is not valid JSON (line 1, column 2: Expecting property name enclosed in double quotes); restore it or re-run 'dgl-graphtx pretrain'
+    """
+    fix = "restore it or re-run 'dgl-graphtx pretrain'"
+    try:
+        card = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {path} is not valid JSON "
+                          f"(line {err.lineno}, column {err.colno}: {err.msg}); {fix}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {path} is not text; {fix}") from None
+    if not isinstance(card, dict):
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {path} is not a JSON object "
+                          f"(it holds a {type(card).__name__}); {fix}")
+    return card
 
 
 def describe(card: Dict[str, Any]) -> str:
@@ -113,8 +140,23 @@ def describe(card: Dict[str, Any]) -> str:
         ...           "heldout_r2": 0.5, "epochs": 2})
         'm: grpe, 1,000 parameters, pretrained on 10 molecules of MOSES for 2 epochs, held-out descriptor R2 0.500'
     """
+    return f"{card.get('name')}: {_facts(card)}"
+
+
+def describe_loaded(pretrained: Pretrained) -> str:
+    """One line about a loaded backbone: what it was asked by, its checked hash and its card.
+
+    Example:
+        >>> describe_loaded(get_pretrained("gradformer-tiny-moses3k"))  # doctest: +ELLIPSIS
+        'pretrained backbone gradformer-tiny-moses3k (SHA-256 ..., as its card says): gradformer, ... parameters, pretrained on ...'
+    """
+    sha = str(pretrained.card.get("sha256"))[:12]
+    return f"pretrained backbone {pretrained.source} (SHA-256 {sha}, as its card says): {_facts(pretrained.card)}"
+
+
+def _facts(card: Dict[str, Any]) -> str:
     corpus = card.get("corpus", {})
-    return (f"{card['name']}: {card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
+    return (f"{card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
             f"{corpus.get('molecules', 0):,} molecules of {corpus.get('name')} for {card.get('epochs')} epochs, "
             f"held-out descriptor R2 {_number(card.get('heldout_r2'))}")
 

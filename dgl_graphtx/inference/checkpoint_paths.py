@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
@@ -42,9 +43,20 @@ def run_status(folder: PathLike) -> Optional[str]:
     return status if isinstance(status, str) else None
 
 
+def natural_key(path: PathLike) -> List[Union[int, str]]:
+    """Sort key of a path with its numbers compared as numbers (``fold_2`` before ``fold_10``).
+
+    Example:
+        >>> sorted(["fold_10/best.pt", "fold_2/best.pt"], key=natural_key)
+        ['fold_2/best.pt', 'fold_10/best.pt']
+    """
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
 def checkpoints_in(path: PathLike) -> List[Path]:
     """``path`` itself if it is a file; a run folder's ``best.pt``; else every ``best.pt`` below
-    the folder (an ensemble's members, sorted) but those of runs that did not finish.
+    the folder (an ensemble's members or a cross-validation's folds, in the order of their
+    numbers: ``fold_2`` before ``fold_10``) but those of runs that did not finish.
 
     Example:
         >>> checkpoints_in("no/such/folder")
@@ -60,7 +72,7 @@ def checkpoints_in(path: PathLike) -> List[Path]:
             logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
                            path, RUN_INFO, BEST)
         return [path / BEST]
-    found = sorted(path.rglob(BEST)) if path.is_dir() else []
+    found = sorted(path.rglob(BEST), key=natural_key) if path.is_dir() else []
     if not found:
         last = " (it holds last.pt only: the run has not finished an epoch with a validation score)" if (path / "last.pt").is_file() else ""
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")

@@ -13,8 +13,11 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..featurize.molecule import MoleculeLike
+from ..featurize.similarity import SIMILARITY_COLUMN
+from ..training.outputs import prediction_column
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
+from .cross_conformal import CVPlus
 from .predictor import Predictor
 
 PathLike = Union[str, Path]
@@ -22,7 +25,7 @@ PathLike = Union[str, Path]
 
 def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
     """Mean and standard deviation (``ddof=0``) over members' prediction tables with the same rows:
-    ``<t>_pred``-style or bare target columns are averaged; a ``<t>_std`` column follows each.
+    the columns ``names`` are averaged; a ``<name>_std`` column follows each.
 
     Example:
         >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0]}); b = pd.DataFrame({"smiles": ["C"], "y": [3.0]})
@@ -38,29 +41,30 @@ def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.D
     return out
 
 
-def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str], value: str = "") -> pd.DataFrame:
-    """:func:`ensemble_table` of the members' ``<name><value>`` columns, with ``<name>_std`` the
-    members' spread; members that predict their own ``<name>_std`` add its mean variance (total
-    variance = variance of the means + mean of the variances), and their own intervals are dropped.
+def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """:func:`ensemble_table` of the members' prediction columns (``<name>_pred``), with
+    ``<name>_std`` the members' spread; members that predict their own ``<name>_std`` add its mean
+    variance (total variance = variance of the means + mean of the variances), and their own
+    intervals are dropped, as is their similarity to their training parts
+    (``similarity_to_training``), which may differ.
 
     Example:
-        >>> a = pd.DataFrame({"smiles": ["C"], "y": [1.0], "y_std": [3.0]}); b = a.assign(y=[3.0])
+        >>> a = pd.DataFrame({"smiles": ["C"], "y_pred": [1.0], "y_std": [3.0]}); b = a.assign(y_pred=[3.0])
         >>> combine_members([a, b], ["y"]).values.tolist()  # sqrt(1 + 9)
         [['C', 2.0, 3.1622776601683795]]
     """
-    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")]
+    own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")] + [SIMILARITY_COLUMN]
     member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
                        for n in names if f"{n}_std" in tables[0]}
-    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [f"{n}{value}" for n in names])
-    out = out.rename(columns={f"{n}{value}_std": f"{n}_std" for n in names})
+    out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [prediction_column(n) for n in names])
+    out = out.rename(columns={f"{prediction_column(n)}_std": f"{n}_std" for n in names})
     for name, variance in member_variance.items():
         out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
     return out
 
 
-def with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calibration,
-                    after: str = "_pred") -> pd.DataFrame:
-    """``table`` (``<t><after>`` means, ``<t>_std`` spreads) with the calibrated std and intervals.
+def with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calibration) -> pd.DataFrame:
+    """``table`` (``<t>_pred`` means, ``<t>_std`` spreads) with the calibrated std and intervals.
 
     Example:
         >>> from dgl_graphtx.uncertainty import Calibration
@@ -68,10 +72,10 @@ def with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calib
         >>> list(with_intervals(table, ["y"], Calibration("ensemble", 0.9, z_scale=[2.0], conformal=[1.0])).columns)
         ['y_pred', 'y_std', 'y_lo', 'y_hi']
     """
-    mean = table[[f"{n}{after}" for n in names]].to_numpy(dtype=float)
+    mean = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
     std, lo, hi = calibration.apply(mean, table[[f"{n}_std" for n in names]].to_numpy(dtype=float))
     table = table.drop(columns=[f"{n}_std" for n in names])
-    return add_uncertainty_columns(table, names, UncertainPredictions(mean, std, lo, hi), after=lambda n: f"{n}{after}")
+    return add_uncertainty_columns(table, names, UncertainPredictions(mean, std, lo, hi), prediction_column)
 
 
 def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
@@ -91,10 +95,12 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
 
 def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                     identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
-                    features: Optional[pd.DataFrame] = None) -> Iterator[pd.DataFrame]:
+                    features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> Iterator[pd.DataFrame]:
     """:func:`ensemble_predict` one chunk at a time: every member predicts a chunk (the members'
     ``chunk_size``), and its combined table is yielded before the next chunk is featurized, so
     memory holds one chunk per member. An empty input gives one empty table with every column.
+    With ``cv_plus`` (a cross-validation's folder, :func:`~dgl_graphtx.inference.stored_cv_plus`)
+    the members are its fold models and the intervals are CV+ ones.
 
     Example:
         >>> import tempfile
@@ -108,6 +114,8 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
     names = predictors[0].target_names
     if any(p.target_names != names for p in predictors):
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
+    if cv_plus is not None and len(predictors) != len(cv_plus.checkpoints):
+        raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(predictors)}")
     if len(molecules):
         members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
                    for i, p in enumerate(predictors)]
@@ -115,16 +123,32 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
         members = [[p.predict([], features=features)] for p in predictors]
     for tables in zip(*members):
         out = combine_members(tables, names)
-        yield with_intervals(out, names, calibration, after="") if calibration is not None else out
+        if cv_plus is not None:
+            yield with_cv_plus_intervals(out, tables, names, cv_plus)
+        else:
+            yield with_intervals(out, names, calibration) if calibration is not None else out
+
+
+def with_cv_plus_intervals(out: pd.DataFrame, tables: Sequence[pd.DataFrame], names: Sequence[str], cv_plus: CVPlus) -> pd.DataFrame:
+    """``out`` (the fold models' combined table) with the CV+ ``<t>_lo`` and ``<t>_hi`` of the
+    fold models' predictions ``tables`` (one per fold, in ``cv_plus``'s order)."""
+    for name in names:
+        stds = np.stack([t[f"{name}_std"].to_numpy(float) for t in tables]) if f"{name}_std" in tables[0] else None
+        lo, hi = cv_plus.intervals(name, np.stack([t[prediction_column(name)].to_numpy(float) for t in tables]), stds)
+        add_uncertainty_columns(out, [name], UncertainPredictions(lo[:, None], None, lo[:, None], hi[:, None]),
+                                after=lambda n: f"{n}_std")
+    return out
 
 
 def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
                      identifiers: Optional[Sequence[str]] = None, calibration: Optional[Calibration] = None,
-                     features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+                     features: Optional[pd.DataFrame] = None, cv_plus: Optional[CVPlus] = None) -> pd.DataFrame:
     """Mean prediction of several predictors with a ``<target>_std`` column per target: the
     members' spread, combined with their own mean variance when they predict a std. A
     ``calibration`` (from ``replicate_<r>/calibration.json`` of :func:`train_ensemble`) scales
-    the std and adds ``<target>_lo`` / ``<target>_hi``. ``features``: the user feature columns
+    the std and adds ``<target>_lo`` / ``<target>_hi``; with ``cv_plus`` (the predictors are a
+    cross-validation's fold models, in fold order: :func:`~dgl_graphtx.inference.cross_conformal.stored_cv_plus`)
+    ``<target>_lo`` / ``<target>_hi`` are CV+ intervals. ``features``: the user feature columns
     of models trained with them (see :meth:`Predictor.predict`).
 
     Example:
@@ -135,7 +159,7 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> paths = [save_checkpoint(tempfile.mkdtemp() + "/best.pt", build_model(p.model),
         ...                          CheckpointMeta(p.featurizer, p.relation, ["y"])) for _ in range(2)]
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
-        ['smiles', 'canonical_smiles', 'y', 'y_std', 'error', 'warning']
+        ['smiles', 'canonical_smiles', 'y_pred', 'y_std', 'error', 'warning']
     """
-    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features)),
+    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features, cv_plus)),
                      ignore_index=True)

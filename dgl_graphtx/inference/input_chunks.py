@@ -2,7 +2,7 @@
 prediction and embedding whatever the input size."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 from rdkit import Chem
@@ -16,11 +16,13 @@ from ..featurize.molecule import MoleculeLike
 def input_chunks(
     molecules: Union[MoleculeLike, Iterable[MoleculeLike]], chunk_size: int, progress: bool = False,
     identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
+    prepare: Optional[Callable[[MoleculeLike], MoleculeLike]] = None,
 ) -> Iterator[Tuple[int, List[MoleculeLike], List[str]]]:
     """Consecutive chunks of ``chunk_size`` inputs (one SMILES / molecule, or any iterable of
-    them): the first one's position, the inputs, and the names reports give them (``identifiers``,
-    else :func:`~dgl_graphtx.featurize.describe_molecule`). ``identifiers`` and ``carried`` (the
-    columns carried to the output) must have one row per input.
+    them): the first one's position, the inputs (each passed through ``prepare``, e.g.
+    :func:`~dgl_graphtx.featurize.molecule.prepare_input`), and the names reports give them
+    (``identifiers``, else :func:`~dgl_graphtx.featurize.describe_molecule` of the prepared input).
+    ``identifiers`` and ``carried`` (the columns carried to the output) must have one row per input.
 
     Example:
         >>> [(start, names) for start, _, names in input_chunks(["C", "CC", "CCC"], 2)]
@@ -41,7 +43,7 @@ def input_chunks(
     start = 0
     with tqdm(total=total, desc="predicting", unit="mol", disable=not progress) as bar:
         while True:
-            chunk = [m for _, m in zip(range(chunk_size), items)]
+            chunk = [m if prepare is None else prepare(m) for _, m in zip(range(chunk_size), items)]
             if not chunk:
                 return
             given = [n for _, n in zip(range(len(chunk)), names)] if names is not None else []

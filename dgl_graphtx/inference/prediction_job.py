@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..featurize import SizeLimits
 from ..progressive_csv import ProgressiveCSV
 from .checkpoint_paths import resolve_checkpoints
+from .cross_conformal import stored_cv_plus
 from .ensemble import ensemble_chunks, stored_calibration
 from .predictor import Predictor, with_carried_columns
 from .table_output import table_format, table_separator, write_table
@@ -160,8 +161,7 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     predictors = [Predictor(path, **job.predictor) for path in paths]
     for classes in predictors[0].class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
-    table = read_molecules(job.input, job.smiles_col, job.delimiter,
-                           explicit_hydrogens=predictors[0].meta.featurizer.explicit_hydrogens) if job.input is not None else None
+    table = read_molecules(job.input, job.smiles_col, job.delimiter, predictors[0].meta.featurizer) if job.input is not None else None
     start = writer.rows_done if writer is not None else 0
     chunks = _chunks(predictors, job, table, start)
     if writer is None:
@@ -192,9 +192,9 @@ def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[Mol
     features = table.columns.iloc[start:].reset_index(drop=True) if table is not None else None
     rest = molecules[start:]
     if len(predictors) > 1:
-        calibration = stored_calibration(job.checkpoints)
+        calibration, cv_plus = stored_calibration(job.checkpoints), stored_cv_plus(job.checkpoints)
         done = start
-        for chunk in ensemble_chunks(predictors, rest, job.progress, identifiers, calibration, features):
+        for chunk in ensemble_chunks(predictors, rest, job.progress, identifiers, calibration, features, cv_plus):
             yield with_carried_columns(chunk, carried, done)
             done += len(chunk)
         return

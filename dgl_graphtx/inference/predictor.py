@@ -26,11 +26,13 @@ from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
-from ..featurize.molecule import MoleculeLike, to_mol
+from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
+from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..nn.graph_tensors import on_device
-from ..training.outputs import prediction_frame
+from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.config import stored_settings
+from ..uncertainty.methods import check_method_fits, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
 from ..uncertainty.inference import predict_with_uncertainty
 from ..validation import check_number
@@ -41,6 +43,12 @@ from .input_chunks import input_chunks
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
+#: Most molecules per forward pass (``batch_size``).
+BATCH_SIZE = 256
+#: Most relation-graph edges per forward pass (``batch_edges``), which bounds the memory of a step.
+BATCH_EDGES = 2_000_000
+#: Molecules featurized and held in memory at a time (``chunk_size``).
+CHUNK_SIZE = 4096
 #: What one batch step gives (predictions, or embeddings).
 BatchResult = TypeVar("BatchResult")
 
@@ -127,7 +135,10 @@ class Predictor:
         uncertainty: uncertainty method, by default the one the checkpoint was trained with;
             ``mc_dropout`` samples dropout with any model, ``none`` turns it off. A ``<target>_std``
             column follows each target, and ``<target>_lo`` / ``<target>_hi`` (the conformal
-            interval) when the checkpoint holds a calibration for the method.
+            interval) when the checkpoint holds a calibration for the method. A checkpoint trained
+            with ``--calibration-bins similarity`` also gives a ``similarity_to_training`` column
+            (nearest-neighbour Tanimoto similarity to its training part) and takes each
+            molecule's interval from its similarity bin.
         mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
         atom_function: the function giving atom-level extra features, for a model trained with
             one (see :mod:`dgl_graphtx.datasets.extra_features`).
@@ -141,17 +152,17 @@ class Predictor:
         ...                        CheckpointMeta(p.featurizer, p.relation, ["logS"]))
         >>> table = Predictor(path).predict(["OCC", "not a smiles"])
         >>> list(table.columns), table["canonical_smiles"][0], table["error"].isna().tolist()
-        (['smiles', 'canonical_smiles', 'logS', 'error', 'warning'], 'CCO', [True, False])
+        (['smiles', 'canonical_smiles', 'logS_pred', 'error', 'warning'], 'CCO', [True, False])
     """
 
     def __init__(
         self,
         checkpoint: Union[PathLike, LoadedCheckpoint],
         device: str = "auto",
-        batch_size: int = 256,
+        batch_size: int = BATCH_SIZE,
         limits: SizeLimits = SizeLimits(),
-        batch_edges: int = 2_000_000,
-        chunk_size: int = 4096,
+        batch_edges: int = BATCH_EDGES,
+        chunk_size: int = CHUNK_SIZE,
         compute: str = "auto",
         uncertainty: Optional[str] = None,
         mc_samples: Optional[int] = None,
@@ -170,15 +181,17 @@ class Predictor:
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
         self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
         self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
-        if self.uncertainty.active and self.model.config.task == "multiclass":
-            raise ConfigError(f"uncertainty {self.uncertainty.method!r} is for regression and binary classification, "
-                              "not for a multiclass model; predict without --uncertainty")
-        if self.uncertainty.method == "ensemble":
-            raise ConfigError("uncertainty 'ensemble' needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
-        if self.uncertainty.method in ("mve", "evidential") and self.uncertainty.method != self.model.config.uncertainty_head:
-            raise ConfigError(f"uncertainty {self.uncertainty.method!r} needs a model trained with it; this checkpoint has "
+        check_method_fits(self.uncertainty.method, self.model.config.task)
+        method = uncertainty_method(self.uncertainty.method)
+        if method.std == "members":
+            raise ConfigError(f"uncertainty {method.name!r} needs several checkpoints: use ensemble_predict (or repeat --checkpoint)")
+        if method.has_head and method.name != self.model.config.uncertainty_head:
+            raise ConfigError(f"uncertainty {method.name!r} needs a model trained with it; this checkpoint has "
                               f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
         self.calibration = Calibration.from_dict(stored)
+        fingerprints = loaded.meta.extra.get("training_fingerprints")
+        #: The training part's packed fingerprints (``[N, 256]`` uint8), when the checkpoint stores them.
+        self.training_fingerprints = fingerprints.numpy() if isinstance(fingerprints, torch.Tensor) else None
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
@@ -208,12 +221,12 @@ class Predictor:
         """Predict every input (one SMILES / molecule, or any iterable of them: list, pandas Series,
         numpy array); returns the ``carried`` columns (ids and kept columns, one row per input, e.g.
         :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
-        given, or ``identifiers``), ``canonical_smiles``, one column per target, ``error`` and ``warning``.
+        given, or ``identifiers``), ``canonical_smiles``, one column per target (``<target>_pred``), ``error`` and ``warning``.
         ``features``: a table, one row per input, holding the user feature columns the model was
         trained with (``--features-cols``)."""
         chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
         if not chunks:
-            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{n: np.zeros(0) for n in self.target_names},
+            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{prediction_column(n): np.zeros(0) for n in self.target_names},
                                   "error": [], "warning": []})
             return with_carried_columns(empty, carried, 0)
         return pd.concat(chunks, ignore_index=True)
@@ -229,7 +242,7 @@ class Predictor:
         """Like :meth:`predict`, but yields one table per ``chunk_size`` inputs, in input order, as
         soon as each is done (memory holds one chunk's graphs at a time)."""
         self._check_feature_columns(features)
-        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried, self._prepare):
             table = self._predict_chunk(chunk, names, self._feature_rows(features, start, len(chunk)))
             yield with_carried_columns(table, carried, start)
 
@@ -252,7 +265,7 @@ class Predictor:
             >>> table.shape, list(table.columns[:3])
             ((8, 6), ['name', 'smiles', 'canonical_smiles'])
         """
-        table = read_molecules(path, smiles_col, delimiter, explicit_hydrogens=self.meta.featurizer.explicit_hydrogens)
+        table = read_molecules(path, smiles_col, delimiter, self.meta.featurizer)
         self._check_feature_columns(table.columns, str(path))
         return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
                             carried=table.carried_columns(id_col, keep_cols), features=table.columns)
@@ -282,8 +295,8 @@ class Predictor:
             ((2, 16), (3, 16), None, [False, True])
         """
         tables, pooled, per_atom = [], [], []
-        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried):
-            done = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
+        for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried, self._prepare):
+            done, _ = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
             vectors = np.full((len(chunk), self.model.config.hidden_dim), np.nan, dtype=np.float32)
             states: List[Optional[np.ndarray]] = [None] * len(chunk)
             for batch in self._batches(done):
@@ -306,6 +319,12 @@ class Predictor:
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
+    def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
+        """An input as the checkpoint's featurizer takes it, as a file reader would give it
+        (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
+        atoms are not nodes of a model trained without them)."""
+        return prepare_input(molecule, self.meta.featurizer)
+
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""
         needed = list(self.extras.spec.columns) if self.extras is not None else []
@@ -319,25 +338,32 @@ class Predictor:
         return None if features is None else features.iloc[start:start + count].reset_index(drop=True)
 
     def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
-                   molecule_level: bool = True) -> Featurized:
+                   molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
+        """The featurized molecules with their extra features, and per input row why extra
+        feature values were masked (as at training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
+        masked: List[Optional[str]] = [None] * len(molecules)
         if self.extras is not None and done.rows:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
-            self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
-                                           [describe_molecule(molecules[r]) for r in done.rows], self.atom_function, molecule_level)
-        return done
+            notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
+                                                   [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
+                                                   molecule_level)
+            for position, reason in notes:
+                row = done.rows[position]
+                masked[row] = reason if masked[row] is None else f"{masked[row]}; {reason}"
+        return done, masked
 
     @property
     def _width(self) -> int:
         """Values per molecule from :meth:`_forward`: the point predictions, then one std per
         target when there are any."""
-        has_std = self.uncertainty.method in ("mve", "evidential", "mc_dropout")
+        has_std = uncertainty_method(self.uncertainty.method).std in ("head", "dropout")
         return self.model.config.prediction_width + (len(self.target_names) if has_std else 0)
 
     def _predict_chunk(self, molecules: Sequence[MoleculeLike], names: Sequence[str],
                        features: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         predictions = np.full((len(molecules), self._width), np.nan)
-        done = self._featurize(molecules, features)
+        done, masked = self._featurize(molecules, features)
         errors = done.errors
         for batch in self._batches(done):
             for positions, values, error in self._forward(done, batch, self._predict_batch):
@@ -350,15 +376,47 @@ class Predictor:
                         predictions[row] = values[position]
         config = self.model.config
         point = config.prediction_width
+        similarity = self._similarity(molecules, done.rows)
         predicted = calibrated(config.task, UncertainPredictions(
-            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration)
+            predictions[:, :point], predictions[:, point:] if self._width > point else None), self.calibration, similarity)
         table = prediction_frame(config.task, config.num_classes, self.target_names, predicted.mean)
-        add_uncertainty_columns(table, self.target_names, predicted)
+        add_uncertainty_columns(table, self.target_names, predicted, prediction_column)
         table.insert(0, "smiles", list(names))
         table.insert(1, "canonical_smiles", [canonical_smiles(m) for m in molecules])
+        if similarity is not None:
+            table.insert(2, SIMILARITY_COLUMN, similarity)
         table["error"] = errors
-        table["warning"] = [self.domain.check(molecules[row]) if errors[row] is None else None for row in range(len(molecules))]
+        unseen = self._unseen_features(done)
+        table["warning"] = [None if errors[row] is not None else
+                            "; ".join(w for w in (self.domain.check(molecules[row], unseen[row]), masked[row]) if w) or None
+                            for row in range(len(molecules))]
         return table
+
+    def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
+        """Nearest-neighbour similarity to the training part of the featurized ``rows`` of
+        ``molecules`` (NaN for the others); ``None`` when the checkpoint stores no fingerprints."""
+        if self.training_fingerprints is None:
+            return None
+        similarity = np.full(len(molecules), np.nan)
+        if rows:
+            similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
+        return similarity
+    def _unseen_features(self, done: Featurized) -> List[List[str]]:
+        """Per input row, the atom and bond feature values of its graph that training never saw."""
+        out: List[List[str]] = [[] for _ in done.errors]
+        if done.graphs is None:
+            return out
+        graphs = done.graphs
+        positions = torch.arange(len(done.rows))
+        flagged = set(torch.repeat_interleave(positions, graphs.num_nodes)[self.domain.unseen_mask("atom", graphs.ndata["feat"])].tolist())
+        flagged |= set(torch.repeat_interleave(positions, graphs.num_edges)[self.domain.unseen_mask("bond", graphs.edata["feat"])].tolist())
+        for position in sorted(flagged):  # the per-molecule words only where a value is unseen
+            row = done.rows[position]
+            nodes = slice(int(graphs.node_offsets[position]), int(graphs.node_offsets[position] + graphs.num_nodes[position]))
+            edges = slice(int(graphs.edge_offsets[position]), int(graphs.edge_offsets[position] + graphs.num_edges[position]))
+            out[row] = self.domain.unseen_features(graphs.ndata["feat"][nodes], graphs.edata["feat"][edges],
+                                                   self.featurizer.describe_feature)
+        return out
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:
         """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""

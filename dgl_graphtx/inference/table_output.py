@@ -1,4 +1,4 @@
-"""Result tables written by the commands, in the format the output name asks for: ``.csv``
+"""Result tables written (and read back) by the commands, in the format the name asks for: ``.csv``
 (commas), ``.tsv`` / ``.tab`` (tabs) or ``.parquet`` (needs pyarrow: ``pip install "dgl_graphtx[parquet]"``).
 The name is checked before any work, so a run never ends on an unwritable format."""
 from __future__ import annotations
@@ -65,3 +65,18 @@ def write_table(frame: pd.DataFrame, path: PathLike) -> Path:
         else:
             frame.to_csv(tmp, index=False, sep=table_separator(path))
     return path
+
+
+def read_table(path: PathLike) -> pd.DataFrame:
+    """A table written by :func:`write_table` or a run (``test_predictions.csv``...), by the
+    suffix of ``path``; a missing file is a one-line error.
+
+    Example:
+        >>> import tempfile
+        >>> read_table(write_table(pd.DataFrame({"a": [1]}), tempfile.mkdtemp() + "/t.csv")).to_dict("list")
+        {'a': [1]}
+    """
+    suffix = table_format(path, option="the table")
+    if not Path(path).is_file():
+        raise ConfigError(f"table not found: {path}")
+    return pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path, sep=table_separator(path))

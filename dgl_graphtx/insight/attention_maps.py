@@ -55,7 +55,8 @@ class AttentionMaps:
         """Graph node of ``query``: an input atom index, or ``"virtual"``."""
         if query == VIRTUAL:
             if self.virtual_index is None:
-                raise ConfigError("this model has no virtual node; choose an atom index as the query")
+                raise ConfigError(f"this model has no virtual node; choose an atom index as the query "
+                                  f"(--query 0 .. {self.mol.GetNumAtoms() - 1} for {self.smiles})")
             return self.virtual_index
         atom = int(query)
         nodes = np.flatnonzero(self.node_atoms == atom)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import logging
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import matplotlib
 
@@ -16,9 +16,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from rdkit.Chem.Draw import rdMolDraw2D  # noqa: E402
 from rdkit.Geometry import Point2D  # noqa: E402
 
+from ..errors import GraphTxError  # noqa: E402
 from ..models import MoleculeModel  # noqa: E402
 from .attention_maps import AttentionMaps  # noqa: E402
 from .learned_structure import decay_parameters, focus_curve, focus_parameters, parameters_at_initial_values  # noqa: E402
@@ -80,6 +80,7 @@ def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None,
                 ax.set_ylabel("query", fontsize=7)
             if r == len(layers) - 1:
                 ax.set_xlabel("key", fontsize=7)
+    assert image is not None  # _layers_heads gives at least one layer and head
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     fig.suptitle(maps.smiles, fontsize=9)
     return save_figure(fig, path)
@@ -94,7 +95,26 @@ def _colour(weight: float, vmax: float) -> tuple:
     return tuple(float(v) for v in rgba[:3])
 
 
-def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked: Optional[int] = None,
+def molecule_drawing() -> Any:
+    """RDKit's 2-D drawing module (``rdkit.Chem.Draw.rdMolDraw2D``), imported where a molecule is
+    drawn, not with the package: it needs system libraries (libXrender, Cairo) that a server may
+    lack, and training and prediction never draw. One clear error when it cannot be imported.
+
+    Example:
+        >>> molecule_drawing().__name__
+        'rdkit.Chem.Draw.rdMolDraw2D'
+    """
+    try:
+        from rdkit.Chem.Draw import rdMolDraw2D
+    except ImportError as err:
+        reason = " ".join(str(err).split())
+        raise GraphTxError(f"drawing a molecule needs RDKit's drawing code, which cannot be imported here ({reason}); "
+                           "install the system library it names (e.g. apt install libxrender1 libxext6), or draw on "
+                           "another machine") from None
+    return rdMolDraw2D
+
+
+def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size: int = 260, marked: Optional[int] = None,
                           vmax: Optional[float] = None) -> np.ndarray:
     """RDKit drawing of ``mol`` with each atom highlighted in a colour and size growing with its
     weight (``marked`` atom outlined by a blue circle); an RGB(A) image array.
@@ -104,19 +124,20 @@ def draw_molecule_weights(mol, weights: Sequence[float], size: int = 260, marked
         >>> draw_molecule_weights(Chem.MolFromSmiles("CCO"), [0.2, 0.3, 0.5], size=120).shape[:2]
         (120, 120)
     """
-    weights = np.asarray(weights, dtype=float)
-    vmax = float(weights.max()) if vmax is None else vmax
-    drawer = rdMolDraw2D.MolDraw2DCairo(size, size)
+    values = np.asarray(weights, dtype=float)
+    vmax = float(values.max()) if vmax is None else vmax
+    draw2d = molecule_drawing()
+    drawer = draw2d.MolDraw2DCairo(size, size)
     options = drawer.drawOptions()
     options.addAtomIndices = True
     options.annotationFontScale = 0.6
     atoms = list(range(mol.GetNumAtoms()))
-    colours = {a: _colour(weights[a], vmax) for a in atoms}
-    radii = {a: 0.2 + 0.35 * (weights[a] / vmax if vmax > 0 else 0.0) for a in atoms}
+    colours = {a: _colour(values[a], vmax) for a in atoms}
+    radii = {a: 0.2 + 0.35 * (values[a] / vmax if vmax > 0 else 0.0) for a in atoms}
     if marked is not None:
         options.atomHighlightsAreCircles = True
-    rdMolDraw2D.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
-                                       highlightAtomRadii=radii, highlightBonds=[])
+    draw2d.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
+                                  highlightAtomRadii=radii, highlightBonds=[])
     if marked is not None:
         position = drawer.GetDrawCoords(marked)
         drawer.SetColour((0.1, 0.3, 0.9))

@@ -88,6 +88,8 @@ def parameters_at_initial_values(model: MoleculeModel, atol: float = 1e-6) -> Li
     names: List[str] = []
     moved = set()
     for layer, initial in zip(model.attention_layers(), fresh.attention_layers()):
+        if layer.structure is None or initial.structure is None:  # plain attention: nothing structural
+            continue
         start = dict(initial.structure.named_parameters())
         for name, value in layer.structure.named_parameters():
             names += [name] if name not in names else []

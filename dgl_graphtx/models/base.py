@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union, cast
 
 import torch
 from torch import nn
@@ -12,6 +12,7 @@ from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES
 from ..nn import RelationAttention
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
+from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 
@@ -26,8 +27,14 @@ class MoleculeModel(nn.Module):
 
     ``forward`` returns outputs in the training space (standardised targets for regression,
     logits for classification); :meth:`predict` returns targets in their own units, or
-    probabilities.
+    probabilities. With ``config.atom_reference`` the regression outputs include the molecule's
+    per-element reference values (:attr:`atom_reference`, in units of ``target_std``), so the
+    head learns the standardised rest.
     """
+
+    target_mean: torch.Tensor  # buffers, registered in __init__
+    target_std: torch.Tensor
+    blocks: nn.ModuleList  # a subclass's blocks, each with an ``attention`` layer
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -41,6 +48,7 @@ class MoleculeModel(nn.Module):
         )
         self.atom_extra_encoder = nn.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
         self.head = self.new_head(config.output_width)
+        self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
@@ -109,8 +117,14 @@ class MoleculeModel(nn.Module):
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
-        out = self.head(self.readout(graph, atoms, virtual))
+        if self.config.readout == "atomwise":
+            out = ops.readout(graph, self.head(atoms), "sum")
+        else:
+            out = self.head(self.readout(graph, atoms, virtual))
         out = out if distribution else out[:, : self.config.prediction_width]
+        if self.atom_reference is not None:
+            reference = self.atom_reference(graph).to(out.dtype) / self.target_std
+            out = torch.cat([out[:, : self.config.num_tasks] + reference, out[:, self.config.num_tasks:]], dim=1)
         return (out, attentions) if return_attention else out
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
@@ -143,10 +157,12 @@ class MoleculeModel(nn.Module):
             return self.to_target_space(self.node_outputs(graph, relation_graph))
 
     def pool(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
-        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states."""
+        """One vector per molecule ``[B, d]``: the virtual node's state, or pooled atom states
+        (summed for the ``atomwise`` readout)."""
         if self.config.readout == "virtual":
+            assert virtual is not None  # the encoders give the virtual node's state with this readout
             return virtual
-        return ops.readout(graph, atoms, self.config.readout)
+        return ops.readout(graph, atoms, "sum" if self.config.readout == "atomwise" else self.config.readout)
 
     @torch.no_grad()
     def embed(self, graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -156,9 +172,8 @@ class MoleculeModel(nn.Module):
         Example:
             >>> from dgl_graphtx.featurize import smiles_to_graphs
             >>> from dgl_graphtx.models import ModelConfig, build_model
-            >>> from dgl_graphtx.relation_graph import RelationConfig
             >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2))
-            >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+            >>> g, rel = smiles_to_graphs("CCO")
             >>> [tuple(t.shape) for t in model.embed(g, rel)]
             [(1, 16), (3, 16)]
         """
@@ -170,6 +185,14 @@ class MoleculeModel(nn.Module):
         """Store per-task mean and standard deviation of the (regression) training targets."""
         self.target_mean.copy_(torch.as_tensor(mean, dtype=self.target_mean.dtype))
         self.target_std.copy_(torch.as_tensor(std, dtype=self.target_std.dtype).clamp_min(1e-8))
+
+    def set_atom_reference(self, values: torch.Tensor) -> None:
+        """Store the per-element reference values ``[C, T]`` in target units (see
+        :func:`~dgl_graphtx.models.atom_reference.fit_atom_references`); the target statistics
+        (:meth:`set_target_normalization`) are then those of the labels minus the references."""
+        if self.atom_reference is None:
+            raise ConfigError("this model has no atom reference: build it with atom_reference=True")
+        self.atom_reference.values.copy_(torch.as_tensor(values, dtype=self.atom_reference.values.dtype))
 
     def normalize_targets(self, labels: torch.Tensor) -> torch.Tensor:
         """Targets in training space (identity for classification)."""
@@ -223,4 +246,4 @@ class MoleculeModel(nn.Module):
             >>> [type(layer.structure).__name__ for layer in model.attention_layers()]
             ['MoireTerm', 'MoireTerm']
         """
-        return [block.attention for block in self.blocks]
+        return [cast(RelationAttention, block.attention) for block in self.blocks]

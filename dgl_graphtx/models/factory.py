@@ -5,24 +5,23 @@ import torch
 
 from .base import MoleculeModel
 from .config import ModelConfig
-from .gps import Gradformer
+from .gps import GPSModel
 from .graph_transformer import GraphTransformer
-from .variants import variant_spec
 
-#: The model class of each architecture of :data:`~dgl_graphtx.models.variants.ARCHITECTURES`.
-MODEL_CLASSES = {"transformer": GraphTransformer, "gps": Gradformer}
+#: The model class of each architecture of :data:`~dgl_graphtx.models.architectures.ARCHITECTURES`.
+MODEL_CLASSES = {"transformer": GraphTransformer, "gps": GPSModel}
 
 
 def build_model(config: ModelConfig) -> MoleculeModel:
-    """The model for ``config.variant``: the class of its registry entry's architecture,
-    :class:`Gradformer` (GPS blocks) or :class:`GraphTransformer`.
+    """The model of ``config``'s architecture (``config.architecture``, or its variant's registry
+    entry's): :class:`GPSModel` (GPS blocks) or :class:`GraphTransformer`.
 
     Example:
         >>> model = build_model(ModelConfig(variant="vanilla", num_layers=1, hidden_dim=16, num_heads=2))
         >>> type(model).__name__
         'GraphTransformer'
     """
-    return MODEL_CLASSES[variant_spec(config.variant).architecture](config)
+    return MODEL_CLASSES[config.model_architecture](config)
 
 
 def count_parameters(config: ModelConfig) -> int:

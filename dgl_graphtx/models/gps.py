@@ -1,4 +1,5 @@
-"""Gradformer: GraphGPS blocks (GINE or GatedGCN over bonds + decay-masked relation attention)."""
+"""GPS models: GraphGPS blocks (GINE or GatedGCN over bonds + any variant's relation attention);
+Gradformer is the GPS model with Gradformer's decay-masked attention."""
 from __future__ import annotations
 
 from torch import nn
@@ -12,30 +13,35 @@ from .config import ModelConfig
 from .encoders import FeatureEncoder
 
 
-class Gradformer(MoleculeModel):
-    """Gradformer model: GPS blocks with a local model over the molecular bonds (GINE or
-    GatedGCN, ``config.gradformer.local_model``; edge features embedded like atom features) in
-    parallel with Gradformer attention over the relation graph; optional random-walk structural
-    encoding added to the node input (and gating GatedGCN's edges with ``pe_gate``); mean (or
-    sum / max) pooling readout.
+class GPSModel(MoleculeModel):
+    """GPS blocks: a local model over the molecular bonds (GINE or GatedGCN,
+    ``config.gps.local_model``; edge features embedded like atom features) in parallel with the
+    attention of ``config.variant`` over the relation graph; optional random-walk structural
+    encoding added to the node input (and gating GatedGCN's edges with ``config.gps.pe_gate``);
+    mean (or sum / max) pooling readout. The model of the ``gps`` architecture: Gradformer's by
+    default, any variant's with ``architecture="gps"``.
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> g, rel = smiles_to_graphs("CCO")
         >>> cfg = ModelConfig(variant="gradformer", num_layers=2, hidden_dim=16, num_heads=4,
         ...                   readout="mean", virtual_node=False)
-        >>> Gradformer(cfg).eval()(g, rel).shape
+        >>> GPSModel(cfg).eval()(g, rel).shape
         torch.Size([1, 1])
+        >>> grpe = ModelConfig(variant="grpe", architecture="gps", num_layers=1, hidden_dim=16, num_heads=4,
+        ...                    readout="mean", virtual_node=False)
+        >>> type(GPSModel(grpe).blocks[0].attention.structure).__name__
+        'GRPETerm'
     """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        if config.variant != "gradformer":
-            raise ConfigError(f"Gradformer model needs variant 'gradformer', got {config.variant!r}")
+        if config.model_architecture != "gps":
+            raise ConfigError(f"the GPS model needs architecture 'gps', got {config.model_architecture!r} (build_model picks the model)")
         self.bond_encoder = FeatureEncoder(
-            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb", kind="bond"
+            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb"
         )
-        opts = config.gradformer
+        opts = config.gps
         self.blocks = nn.ModuleList(
             GPSBlock(attention, config.feedforward_dim, config.dropout, opts.norm, opts.local_model, opts.pe_gate)
             for attention in build_attention_layers(config)
@@ -44,15 +50,19 @@ class Gradformer(MoleculeModel):
     def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
         if relation_graph.num_nodes() != graph.num_nodes():
             raise ConfigError(
-                "Gradformer needs relation graphs without a virtual node: build the dataset with "
+                "the GPS model needs relation graphs without a virtual node: build the dataset with "
                 "RelationConfig(virtual_node=False)"
             )
         rwse = self.structural_encoding(graph)
         x = self.encode_atoms(graph, rwse)
         edge_feat = self.bond_encoder(graph.edata["feat"])
-        pe = rwse if self.config.gradformer.pe_gate else None
+        pe = rwse if self.config.gps.pe_gate else None
         attentions = []
         for block in self.blocks:
             x, attn = block(graph, relation_graph, x, edge_feat, pe)
             attentions.append(attn)
         return x, None, attentions
+
+
+#: Gradformer's model: the GPS model (its variant's registry entry runs in the ``gps`` architecture).
+Gradformer = GPSModel

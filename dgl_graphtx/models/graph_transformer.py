@@ -10,7 +10,6 @@ from .attention_layers import build_attention_layers
 from .base import Encoded, MoleculeModel
 from .blocks import PreNormBlock
 from .config import ModelConfig
-from .variants import variant_spec
 
 
 class GraphTransformer(MoleculeModel):
@@ -25,16 +24,17 @@ class GraphTransformer(MoleculeModel):
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> from dgl_graphtx.relation_graph import RelationConfig
         >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
-        >>> model = GraphTransformer(ModelConfig(variant="grpe", num_layers=2, hidden_dim=16, num_heads=4))
+        >>> model = GraphTransformer(ModelConfig(variant="grpe", num_layers=2, hidden_dim=16, num_heads=4, virtual_node=True,
+        ...                                      readout="virtual"))
         >>> model(g, rel).shape
         torch.Size([1, 1])
     """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        architecture = variant_spec(config.variant).architecture
+        architecture = config.model_architecture
         if architecture != "transformer":
-            raise ConfigError(f"variant {config.variant!r} is built by the {architecture!r} architecture's model (build_model picks it)")
+            raise ConfigError(f"a config of architecture {architecture!r} is built by that architecture's model (build_model picks it)")
         self.blocks = nn.ModuleList(
             PreNormBlock(attention, config.feedforward_dim, config.dropout)
             for attention in build_attention_layers(config)
@@ -56,6 +56,7 @@ class GraphTransformer(MoleculeModel):
         if num_virtual:
             x = atoms.new_empty(relation_graph.num_nodes(), atoms.shape[1])
             x[~is_virtual] = atoms
+            assert self.virtual_embedding is not None  # virtual nodes come only with virtual_node=True (checked above)
             x[is_virtual] = self.virtual_embedding.to(atoms.dtype)
         else:
             x = atoms

@@ -10,6 +10,7 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..relation_graph import RelationConfig
 from ..validation import check_number
+from .architectures import GPSOptions
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
 from .variants import VARIANT_NAMES, VARIANT_SPECS
@@ -82,7 +83,7 @@ GRADFORMER = "Gradformer (Liu et al., IJCAI 2024)"
 LIBRARY_SIZE = "library default size (no paper recipe)"
 
 #: GRPE's schedule (paper Sec. 5 and the official scripts): linear decay from 2e-4 to 1e-9.
-_GRPE_SCHEDULE = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
+_GRPE_SCHEDULE: Dict[str, Any] = dict(lr=2e-4, schedule="linear", final_lr_ratio=1e-9 / 2e-4)
 #: Gradformer's official scheduler is stepped once per epoch over a horizon of epochs x batches,
 #: so after its linear warm-up the cosine factor stays above 0.99: a constant rate in effect.
 _GRADFORMER_SCHEDULE = "constant"
@@ -129,6 +130,22 @@ def _moire(distance: str, layers: int = 4, dim: int = 64, heads: int = 8, train:
 _MOIRE_TABLE = "paper Table 1 (layers, width, heads, learning rate); the rest is not reported: library defaults"
 
 
+def _moire_energy() -> Preset:
+    """MoiréGT for energies of 3-D molecules (``3d-energy``): the ``3d`` network with the field's
+    usual answer for an extensive target such as an atomization energy (SchNet's per-element
+    references and per-atom sum, hydrogens as nodes, radial basis features); measured by
+    ``benchmarks/qm9_energy.py`` and the suite (docs/moire.md "3-D quantum energies")."""
+    base = _moire("dist")()
+    model = dataclasses.replace(base.model, readout="atomwise", atom_reference=True,
+                                moire=dataclasses.replace(base.model.moire, rbf=32, rbf_cutoff=8.0))
+    info = PresetInfo(MOIRE, "QM9-like energies (extensive targets, 3-D geometries)", "library recipe (SchNet-style "
+                      "energy readout), measured on QM9 atomization energies by benchmarks/qm9_energy.py", None,
+                      "Hydrogens are nodes (an SDF's own, or added to SMILES with ETKDG coordinates), per-element "
+                      "reference values fitted on the training part, the head summed over atoms, and the distance "
+                      "entering each head's logits and values through 32 Gaussian basis functions up to 8 Angstrom.")
+    return Preset(model, dataclasses.replace(base.featurizer, explicit_hydrogens=True), base.relation, base.train, info)
+
+
 def _gradformer_default() -> Preset:
     model = ModelConfig(
         "gradformer", 4, 64, 4, readout="mean", virtual_node=False, rwse_steps=16, head_layers=2,
@@ -150,8 +167,8 @@ def _gradformer_script(
         model = ModelConfig(
             "gradformer", layers, dim, heads, dropout=dropout, attn_dropout=0.5, readout=readout,
             virtual_node=False, rwse_steps=rwse, rwse_norm=rwse_norm, head_layers=head_layers,
-            gradformer=GradformerOptions(mode="reference", decay=decay, init_start=start, slope=slope,
-                                         local_model=local_model, pe_gate=pe_gate),
+            gradformer=GradformerOptions(mode="reference", decay=decay, init_start=start, slope=slope),
+            gps=GPSOptions(local_model=local_model, pe_gate=pe_gate),
         )
         source = f"authors' scripts/{script} + config.py defaults"
         return Preset(model, FeaturizerConfig(rwse_steps=rwse), RelationConfig("complete"), train,
@@ -165,11 +182,6 @@ _GRADFORMER_COMMON = (
     "the random-walk encoding (here both are summed at width d), and a 3-layer head d-d/2-d/4-T "
     "(here d-d-T)."
 )
-
-#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
-#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
-#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model").
-DEFAULT_MODEL = "gradformer"
 
 #: The paper recipes of each variant that has them, ``{variant: {preset: factory}}``.
 _PAPER_PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
@@ -212,6 +224,7 @@ _PAPER_PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
     "moire": {
         "2d": _moire("spd"),
         "3d": _moire("dist"),
+        "3d-energy": _moire_energy,
         "qm9": _moire("dist", 13, 256, 32, TrainRecipe(lr=5e-4), PresetInfo(MOIRE, "QM9", _MOIRE_TABLE, None,
                       "3-D distances from the input conformer (SDF) or seeded ETKDG, not QM9's DFT geometry unless given.")),
         "pcqm4mv2": _moire("dist", 8, 512, 16, TrainRecipe(lr=2e-4), PresetInfo(MOIRE, "PCQM4Mv2", _MOIRE_TABLE, None,
@@ -281,7 +294,8 @@ def get_preset(
             ``moire``, ``gradformer``, ``vanilla``, ``graphormer``).
         preset: name within the model (default: the variant's ``default_preset``): ``grpe`` ``tiny``, ``small``,
             ``standard``, ``large`` (paper Table 1); ``moire`` ``2d`` / ``3d`` (library size, hop /
-            3-D distances), ``qm9``, ``pcqm4mv2``, ``mnist`` (paper Table 1); ``gradformer``
+            3-D distances), ``3d-energy`` (``3d`` for energies: hydrogens, atom references, summed
+            per-atom outputs, distance features), ``qm9``, ``pcqm4mv2``, ``mnist`` (paper Table 1); ``gradformer``
             ``default`` (library size), ``molhiv``, ``zinc``, ``nci1``, ``cluster`` (the authors'
             scripts); baselines and variants without paper recipes ``tiny``. ``dgl-graphtx
             presets`` lists them.
@@ -291,7 +305,7 @@ def get_preset(
 
     Example:
         >>> p = get_preset("gradformer", "molhiv", task="classification")
-        >>> p.model.num_layers, p.model.gradformer.local_model, p.train.lr, p.train.batch_size
+        >>> p.model.num_layers, p.model.gps.local_model, p.train.lr, p.train.batch_size
         (10, 'gatedgcn', 0.0001, 32)
     """
     if model not in PRESETS:

@@ -4,19 +4,24 @@ per variant and checks a config against the variant registry."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ..featurize.ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 from ..relation_graph.bond_classes import BondVocabulary
+from ..uncertainty.methods import head_methods, head_outputs
 from ..validation import check_number
+from .architectures import ARCHITECTURES, GPSOptions
 
-READOUTS = ("virtual", "mean", "max", "sum")
+#: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
+#: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
+#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model"). A bare
+#: :class:`ModelSettings` is this variant, with settings it accepts (no virtual node).
+DEFAULT_MODEL = "gradformer"
+
+READOUTS = ("virtual", "mean", "max", "sum", "atomwise")
 TASKS = ("regression", "classification", "multiclass")
-#: Output heads of a regression model, with their outputs per target: the point prediction, or
-#: a distribution (see :mod:`dgl_graphtx.uncertainty.heads`).
-UNCERTAINTY_HEADS = {"none": 1, "mve": 2, "evidential": 4}
 
 #: Upper bounds on model sizes. They are far above any published configuration and keep a
 #: damaged or hostile checkpoint from asking for terabytes or a million layers before any check.
@@ -37,15 +42,17 @@ class ModelSettings:
     section per variant and checks ``variant`` and the whole config against the variant registry.
 
     Args:
-        variant: a name of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (``grpe``,
+        variant: a name of :data:`~dgl_graphtx.models.variants.VARIANT_SPECS` (:data:`DEFAULT_MODEL` by default; ``grpe``,
             ``moire``, ``gradformer``, ``vanilla`` or ``graphormer``).
         num_layers, hidden_dim, num_heads: transformer size.
         ffn_dim: hidden width of the feed-forward sublayer (default ``hidden_dim``; Gradformer's
             GPS block uses ``2 * hidden_dim``).
         dropout, attn_dropout: dropout after sublayers / on attention weights.
-        readout: ``virtual`` (the virtual node's output), ``mean``, ``max`` or ``sum`` pooling.
+        readout: ``virtual`` (the virtual node's output), ``mean`` (the default), ``max`` or ``sum`` pooling, or
+            ``atomwise``: the head on every atom and its outputs summed (SchNet's per-atom
+            contributions, extensive in the molecule's size by construction).
         virtual_node: whether the relation graphs carry a virtual node (with its own learned
-            input embedding); must match the dataset's ``RelationConfig``.
+            input embedding; off by default, as in ``RelationConfig``); must match the dataset's ``RelationConfig``.
         num_tasks, task: number of targets, ``regression``, (multi-task binary) ``classification``
             or ``multiclass`` (labels 0 .. ``num_classes - 1`` per target).
         num_classes: classes per target of a ``multiclass`` task (the head gives that many logits per target).
@@ -57,27 +64,36 @@ class ModelSettings:
             ``pe_norm``).
         input_mlp: pass node inputs through a 2-layer MLP (MoireGT's input layers).
         head_layers: 1 (Linear) or 2 (MLP) output layers.
-        uncertainty_head: ``none``, ``mve`` (a variance per target) or ``evidential``
-            (Normal-Inverse-Gamma parameters per target); see :mod:`dgl_graphtx.uncertainty.heads`.
+        uncertainty_head: ``none``, or an uncertainty method with a distribution head: ``mve``
+            (a variance per target) or ``evidential`` (Normal-Inverse-Gamma parameters per
+            target); see :mod:`dgl_graphtx.uncertainty.methods`.
         molecule_features: width of the molecule-level extra features (``ndata["mol_features"]``,
             see :mod:`dgl_graphtx.datasets.extra_features`) concatenated to the pooled embedding before the head.
         atom_extra_features: width of the atom-level extra features (``ndata["atom_extra"]``),
             projected and added to the atom encodings.
+        atom_reference: add per-element reference values to the regression outputs (a sum over
+            the atoms, fitted by least squares on the training targets before training and saved
+            with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
+            extensive targets such as energies, so that the network learns only the rest.
+        architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
+            ``None``: the variant's own, from the registry).
+        gps: the GPS block's settings (local model over bonds, normalisation), used by the
+            ``gps`` architecture.
 
     Example:
         >>> ModelSettings(num_tasks=2, task="multiclass", num_classes=3).prediction_width
         6
     """
 
-    variant: str = "grpe"
+    variant: str = DEFAULT_MODEL
     num_layers: int = 4
     hidden_dim: int = 64
     num_heads: int = 8
     ffn_dim: Optional[int] = None
     dropout: float = 0.1
     attn_dropout: float = 0.1
-    readout: str = "virtual"
-    virtual_node: bool = True
+    readout: str = "mean"
+    virtual_node: bool = False
     num_tasks: int = 1
     task: str = "regression"
     num_classes: int = 2
@@ -92,6 +108,9 @@ class ModelSettings:
     uncertainty_head: str = "none"
     molecule_features: int = 0
     atom_extra_features: int = 0
+    atom_reference: bool = False
+    architecture: Optional[str] = None
+    gps: GPSOptions = field(default_factory=GPSOptions)
 
     @property
     def prediction_width(self) -> int:
@@ -102,7 +121,7 @@ class ModelSettings:
     def output_width(self) -> int:
         """Outputs of the head: the point outputs, or all parameters of an uncertainty head's
         distribution (the point prediction first)."""
-        return self.prediction_width * UNCERTAINTY_HEADS.get(self.uncertainty_head, 1)
+        return self.prediction_width * head_outputs(self.uncertainty_head)
 
     def __post_init__(self) -> None:
         for name in ("atom_feature_dims", "bond_feature_dims", "bond_radices"):
@@ -127,13 +146,19 @@ class ModelSettings:
         check_number("num_classes", self.num_classes, 2, MAX_WIDTH, integer=True)
         _check(self.hidden_dim % self.num_heads == 0, f"hidden_dim={self.hidden_dim} must be divisible by num_heads={self.num_heads}")
         _check(self.head_layers in (1, 2), f"head_layers must be 1 or 2, got {self.head_layers}")
-        _check(self.uncertainty_head in UNCERTAINTY_HEADS,
-               f"uncertainty_head must be one of {tuple(UNCERTAINTY_HEADS)}, got {self.uncertainty_head!r}")
+        _check(self.uncertainty_head == "none" or self.uncertainty_head in head_methods(),
+               f"uncertainty_head must be 'none' or a method with a distribution head, one of {head_methods()}, "
+               f"got {self.uncertainty_head!r}")
         _check(self.uncertainty_head == "none" or self.task == "regression",
                f"the {self.uncertainty_head} uncertainty head is for regression; use mc_dropout or an ensemble for classification")
         _check(self.atom_features in ("ogb", "canonical"), f"atom_features must be 'ogb' or 'canonical', got {self.atom_features!r}")
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
+        _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
+        _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
+               "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
+        _check(self.architecture is None or self.architecture in ARCHITECTURES,
+               f"architecture must be one of {ARCHITECTURES} (or None: the variant's own), got {self.architecture!r}")
 
     @property
     def bond_vocab(self) -> BondVocabulary:

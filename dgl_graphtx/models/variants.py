@@ -2,9 +2,10 @@
 their settings (``model.<variant>`` config sections), how their attention layers are built, the
 model architecture they run in and their default preset.
 
-The CLI's ``--model`` choices, :class:`~dgl_graphtx.models.ModelConfig`'s option sections,
-:func:`~dgl_graphtx.models.build_model`, the presets and the test catalogue are all derived from
-:data:`VARIANT_SPECS`; docs/attention.md "Adding a variant" shows a new entry.
+The CLI's ``--model`` choices, :func:`~dgl_graphtx.models.build_model`, the presets and the test
+catalogue are derived from :data:`VARIANT_SPECS`; :class:`~dgl_graphtx.models.ModelConfig` declares
+one options section per entry with settings, and a test keeps the two equal. docs/attention.md
+"Adding a variant" shows a new entry.
 """
 from __future__ import annotations
 
@@ -19,15 +20,9 @@ from ..nn.graphormer import GraphormerAttention
 from ..nn.grpe import GRPE_MODES, GRPEAttention, GRPEEncodings
 from ..nn.moire import DISTANCES, MOIRE_MODES, MoireAttention
 from ..validation import check_number
-from .local_models import LOCAL_MODELS
+from .architectures import ARCHITECTURES
 from .search_params import Param
 from .settings import ModelSettings
-
-#: Model architectures a variant's attention layers run in (see :func:`~dgl_graphtx.models.build_model`):
-#: ``transformer`` (pre-LN blocks, :class:`~dgl_graphtx.models.GraphTransformer`) or ``gps``
-#: (GPS blocks with a local model over bonds, :class:`~dgl_graphtx.models.Gradformer`).
-ARCHITECTURES = ("transformer", "gps")
-
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
@@ -50,13 +45,17 @@ class GRPEOptions:
 
 @dataclass(frozen=True)
 class MoireOptions:
-    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`)."""
+    """MoireGT settings (see :class:`~dgl_graphtx.nn.MoireTerm`); ``rbf`` > 0 lets the distance
+    also enter through ``rbf`` Gaussian basis functions up to ``rbf_cutoff``: a learned bias on each
+    head's logits and a learned value vector per pair (:class:`~dgl_graphtx.nn.radial.RadialPairTerms`)."""
 
     focus: str = "gaussian"
     distance: str = "spd"
     mode: str = "paper"
     max_shift: float = 4.0
     init_width: float = 2.0
+    rbf: int = 0
+    rbf_cutoff: float = 8.0
 
     def __post_init__(self) -> None:
         _check(self.focus in FOCUS_FUNCTIONS, f"moire.focus must be one of {sorted(FOCUS_FUNCTIONS)}, got {self.focus!r}")
@@ -64,22 +63,22 @@ class MoireOptions:
         _check(self.mode in MOIRE_MODES, f"moire.mode must be one of {MOIRE_MODES}, got {self.mode!r}")
         check_number("moire.init_width", self.init_width, 0, low_open=True)
         check_number("moire.max_shift", self.max_shift, 0)
+        _check(self.rbf == 0 or 2 <= self.rbf <= 1024, f"moire.rbf must be 0 (off) or 2 to 1024 basis functions, got {self.rbf!r}")
+        check_number("moire.rbf_cutoff", self.rbf_cutoff, 0, low_open=True)
 
 
 @dataclass(frozen=True)
 class GradformerOptions:
-    """Gradformer settings: decay mode, lambda, start points, normalisation and local model of
-    the GPS block.
+    """Gradformer settings: decay mode, lambda and start points (the GPS block it runs in has its
+    own section, :class:`~dgl_graphtx.models.architectures.GPSOptions`).
 
     ``slope`` is the LeakyReLU slope of ``mode="reference"`` (the authors' ``process_hop``:
     0 in their ``config.py`` and NCI1 script, 0.1 in the ZINC/CLUSTER scripts, 0.2 for
-    ogbg-molhiv); the other modes use ReLU and need ``slope=0``. ``local_model`` is the GPS
-    block's message passing over bonds, ``"gine"`` or ``"gatedgcn"``; ``pe_gate`` (GatedGCN only)
-    gates its edges by the random-walk encodings, as the authors' MolHIV model.
+    ogbg-molhiv); the other modes use ReLU and need ``slope=0``.
 
     Example:
-        >>> GradformerOptions(mode="reference", slope=0.2, local_model="gatedgcn").local_model
-        'gatedgcn'
+        >>> GradformerOptions(mode="reference", slope=0.2).slope
+        0.2
     """
 
     mode: str = "paper"
@@ -87,14 +86,9 @@ class GradformerOptions:
     learn_decay: bool = False
     init_start: float = 2.0
     share_start: bool = True
-    norm: str = "batch"
     slope: float = REFERENCE_SLOPE
-    local_model: str = "gine"
-    pe_gate: bool = False
 
     def __post_init__(self) -> None:
-        _check(self.local_model in LOCAL_MODELS, f"gradformer.local_model must be one of {LOCAL_MODELS}, got {self.local_model!r}")
-        _check(not self.pe_gate or self.local_model == "gatedgcn", "gradformer.pe_gate needs gradformer.local_model='gatedgcn'")
         _check(self.mode in GRADFORMER_MODES, f"gradformer.mode must be one of {GRADFORMER_MODES}, got {self.mode!r}")
         try:
             check_slope(self.mode, self.slope)
@@ -102,7 +96,6 @@ class GradformerOptions:
             raise ConfigError(f"gradformer.slope: {err}") from None
         check_number("gradformer.decay (lambda)", self.decay, 0, 1, low_open=True, high_open=True)
         check_number("gradformer.init_start", self.init_start, 0)
-        _check(self.norm in ("batch", "layer"), f"gradformer.norm must be 'batch' or 'layer', got {self.norm!r}")
 
 
 @dataclass(frozen=True)
@@ -134,7 +127,8 @@ def _grpe_layers(settings: ModelSettings, o: GRPEOptions) -> List[RelationAttent
 
 def _moire_layers(settings: ModelSettings, o: MoireOptions) -> List[RelationAttention]:
     d, h, drop = settings.hidden_dim, settings.num_heads, settings.attn_dropout
-    return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop) for _ in range(settings.num_layers)]
+    return [MoireAttention(d, h, o.focus, o.distance, o.mode, o.max_shift, o.init_width, drop, o.rbf, o.rbf_cutoff)
+            for _ in range(settings.num_layers)]
 
 
 def _gradformer_layers(settings: ModelSettings, o: GradformerOptions) -> List[RelationAttention]:
@@ -142,13 +136,6 @@ def _gradformer_layers(settings: ModelSettings, o: GradformerOptions) -> List[Re
     shared = DecayParameters(h, o.init_start, o.decay, o.learn_decay) if o.share_start else None
     return [GradformerAttention(d, h, shared, o.init_start, o.decay, o.learn_decay, o.mode, drop, o.slope)
             for _ in range(settings.num_layers)]
-
-
-def _check_gradformer(settings: ModelSettings, o: GradformerOptions) -> None:
-    _check(not settings.virtual_node,
-           "Gradformer's GPS block uses no virtual node; set virtual_node=False and readout 'mean', 'sum' or 'max'")
-    _check(not (o.pe_gate and not settings.rwse_steps),
-           "gradformer.pe_gate gates by the random-walk encodings: set rwse_steps > 0")
 
 
 #: The relation graph's mode, searched for variants whose attention does not mask by hops itself.
@@ -166,7 +153,8 @@ class VariantSpec:
         options: dataclass of its settings, the config section ``model.<name>`` (``None``: none).
         build_layers: one attention layer per transformer layer, from the settings every model
             has and the variant's own options (an instance of ``options``; ``None`` without one).
-        architecture: the model its layers run in, one of :data:`ARCHITECTURES`.
+        architecture: the model its layers run in by default, one of :data:`ARCHITECTURES` (a
+            config's ``architecture`` may choose the other).
         default_preset: the preset used when none is named (``dgl-graphtx presets NAME`` lists
             them; a variant without paper presets gets the library-size ``tiny``).
         ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
@@ -213,7 +201,7 @@ VARIANT_SPECS: Dict[str, VariantSpec] = _table(
                         Param("model.moire.init_width", 0.5, 4.0), _RELATION_MODE)),
     VariantSpec("gradformer", "Gradformer: hop-decay mask in GPS blocks (Liu et al.)", GradformerOptions,
                 _gradformer_layers, architecture="gps", default_preset="default", ffn_multiplier=2,
-                check=_check_gradformer, search=(Param("model.gradformer.decay", 0.1, 0.9),)),
+                search=(Param("model.gradformer.decay", 0.1, 0.9),)),
     VariantSpec("vanilla", "baseline: plain attention over the relation graph", None, _vanilla_layers,
                 search=(_RELATION_MODE,)),
     VariantSpec("graphormer", "baseline: Graphormer's hop and bond biases", GraphormerOptions, _graphormer_layers,

@@ -187,17 +187,20 @@ class RelationAttention(nn.Module):
         adds_values = self.structure is not None and self.structure.adds_values
         if blocks is None:
             q, k, v = qkv.unbind(1)
-            attn = ops.edge_softmax(graph, self._logits(graph, q, k, ops.edge_dot(graph, k, q), state))
+            attn: Optional[torch.Tensor] = ops.edge_softmax(graph, self._logits(graph, q, k, ops.edge_dot(graph, k, q), state))
             dropped = self.attn_dropout(attn)
             z = ops.sum_weighted_sources(graph, v, dropped.unsqueeze(-1))
         else:
             z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values)
-        if adds_values:
+        if adds_values and self.structure is not None:
             extra = self.structure.values(graph, dropped, state)
             if extra is not None:
                 z = z + extra
         out = self.out_proj(z.reshape(n, self.embed_dim))
-        return (out, attn) if get_attention else out
+        if get_attention:
+            assert attn is not None  # the blocks gather the weights when they are asked for
+            return out, attn
+        return out
 
     def _logits(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, state: Any) -> torch.Tensor:
         """Per-edge logits ``[E, H]``: the structure term's, or ``qk / sqrt(dh)`` without one."""

@@ -17,7 +17,7 @@ dropped (padding) or zeroed (:meth:`BlockLayout.unpad`), as message passing give
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Optional, Union
 
 import torch
@@ -98,9 +98,8 @@ class BlockGeometry:
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "BlockGeometry":
         """A copy with every tensor on ``device``."""
-        moved = {f.name: getattr(self, f.name) for f in fields(self)}
-        return BlockGeometry(**{k: v.to(device, non_blocking=non_blocking) if torch.is_tensor(v) else v
-                                for k, v in moved.items()})
+        tensors = {f.name: getattr(self, f.name) for f in fields(self) if torch.is_tensor(getattr(self, f.name))}
+        return replace(self, **{k: v.to(device, non_blocking=non_blocking) for k, v in tensors.items()})
 
 
 @dataclass(frozen=True)

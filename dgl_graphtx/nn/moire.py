@@ -13,7 +13,7 @@ number without forming ``f``.
 from __future__ import annotations
 
 import math
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
@@ -23,6 +23,7 @@ from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
 from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
 from .focus import FOCUS_FUNCTIONS
 from .graph_tensors import GraphLike
+from .radial import RadialPairTerms
 
 MOIRE_MODES = ("paper", "reference")
 DISTANCES = ("dist", "spd")
@@ -52,12 +53,18 @@ class MoireTerm(StructureTerm):
     Args:
         num_heads: number of heads.
         focus: one of :data:`~dgl_graphtx.nn.focus.FOCUS_FUNCTIONS` (default ``"gaussian"``).
-        distance: ``"dist"`` (3-D, Angstrom) or ``"spd"`` (hops).
+        distance: ``"spd"`` (hops; the default, read from any relation graph) or ``"dist"`` (3-D, Angstrom;
+            needs coordinates).
         mode: ``"paper"`` (additive log-focus, learnable self weight) or ``"reference"`` (the
             authors' code: ``(q.k / sqrt(dh)) * log max(f, 1e-9) + 0.1 [i == j]``, no clamp of
             ``mu``).
         max_shift: largest initial shift; heads start at shifts spread over ``[0.5, max_shift]``.
         init_width: initial width ``sigma`` of every head.
+        rbf: if > 0, ``D`` also enters through ``rbf`` Gaussian basis functions: a learned bias per
+            head on the logits and a learned value vector per head and pair
+            (:class:`~dgl_graphtx.nn.radial.RadialPairTerms`); none on virtual-node pairs.
+        rbf_cutoff: centre of the last basis function (Angstrom, or hops).
+        head_dim: width of each head's values (needed with ``rbf``).
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
@@ -65,16 +72,22 @@ class MoireTerm(StructureTerm):
         >>> term = MoireTerm(num_heads=2, distance="spd", max_shift=1.5)
         >>> term.log_focus(rel).shape  # log f per edge and head
         torch.Size([9, 2])
+        >>> term = MoireTerm(num_heads=2, distance="spd", rbf=8, rbf_cutoff=4.0, head_dim=4)
+        >>> term.prepare(rel).shape  # the distance basis per edge
+        torch.Size([9, 8])
     """
 
     def __init__(
         self,
         num_heads: int,
         focus: str = "gaussian",
-        distance: str = "dist",
+        distance: str = "spd",
         mode: str = "paper",
         max_shift: float = 4.0,
         init_width: float = 2.0,
+        rbf: int = 0,
+        rbf_cutoff: float = 8.0,
+        head_dim: int = 0,
     ) -> None:
         super().__init__()
         if focus not in FOCUS_FUNCTIONS:
@@ -87,6 +100,9 @@ class MoireTerm(StructureTerm):
         self.shift = nn.Parameter(initial_shifts(num_heads, max_shift))
         self.width = nn.Parameter(torch.full((num_heads,), float(init_width)))
         self.self_weight = nn.Parameter(torch.ones(num_heads)) if mode == "paper" else None
+        if rbf and head_dim < 1:
+            raise ValueError(f"rbf needs the head width for its values, got head_dim={head_dim}")
+        self.radial = RadialPairTerms(num_heads, head_dim, rbf, rbf_cutoff) if rbf else None
 
     def extra_repr(self) -> str:
         return f"focus={self.focus!r}, distance={self.distance!r}, mode={self.mode!r}, num_heads={self.shift.numel()}"
@@ -130,16 +146,40 @@ class MoireTerm(StructureTerm):
         log_f = FOCUS_FUNCTIONS[self.focus](self.distances(graph)[:, None], mu, sigma)
         if reference:
             log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
-        virtual = (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
-        return masked_fill_if_any(log_f, virtual, 0.0)
+        return masked_fill_if_any(log_f, self._virtual_pairs(graph), 0.0)
+
+    @staticmethod
+    def _virtual_pairs(graph: GraphLike) -> torch.Tensor:
+        return (graph.edata["spd"] == SPD_VIRTUAL)[:, None]
+
+    def prepare(self, graph: GraphLike) -> Optional[torch.Tensor]:
+        """The distance basis ``[E, K]`` of :attr:`radial` (``None`` without ``rbf``)."""
+        if self.radial is None:
+            return None
+        return self.radial.basis(self.distances(graph), self._virtual_pairs(graph)[:, 0])
+
+    @property
+    def adds_values(self) -> bool:
+        return self.radial is not None
+
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        if self.radial is None or state is None:
+            return None
+        return self.radial.values(graph, attn, state)
 
     def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
         src, dst = graph.edges()
         is_self = (src == dst).to(self.shift.dtype)[:, None]
         log_f = self.log_focus(graph)
         if self.mode == "reference":
-            return ScoreTerms(gain=log_f, bias=REFERENCE_SELF_WEIGHT * is_self)
-        return ScoreTerms(bias=torch.addcmul(log_f, is_self, self.self_weight))  # log f + w [i == j]
+            terms = ScoreTerms(gain=log_f, bias=REFERENCE_SELF_WEIGHT * is_self)
+        else:
+            assert self.self_weight is not None  # the paper mode has one
+            terms = ScoreTerms(bias=torch.addcmul(log_f, is_self, self.self_weight))  # log f + w [i == j]
+        if self.radial is not None:
+            assert terms.bias is not None  # both modes set one
+            terms.bias = terms.bias + self.radial.bias(state)
+        return terms
 
 
 class MoireAttention(RelationAttention):
@@ -147,7 +187,7 @@ class MoireAttention(RelationAttention):
 
     Args:
         embed_dim, num_heads, attn_dropout: as in :class:`RelationAttention`.
-        focus, distance, mode, max_shift, init_width: as in :class:`MoireTerm`.
+        focus, distance, mode, max_shift, init_width, rbf, rbf_cutoff: as in :class:`MoireTerm`.
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
@@ -162,11 +202,13 @@ class MoireAttention(RelationAttention):
         embed_dim: int,
         num_heads: int,
         focus: str = "gaussian",
-        distance: str = "dist",
+        distance: str = "spd",
         mode: str = "paper",
         max_shift: float = 4.0,
         init_width: float = 2.0,
         attn_dropout: float = 0.0,
+        rbf: int = 0,
+        rbf_cutoff: float = 8.0,
     ) -> None:
-        term = MoireTerm(num_heads, focus, distance, mode, max_shift, init_width)
+        term = MoireTerm(num_heads, focus, distance, mode, max_shift, init_width, rbf, rbf_cutoff, embed_dim // num_heads)
         super().__init__(embed_dim, num_heads, term, attn_dropout)

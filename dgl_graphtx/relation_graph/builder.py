@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional, Tuple, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -164,7 +164,7 @@ def shortest_path_lengths(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> n
     hops = np.full((num_nodes, num_nodes), SPD_UNREACHABLE, dtype=np.int64)
     np.fill_diagonal(hops, 0)
     reached = np.eye(num_nodes, dtype=bool)
-    frontier = reached.astype(np.float32)
+    frontier: np.ndarray = reached.astype(np.float32)
     for distance in range(1, num_nodes):
         frontier = ((frontier @ adj) > 0) & ~reached  # row i: nodes first reached from i in `distance` hops
         if not frontier.any():
@@ -242,9 +242,10 @@ def build_relation_graph(
         q_idx, k_idx = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)  # row-major: by query, then key
         e_spd = shortest_path_lengths(n, src, dst).reshape(-1)
     elif config.mode == "hops":
-        q_idx, k_idx, e_spd = _pairs_within_hops(n, undirected_adjacency(n, src, dst), config.hops)
-    else:
-        q_idx, k_idx = _pairs_within_radius(pos, config.radius)
+        hops = cast(int, config.hops)  # RelationConfig requires it in this mode
+        q_idx, k_idx, e_spd = _pairs_within_hops(n, undirected_adjacency(n, src, dst), hops)
+    else:  # radius: RelationConfig requires the radius, and the coordinates were checked above
+        q_idx, k_idx = _pairs_within_radius(cast(np.ndarray, pos), cast(float, config.radius))
         e_spd = _capped_hop_counts(undirected_adjacency(n, src, dst), q_idx, k_idx, config.hop_search_depth)
     classes = (
         graph.edata[bond_class_field].cpu().numpy().astype(np.int64)
@@ -302,7 +303,8 @@ def _pairs_within_hops(n: int, adjacency: sp.csr_matrix, hops: int) -> Tuple[np.
         return query, key, spd[query, key]
     balls = list(hop_balls(adjacency, hops))
     query, key, hop = (np.concatenate([ball[i] for ball in balls]) for i in (2, 3, 4))
-    return _by_query_then_key(n, query, key, hop)
+    query, key, hop = _by_query_then_key(n, query, key, hop)
+    return query, key, hop
 
 
 def _pairs_within_radius(pos: np.ndarray, radius: float) -> Tuple[np.ndarray, np.ndarray]:
@@ -310,7 +312,8 @@ def _pairs_within_radius(pos: np.ndarray, radius: float) -> Tuple[np.ndarray, np
     n = len(pos)
     query, key, _ = radius_pairs(pos, radius)
     nodes = np.arange(n, dtype=np.int64)
-    return _by_query_then_key(n, np.concatenate([query, nodes]), np.concatenate([key, nodes]))
+    query, key = _by_query_then_key(n, np.concatenate([query, nodes]), np.concatenate([key, nodes]))
+    return query, key
 
 
 def _capped_hop_counts(adjacency: sp.csr_matrix, query: np.ndarray, key: np.ndarray, cap: int) -> np.ndarray:

@@ -14,7 +14,8 @@ Resolution order (later wins), the same for the command line and for Python:
 
 A few fields are derived and cannot be set: ``model.variant`` (= ``preset.model``),
 ``model.num_tasks`` (= the number of targets), ``model.atom_features`` and the feature sizes
-(from the featurizer). Linked pairs follow whichever side was set: ``model.virtual_node`` /
+(from the featurizer); ``model.molecule_features`` and ``model.atom_extra_features`` follow the
+extra features of ``data`` and are recorded with their resolved widths. Linked pairs follow whichever side was set: ``model.virtual_node`` /
 ``relation.virtual_node``, ``model.rwse_steps`` / ``featurizer.rwse_steps``; setting both to
 different values is an error. :meth:`RunConfig.save` writes the resolved result as YAML, and
 loading that file reproduces the run.
@@ -22,6 +23,7 @@ loading that file reproduces the run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -30,13 +32,17 @@ import yaml
 
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
-from ..datasets.split_kinds import SPLITS
+from ..datasets.split_kinds import SPLIT_KINDS, split_kind
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
-from ..models.presets import DEFAULT_MODEL, PRESETS
+from ..models.config import upgrade_model_dict
+from ..models.presets import PRESETS
+from ..models.settings import DEFAULT_MODEL
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
+from ..threads import set_threads
 from ..training import TrainConfig, resolve_loss, resolve_metrics
 from ..uncertainty import UncertaintyConfig
 from .settings_files import get_dotted as _get
@@ -50,6 +56,9 @@ SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensem
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
                         "uncertainty_head")
+#: Model fields resolved from the extra features of ``data`` and recorded in config.yaml: a value
+#: read back must be the resolved one (or 0, which config.yaml files written before recorded).
+EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -87,6 +96,8 @@ class DataConfig:
         fractions: train/valid/test fractions of a random or scaffold split.
         split_col: column saying ``train``/``valid``/``test`` for every row.
         valid, test: separate validation and test files (given together; ``path`` is then all training).
+        calibration: a separate file of labelled molecules that calibrate the uncertainty
+            (``--calibration``) instead of a share carved from the split (``uncertainty.calibration_share``).
         cache_dir: folder caching featurized molecules (default: the user's cache,
             :func:`~dgl_graphtx.datasets.cache.default_cache_dir`).
         cache: cache featurized molecules at all (``False``: featurize on every run; ``--no-cache``).
@@ -94,9 +105,9 @@ class DataConfig:
             train on this many molecules drawn with ``train.seed``.
         positive_label: classification with text classes: the value that becomes 1 (two text
             values are otherwise mapped automatically, and the choice is logged).
-        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part,
-            fold ``f + 1`` validation; folds are random, by scaffold (``split="scaffold"``) or by
-            ``group_col``.
+        cv: cross-validation with this many folds (>= 3; 0: off): fold ``f`` is the test part, the
+            validation part is carved from the other folds; folds are random, by scaffold or
+            k-means cluster (``split``), or by ``group_col``.
         group_col: column of group names that cross-validation folds keep together.
         weight_col: column of per-molecule loss weights (blank: 1).
         features_generators: molecule-level extra feature generators (``rdkit2d``,
@@ -115,10 +126,11 @@ class DataConfig:
     smiles_col: str = "smiles"
     delimiter: Optional[str] = None
     split: str = "random"
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1)
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS
     split_col: Optional[str] = None
     valid: Optional[str] = None
     test: Optional[str] = None
+    calibration: Optional[str] = None
     cache_dir: Optional[str] = None
     cache: bool = True
     subset: Optional[int] = None
@@ -141,15 +153,20 @@ class DataConfig:
             raise ConfigError(f"data.subset must be >= 1, got {self.subset}")
         if self.is_qm9 and (self.valid is not None or self.split_col is not None):
             raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
-        if self.split not in SPLITS:
-            raise ConfigError(f"data.split must be one of {SPLITS}, got {self.split!r}")
+        split_kind(self.split)
         if (self.valid is None) != (self.test is None):
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
             raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
-        if self.cv and (self.cv < 3 or self.predefined or self.split not in ("random", "scaffold")):
+        if self.cv and (self.cv < 3 or self.predefined or not split_kind(self.split).folds):
+            folding = tuple(name for name, kind in SPLIT_KINDS.items() if kind.folds)
             raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
-                              f"and --split random or scaffold (or --group-col); got split {self.split!r}")
+                              f"and --split one of {folding} (or --group-col); got split {self.split!r}")
+        if self.cv and self.calibration is not None:
+            raise ConfigError("--cv calibrates each fold on a share carved from the other folds, and gives CV+ intervals "
+                              "from every molecule's out-of-fold score; drop --calibration")
+        if self.is_qm9 and self.calibration is not None:
+            raise ConfigError("the qm9 data source calibrates on a share of its molecules (--calibration-share), not --calibration")
         if self.group_col is not None and not self.cv:
             raise ConfigError("--group-col groups the folds of a cross-validation; give --cv K too")
 
@@ -158,9 +175,9 @@ class DataConfig:
         """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
         return self.path == "qm9"
 
-    @property
+    @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
-        """The extra features these settings ask for."""
+        """The extra features these settings ask for (checked once, when the settings are made)."""
         return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
 
     @property
@@ -175,6 +192,20 @@ class DataConfig:
         if not self.cache:
             return None
         return self.cache_dir if self.cache_dir is not None else str(default_cache_dir())
+
+    @property
+    def cv_valid_share(self) -> float:
+        """The validation share of the molecules outside a cross-validation's test fold: the
+        validation fraction among the training and validation fractions (1/9 for 0.8/0.1/0.1).
+
+        Example:
+            >>> round(DataConfig(fractions=(0.7, 0.2, 0.1)).cv_valid_share, 4)
+            0.2222
+        """
+        train, valid, _ = self.fractions
+        if train + valid <= 0:
+            raise ConfigError(f"data.fractions {self.fractions} leave nothing to train and validate on")
+        return valid / (train + valid)
 
     @property
     def predefined(self) -> bool:
@@ -231,10 +262,23 @@ class RunConfig:
         # the loss, metrics and task weights must fit the model: checked before any featurization
         resolve_loss(self.model.task, self.train.loss)
         resolve_metrics(self.model.task, self.train.metrics)
+        if self.data.calibration is not None and not self.uncertainty.active:
+            raise ConfigError("--calibration names molecules that calibrate an uncertainty: choose a method with --uncertainty")
+        if self.uncertainty.calibration_bins != "none" and not self.uncertainty.active:
+            raise ConfigError("--calibration-bins bins the intervals of an uncertainty: choose a method with --uncertainty")
         weights = self.train.task_weights
         if weights and self.data.targets and len(weights) != len(self.data.targets):
             raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
                               f"{list(self.data.targets)}; give one weight per target (--task-weights)")
+
+    def with_threads(self, threads: Optional[int]) -> "RunConfig":
+        """The run with ``train.threads`` set to ``threads``.
+
+        Example:
+            >>> resolve_run_config(overrides=["data.targets=y"]).with_threads(3).train.threads
+            3
+        """
+        return dataclasses.replace(self, train=dataclasses.replace(self.train, threads=threads))
 
     def as_preset(self) -> Preset:
         """The model, featurizer and relation settings as a :class:`~dgl_graphtx.models.Preset`."""
@@ -249,7 +293,7 @@ class RunConfig:
             True
         """
         data = self.data
-        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "cache_dir")
+        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "calibration", "cache_dir")
                  if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
         return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
 
@@ -314,9 +358,9 @@ def _refuse_derived(cls: type, name: str, key: str) -> None:
         raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 
-def _section_dict(cls: type, values: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
-    """``values`` checked against the fields of ``cls`` and coerced; derived model fields refused."""
-    return section_dict(cls, values, prefix, _refuse_derived)
+def _section_dict(cls: type, values: Mapping[str, Any], prefix: str, origin: str) -> Dict[str, Any]:
+    """``values`` (from ``origin``) checked against the fields of ``cls`` and coerced; derived model fields refused."""
+    return section_dict(cls, values, prefix, _refuse_derived, origin)
 
 
 def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
@@ -329,7 +373,7 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
     return parse_set_items(items, SECTIONS, whole=("relation",))
 
 
-def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
+def _relation_dict(value: Any, origin: str) -> Dict[str, Any]:
     """A relation section given as a spec string (``"hops=3"``) or as a table of fields."""
     if isinstance(value, str):
         parsed = RelationConfig.parse(value)
@@ -337,7 +381,7 @@ def _relation_dict(value: Any, prefix: str = "relation") -> Dict[str, Any]:
         if parsed.virtual_node:
             out["virtual_node"] = True
         return out
-    return _section_dict(RelationConfig, value, prefix)
+    return _section_dict(RelationConfig, value, "relation", origin)
 
 
 def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any]]:
@@ -347,9 +391,11 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
         if section not in SECTIONS:
             raise ConfigError(f"unknown section {section!r} in {origin}; sections are {list(SECTIONS)}")
         if section == "relation":
-            out[section] = _relation_dict(values)
+            out[section] = _relation_dict(values, origin)
+        elif section == "model" and isinstance(values, Mapping):  # either layout: before model.gps too
+            out[section] = _section_dict(ModelConfig, upgrade_model_dict(values), section, origin)
         else:
-            out[section] = _section_dict(_SECTION_TYPES[section], values, section)
+            out[section] = _section_dict(_SECTION_TYPES[section], values, section, origin)
     return out
 
 
@@ -435,6 +481,7 @@ def resolve_run_config(
             _set(resolved, second, _get(resolved, first)[1])
 
     data = DataConfig(**resolved["data"])
+    _resolve_extra_feature_widths(resolved["model"], user.get("model", {}), data)
     uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
@@ -447,6 +494,29 @@ def resolve_run_config(
     })
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+def apply_threads(config: RunConfig) -> RunConfig:
+    """``config`` with its ``train.threads`` resolved and applied to this process (see
+    :func:`~dgl_graphtx.threads.set_threads`: ``--threads``, else ``OMP_NUM_THREADS``, else 1),
+    so that ``config.yaml`` records the number used.
+
+    Example:
+        >>> apply_threads(resolve_run_config(overrides=["data.targets=y", "train.threads=1"])).train.threads
+        1
+    """
+    return config.with_threads(set_threads(config.train.threads))
+
+
+def _resolve_extra_feature_widths(model: Dict[str, Any], given: Mapping[str, Any], data: DataConfig) -> None:
+    """Set the model's extra feature widths (:data:`EXTRA_FEATURE_FIELDS`) from ``data``'s extra
+    features, refusing other values given for them."""
+    widths = {"molecule_features": len(data.extra_features.molecule_names), "atom_extra_features": len(data.atom_properties)}
+    for name, width in widths.items():
+        if given.get(name, width) not in (width, 0):
+            raise ConfigError(f"model.{name}={given[name]} but the extra features of data give {width}; it follows "
+                              "data.features_generators / data.features_cols / data.atom_properties: drop model." + name)
+        model[name] = width
 
 
 def default_preset_name(model: str) -> str:

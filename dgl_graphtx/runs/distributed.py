@@ -21,6 +21,7 @@ import datetime
 import logging
 import os
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Sequence, Union
@@ -33,10 +34,15 @@ from torch.nn.parallel import DistributedDataParallel
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..training import ProcessHooks, TrainConfig
+from ..validation import check_number
 
 logger = logging.getLogger("dgl_graphtx")
 
 BACKENDS = ("auto", "gloo", "nccl")
+#: Exit status of a process stopped by a user error (printed as one ``error:`` line).
+USER_ERROR_EXIT = 2
+#: Seconds a process other than the main one waits after a user error for the main one to stop the job.
+USER_ERROR_GRACE_S = 10.0
 
 
 @dataclass
@@ -61,8 +67,37 @@ class DistributedConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.timeout_s <= 0:
-            raise ConfigError(f"timeout_s must be > 0, got {self.timeout_s}")
+        check_number("timeout_s (--dist-timeout)", self.timeout_s, 0, low_open=True)
+
+
+def reports_errors() -> bool:
+    """Whether this process reports user errors at once: a single process, or the main one of a
+    job (the others wait for it: see :func:`report_user_error`).
+
+    Example:
+        >>> import os; os.environ.get("RANK") is None and reports_errors()
+        True
+    """
+    return not launched_by_torchrun() or os.environ.get("RANK", "0") == "0"
+
+
+def report_user_error(message: str, grace_s: float = USER_ERROR_GRACE_S) -> int:
+    """Print ``message`` as the one ``error:`` line and return :data:`USER_ERROR_EXIT`.
+
+    In a distributed job the main process prints it. Another process first waits ``grace_s``
+    seconds for the main one, which usually meets the same error, to stop the job (the launcher
+    then ends the waiting process, so the error is printed once and the job's status is the main
+    process's); it prints the error itself only if it is still running then, so that an error of
+    its own is not lost.
+
+    Example:
+        >>> import os; os.environ.get("RANK") is None and report_user_error("no such column", grace_s=0)
+        2
+    """
+    if not reports_errors():
+        time.sleep(grace_s)
+    print(f"error: {message}", file=sys.stderr)
+    return USER_ERROR_EXIT
 
 
 def launched_by_torchrun() -> bool:
@@ -89,17 +124,42 @@ def choose_backend(device: torch.device, requested: str = "auto") -> str:
     return "nccl" if device.type == "cuda" else "gloo"
 
 
-def local_device(device: Union[str, torch.device], local_rank: int) -> torch.device:
-    """The device of the process with ``local_rank`` on its machine: ``auto`` and ``cuda`` become
-    ``cuda:<local_rank>`` (CPU without CUDA); an explicit ``cuda:i`` is kept.
+def local_device(device: Union[str, torch.device], local_rank: int, local_processes: int = 1) -> torch.device:
+    """The device of the process with ``local_rank`` of ``local_processes`` on its machine:
+    ``auto`` and ``cuda`` become ``cuda:<local_rank>`` (CPU without CUDA), one GPU per process.
+
+    More processes than visible GPUs, or several processes on one explicit ``cuda:i``, are
+    refused with a :class:`ConfigError` (NCCL cannot run two processes of a job on one GPU, and
+    the job would fail at its first collective): the launcher checks this before it starts the
+    processes (:func:`check_processes`).
 
     Example:
-        >>> local_device("cpu", 3)
+        >>> local_device("cpu", 3, 4)
         device(type='cpu')
     """
-    if device in ("auto", "cuda") and torch.cuda.is_available():
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return resolve_device(device)
+    if str(device) in ("auto", "cuda") and torch.cuda.is_available():
+        visible = torch.cuda.device_count()
+        if local_processes > visible:
+            raise ConfigError(f"{local_processes} processes on this machine need one GPU each, but torch sees {visible}; "
+                              f"start at most {visible} (--nproc), or train the {local_processes} processes on the CPU "
+                              "with --device cpu")
+        return torch.device("cuda", local_rank)
+    resolved = resolve_device(device)
+    if resolved.type == "cuda" and local_processes > 1:
+        raise ConfigError(f"--device {device} puts all {local_processes} processes on one GPU, which NCCL refuses; use "
+                          "--device cuda (one GPU per process) or --device cpu")
+    return resolved
+
+
+def check_processes(processes: int, device: Union[str, torch.device]) -> torch.device:
+    """Check before starting ``processes`` processes on this machine that each gets a device of
+    its own (see :func:`local_device`); the first one's device.
+
+    Example:
+        >>> check_processes(2, "cpu")
+        device(type='cpu')
+    """
+    return local_device(device, 0, processes)
 
 
 class DistributedContext(ProcessHooks):
@@ -132,7 +192,7 @@ class DistributedContext(ProcessHooks):
                               "'torchrun --nproc-per-node N -m dgl_graphtx ...' or 'dgl-graphtx train --nproc N'")
         rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        resolved = local_device(device, local_rank)
+        resolved = local_device(device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         if resolved.type == "cuda":
             torch.cuda.set_device(resolved)
         backend = choose_backend(resolved, config.backend)
@@ -230,7 +290,8 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     elastic launcher (``torch.distributed.run --standalone``); the exit status of the job.
 
     If one process fails, the launcher stops the others and reports the failing rank's error;
-    the status is that process's exit code (2 for a user error, as in a single process).
+    the status is that process's exit code. A user error (exit code 2, as in a single process)
+    has been printed by the main process as one line, so the launcher adds nothing to it.
     """
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -243,10 +304,22 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
         "-m", "dgl_graphtx", *argv,
     ])
+    # the launcher's log lines repeat what the summary below or the processes say; older torch
+    # gives some of its loggers their own level, so each one is quietened, not only the parent
+    elastic = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
+               if name == "torch.distributed.elastic" or name.startswith("torch.distributed.elastic.")]
+    levels = [logger.level for logger in elastic]
+    for logger in elastic:
+        logger.setLevel(logging.CRITICAL)
     try:
         torchrun.run(args)
     except ChildFailedError as err:
-        print(err.format_msg(), file=sys.stderr)
         codes = [failure.exitcode for failure in err.failures.values()]
+        if USER_ERROR_EXIT in codes and all(c == USER_ERROR_EXIT or c < 0 for c in codes):
+            return USER_ERROR_EXIT  # printed once by the process that met it; the others were stopped
+        print(err.format_msg(), file=sys.stderr)
         return next((c for c in codes if c > 0), 1)
+    finally:
+        for logger, level in zip(elastic, levels):
+            logger.setLevel(level)
     return 0

@@ -5,22 +5,33 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
+import numpy as np
 import pandas as pd
+import torch
 from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
+from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
+from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
+from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
-from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics, json_safe, metric_notes, prediction_frame, seed_everything
+from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics,
+                        json_safe, metric_notes, prediction_column, prediction_frame,
+                        seed_everything)
 from ..training.target_metrics import per_target_metrics
-from ..uncertainty import Calibration, UncertaintyConfig
-from ..uncertainty.evaluation import add_uncertainty_columns, calibrated, fit_calibration, json_ready, predict_batches, report_metrics
+from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
+from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
+                                      predict_batches, report_metrics)
+from ..uncertainty.methods import check_method_fits, uncertainty_method
+from ..uncertainty.mondrian import check_bin_sizes, coverage_by_bin
+from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .fine_tuning import start_from_pretrained
 from .folder import RunFolder
 
@@ -41,6 +52,10 @@ class ExperimentResult:
     #: Test metrics of each target alone (``{target: {metric: value}}``).
     test_per_target: Dict[str, Dict[str, float]] = field(default_factory=dict)
     calibration: Optional[Calibration] = None
+    #: The molecules that calibrated (with an uncertainty method): never ones that trained or chose the model.
+    calibration_part: Optional[CalibrationPart] = None
+    #: Their calibrated predictions (``row``, ``smiles``, labels, ``<t>_pred``, ``_std``, ``_lo``, ``_hi``).
+    calibration_predictions: Optional[pd.DataFrame] = None
 
 
 def train_and_evaluate(
@@ -48,12 +63,14 @@ def train_and_evaluate(
     preset: Preset,
     train_config: Optional[TrainConfig] = None,
     split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = (0.8, 0.1, 0.1),
+    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
     out_dir: Optional[Union[PathLike, RunFolder]] = None,
     overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
     uncertainty: Optional[UncertaintyConfig] = None,
+    backbone: Optional[Pretrained] = None,
+    calibration: GivenCalibration = None,
 ) -> ExperimentResult:
     """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
     :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
@@ -70,9 +87,25 @@ def train_and_evaluate(
 
     With an ``uncertainty`` method (see :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`; the
     preset's model gets the head the method needs; by default the method of the preset's
-    ``uncertainty_head``), the uncertainty is calibrated on the
-    validation part, the calibration is stored in ``best.pt``, the test predictions get
-    ``<target>_std`` / ``_lo`` / ``_hi`` columns and ``metrics.json`` an ``uncertainty`` entry.
+    ``uncertainty_head``), the uncertainty is calibrated on molecules that neither train the model
+    nor choose its best epoch: ``calibration`` rows of ``dataset`` (taken out of the training and
+    validation parts) or a dataset of its own (featurized like ``dataset``), else
+    ``uncertainty.calibration_share`` of the molecules carved from the
+    ``uncertainty.calibration_from`` part (whole scaffolds or clusters of those splits). The
+    calibration and which molecules made it are stored in ``best.pt`` and ``metrics.json``, whose
+    ``uncertainty`` entry also holds the test coverage and the spread it should have
+    (:func:`~dgl_graphtx.uncertainty.coverage_spread`); the test predictions get ``<target>_std`` /
+    ``_lo`` / ``_hi`` columns, and ``calibration_predictions.csv`` holds the calibration molecules'.
+    With ``uncertainty.calibration_bins = "similarity"`` (regression), the conformal quantile is
+    fitted per third of the calibration molecules by nearest-neighbour similarity to the training
+    part (:mod:`~dgl_graphtx.uncertainty.mondrian`); ``best.pt`` then also stores the training
+    part's packed fingerprints (``training_fingerprints``) so that prediction can bin new
+    molecules, both tables get a ``similarity_to_training`` column, and ``metrics.json`` the
+    test coverage per bin (``test_by_similarity_bin``).
+
+    With ``train_config.from_pretrained``, the model starts from that backbone's weights
+    (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`); ``backbone`` passes it when
+    it is loaded already, so that a run loads it once.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -86,20 +119,19 @@ def train_and_evaluate(
     """
     if preset.model.num_tasks != dataset.num_tasks:
         raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
-    if dataset.relation != preset.relation or dataset.featurizer.config != preset.featurizer:
-        raise ConfigError("dataset was featurized with settings different from the preset's; rebuild it with preset.featurizer / preset.relation")
+    dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
+                                "featurize it with preset.featurizer / preset.relation")
     if train_config is None:
         train_config = TrainConfig.from_recipe(preset.train)
     if uncertainty is None:
         uncertainty = UncertaintyConfig(preset.model.uncertainty_head)
-    if uncertainty.active and preset.model.task == "multiclass":
-        raise ConfigError(f"uncertainty {uncertainty.method!r} is for regression and binary classification, not for "
-                          "--task multiclass; drop --uncertainty")
-    if uncertainty.method == "ensemble":
-        raise ConfigError("uncertainty 'ensemble' is the spread of several models: train with ensemble size >= 2 "
+    check_method_fits(uncertainty.method, preset.model.task)
+    method = uncertainty_method(uncertainty.method)
+    if method.std == "members":
+        raise ConfigError(f"uncertainty {method.name!r} is the spread of several models: train with ensemble size >= 2 "
                           "(--ensemble-size, train_ensemble)")
-    if uncertainty.method == "mc_dropout" and not (preset.model.dropout or preset.model.attn_dropout):
-        raise ConfigError("uncertainty 'mc_dropout' samples dropout, but the model has dropout=0 and attn_dropout=0; "
+    if method.std == "dropout" and not (preset.model.dropout or preset.model.attn_dropout):
+        raise ConfigError(f"uncertainty {method.name!r} samples dropout, but the model has dropout=0 and attn_dropout=0; "
                           "set one, e.g. --set model.dropout=0.1")
     if preset.model.uncertainty_head != uncertainty.head:
         preset = dataclasses.replace(preset, model=dataclasses.replace(preset.model, uncertainty_head=uncertainty.head))
@@ -111,16 +143,24 @@ def train_and_evaluate(
     if not parts.train or not parts.valid or not parts.test:
         what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
+    parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, given=calibration, kind=split)
+    if part is not None and uncertainty.calibration_bins == "similarity":
+        if preset.model.task != "regression":
+            raise ConfigError("--calibration-bins similarity bins the conformal intervals of regression; this model is "
+                              f"{preset.model.task}: drop the option")
+        labels = part.dataset.raw_labels[part.indices].double().numpy()
+        check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], uncertainty.coverage)
     hooks = hooks if hooks is not None else ProcessHooks()
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty)
+        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part, backbone)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty)
+        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, part, backbone)
 
 
 def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
          fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
-         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig) -> ExperimentResult:
+         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig,
+         part: Optional[CalibrationPart], backbone: Optional[Pretrained]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
     run = out_dir if isinstance(out_dir, RunFolder) else None
@@ -128,10 +168,15 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
     seed_everything(train_config.seed)
     extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.datasets.add_extra_features
     fitted = extras.fit(parts.train) if extras is not None else None
+    if fitted is not None and part is not None and part.dataset is not dataset:  # a calibration file: the same scalers
+        values = part.dataset.extra_values
+        fitted.attach(values.graphs, values.molecule, values.atom)
     model = build_model(preset.model if fitted is None else dataclasses.replace(
         preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
-    pretrained = start_from_pretrained(model, train_config.from_pretrained, dataset) if train_config.from_pretrained else None
-    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train)
+    if backbone is None and train_config.from_pretrained:
+        backbone = get_pretrained(train_config.from_pretrained)
+    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
+    domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
     extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
              "data": training_data_record(dataset, parts),
              "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
@@ -140,26 +185,23 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
              **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
              **({"pretrained": pretrained} if pretrained is not None else {})}
     meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
-    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, evidential_reg=uncertainty.evidential_reg)
+    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=uncertainty)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
     test_set = Subset(dataset, parts.test)
     predicted = trainer.predict(test_set)
     labels = dataset.raw_labels[parts.test].double().numpy()
-    calibration = None
-    if uncertainty.active:
-        calibration, with_uncertainty = _calibrate(trainer, dataset, parts, uncertainty)
+    calibration = with_uncertainty = calibration_table = None
+    near = _similarity_to_training(dataset, parts, part) if part is not None and uncertainty.calibration_bins == "similarity" else None
+    if part is not None:
+        calibration, calibrated_part, with_uncertainty = _calibrate(trainer, dataset, parts.test, uncertainty, part, near)
         predicted = with_uncertainty.mean
+        calibration_table = prediction_table(part.dataset, part.indices, preset, calibrated_part,
+                                             near.calibration if near is not None else None)
     metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
     notes = metric_notes(preset.model.task, labels, dataset.target_names)
     per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names, preset.model.num_classes)
-    table = pd.DataFrame({"row": dataset.rows[parts.test].numpy(), "smiles": [dataset.identifiers[i] for i in parts.test]})
-    width = predicted.shape[1] // len(dataset.target_names)
-    for t, name in enumerate(dataset.target_names):
-        table[name] = labels[:, t]
-        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], predicted[:, t * width:(t + 1) * width], "_pred")
-        table = pd.concat([table, columns], axis=1)
-    if calibration is not None:
-        add_uncertainty_columns(table, dataset.target_names, with_uncertainty, after=lambda name: f"{name}_pred")
+    table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
+                             near.test if near is not None else None)
     if run is not None:
         atomic_to_csv(table, out / "test_predictions.csv", index=False)
         dataset.report.to_csv(out / "input_report.csv")
@@ -167,26 +209,89 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
                    "test_per_target": {name: json_safe(values) for name, values in per_target.items()},
                    "valid": json_safe(result.best_metrics),
                    "best_epoch": result.best_epoch, "notes": notes,
-                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test)}}
-        if calibration is not None:
+                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test),
+                             **({"calibration": len(part.indices)} if part is not None else {})}}
+        if calibration is not None and part is not None and with_uncertainty is not None:
+            calibrated_on = part.record()
             summary["uncertainty"] = json_ready({
-                "method": uncertainty.method, "calibration": calibration.to_dict(),
-                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names)})
+                "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
+                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names),
+                "expected_test_coverage": _expected_coverage(part, labels, dataset.target_names, uncertainty.coverage),
+                **({"test_by_similarity_bin": coverage_by_bin(calibration.similarity_bins, near.test, labels, with_uncertainty.lo,
+                                                              with_uncertainty.hi, dataset.target_names)}
+                   if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None
+                   and with_uncertainty.hi is not None else {})})
+            atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
             best = load_checkpoint(out / "best.pt")
-            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict()}}
+            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
+                                                        "calibrated_on": calibrated_on},
+                     **({"training_fingerprints": torch.from_numpy(near.fingerprints)} if near is not None else {})}
             save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
         atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
         run.finish()
-    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration)
+    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration, part, calibration_table)
 
 
-def _calibrate(trainer: Trainer, dataset: MoleculeDataset, parts: Split, uncertainty: UncertaintyConfig):
-    """The calibration fitted on the validation part and the calibrated test predictions."""
-    def batches(rows):
-        return lambda: trainer.loader(Subset(dataset, rows))
+def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Preset,
+                     predicted: Union[np.ndarray, UncertainPredictions], similarity: Optional[np.ndarray] = None) -> pd.DataFrame:
+    """The rows ``indices`` of ``dataset`` with their predictions: ``row``, ``smiles``,
+    ``similarity_to_training`` (when given), and per target the label, ``<target>_pred``
+    (multiclass: also ``_prob_<k>``) and, for predictions with an uncertainty, ``_std`` / ``_lo`` / ``_hi``."""
+    values = predicted.mean if isinstance(predicted, UncertainPredictions) else predicted
+    labels = dataset.raw_labels[indices].double().numpy()
+    table = pd.DataFrame({"row": dataset.rows[indices].numpy(), "smiles": [dataset.identifiers[i] for i in indices]})
+    if similarity is not None:
+        table[SIMILARITY_COLUMN] = similarity
+    width = values.shape[1] // len(dataset.target_names)
+    for t, name in enumerate(dataset.target_names):
+        table[name] = labels[:, t]
+        columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], values[:, t * width:(t + 1) * width])
+        table = pd.concat([table, columns], axis=1)
+    if isinstance(predicted, UncertainPredictions):
+        add_uncertainty_columns(table, dataset.target_names, predicted, prediction_column)
+    return table
+
+
+class TrainingSimilarity(NamedTuple):
+    """The training part's packed fingerprints and the calibration and test molecules'
+    nearest-neighbour similarity to it."""
+
+    fingerprints: np.ndarray
+    calibration: np.ndarray
+    test: np.ndarray
+
+
+def _similarity_to_training(dataset: MoleculeDataset, parts: Split, part: CalibrationPart) -> TrainingSimilarity:
+    fingerprints = packed_fingerprints(dataset.identifiers[i] for i in parts.train)
+    return TrainingSimilarity(
+        fingerprints,
+        nearest_similarity(packed_fingerprints(part.dataset.identifiers[i] for i in part.indices), fingerprints),
+        nearest_similarity(packed_fingerprints(dataset.identifiers[i] for i in parts.test), fingerprints))
+
+
+def _calibrate(trainer: Trainer, dataset: MoleculeDataset, test: List[int], uncertainty: UncertaintyConfig,
+               part: CalibrationPart, near: Optional[TrainingSimilarity] = None
+               ) -> Tuple[Calibration, UncertainPredictions, UncertainPredictions]:
+    """The calibration fitted on the calibration molecules (per similarity bin with ``near``),
+    their calibrated predictions, and the calibrated test predictions."""
+    def batches(data: MoleculeDataset, rows: List[int]):
+        return lambda: trainer.loader(Subset(data, rows))
 
     model = trainer.model
-    calibration = fit_calibration(model, batches(parts.valid), dataset.raw_labels[parts.valid].double().numpy(),
-                                  trainer.device, uncertainty)
-    test = predict_batches(model, batches(parts.test)(), trainer.device, uncertainty, calibration.temperature)
-    return calibration, calibrated(model.config.task, test, calibration)
+    labels = part.dataset.raw_labels[part.indices].double().numpy()
+    calibration, on_part = fit_calibration(model, batches(part.dataset, part.indices), labels, trainer.device, uncertainty,
+                                           near.calibration if near is not None else None)
+    predicted = predict_batches(model, batches(dataset, test)(), trainer.device, uncertainty, calibration.temperature)
+    return calibration, on_part, calibrated(model.config.task, predicted, calibration, near.test if near is not None else None)
+
+
+def _expected_coverage(part: CalibrationPart, test_labels: np.ndarray, names: List[str], coverage: float) -> Dict[str, Dict[str, float]]:
+    """Per target, the spread the test coverage should have for exchangeable data, given its
+    labelled calibration and test molecules (:func:`~dgl_graphtx.uncertainty.coverage_spread`)."""
+    labels = part.dataset.raw_labels[part.indices].double().numpy()
+    out = {}
+    for t, name in enumerate(names):
+        n_calibration, n_test = int(np.isfinite(labels[:, t]).sum()), int(np.isfinite(test_labels[:, t]).sum())
+        spread = coverage_spread(n_calibration, coverage, n_test or None)
+        out[name] = {"calibration_labels": n_calibration, "test_labels": n_test, **spread._asdict()}
+    return out

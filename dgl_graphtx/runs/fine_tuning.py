@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -28,11 +28,16 @@ def _with_head(pretrained: Pretrained, model: ModelConfig) -> ModelConfig:
 
 
 def pretrained_preset(pretrained: Pretrained, base: Preset) -> Preset:
-    """``base`` with the backbone's model architecture, featurizer and relation settings; the
-    head settings (:data:`HEAD_FIELDS`) and the training recipe stay ``base``'s.
+    """``base`` with the backbone's model architecture, featurizer and relation settings, which
+    replace ``base``'s; the head settings (:data:`HEAD_FIELDS`) and the training recipe stay
+    ``base``'s. (:func:`pretrained_run_config` refuses featurizer or relation settings a user
+    chose that differ from the backbone's; here ``base``'s are simply replaced.)
 
-    Raises :class:`ConfigError` when ``base`` asks for other featurizer or relation settings than
-    the backbone was pretrained with and they differ from its model's defaults (what a user set).
+    Example:
+        >>> from dgl_graphtx.inference import get_pretrained
+        >>> tuned = pretrained_preset(get_pretrained("gradformer-tiny-moses3k"), get_preset("vanilla", num_tasks=2))
+        >>> tuned.model.variant, tuned.model.num_tasks
+        ('gradformer', 2)
     """
     meta = pretrained.checkpoint.meta
     return dataclasses.replace(base, model=_with_head(pretrained, base.model), featurizer=meta.featurizer, relation=meta.relation)
@@ -50,12 +55,13 @@ def check_pretrained_settings(pretrained: Pretrained, featurizer: FeaturizerConf
                               f"for {given}; drop the {what} settings (the pretrained model's are used)")
 
 
-def pretrained_run_config(run: RunConfig) -> RunConfig:
+def pretrained_run_config(run: RunConfig, pretrained: Optional[Pretrained] = None) -> RunConfig:
     """A :class:`~dgl_graphtx.runs.config.RunConfig` with ``train.from_pretrained`` resolved: the
     backbone's architecture, featurizer and relation settings replace the run's (its head
     settings, :data:`HEAD_FIELDS`, stay), and ``from_pretrained`` becomes the shipped name or an
     absolute path, as config.yaml records it. Featurizer or relation settings the user changed
-    from the preset's to values the backbone was not pretrained with are an error.
+    from the preset's to values the backbone was not pretrained with are an error. ``pretrained``
+    is the backbone when it is loaded already (else it is loaded here).
 
     Example:
         >>> from dgl_graphtx.runs.config import resolve_run_config
@@ -64,7 +70,7 @@ def pretrained_run_config(run: RunConfig) -> RunConfig:
         >>> tuned.model.variant, tuned.model.hidden_dim, tuned.model.num_tasks, tuned.train.from_pretrained
         ('gradformer', 32, 1, 'gradformer-tiny-moses3k')
     """
-    pretrained = get_pretrained(run.train.from_pretrained)
+    pretrained = pretrained if pretrained is not None else get_pretrained(run.train.from_pretrained)
     base = get_preset(run.preset.model, run.preset.name)
     check_pretrained_settings(pretrained, run.featurizer, run.relation, (base.featurizer, base.relation))
     meta = pretrained.checkpoint.meta
@@ -76,12 +82,12 @@ def pretrained_run_config(run: RunConfig) -> RunConfig:
 
 
 def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:
-    """Copy the backbone's weights into ``model``: everything but the head and the target
-    statistics; parts ``model`` has and the backbone lacks (e.g. an atom extra-feature encoder)
-    keep their initialisation and are returned."""
+    """Copy the backbone's weights into ``model``: everything but the head and the per-target
+    values (target statistics, atom references); parts ``model`` has and the backbone lacks (e.g.
+    an atom extra-feature encoder) keep their initialisation and are returned."""
     source = pretrained.checkpoint.model.state_dict()
     target = model.state_dict()
-    skip = ("head.", "target_mean", "target_std")
+    skip = ("head.", "target_mean", "target_std", "atom_reference.")
     copied = {}
     for key, value in source.items():
         if key.startswith(skip):
@@ -95,16 +101,15 @@ def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:
     return [key for key in target if key not in copied and not key.startswith(skip)]
 
 
-def start_from_pretrained(model: MoleculeModel, name_or_path: PathLike, dataset: MoleculeDataset) -> Dict[str, Any]:
-    """Load the backbone ``name_or_path`` into ``model`` for fine-tuning on ``dataset``, after
-    checking that the data was featurized as the backbone was pretrained; returns what the
-    checkpoint records about it (source, name, SHA-256)."""
-    pretrained = get_pretrained(name_or_path)
+def start_from_pretrained(model: MoleculeModel, backbone: Union[PathLike, Pretrained], dataset: MoleculeDataset) -> Dict[str, Any]:
+    """Load ``backbone`` (a :class:`~dgl_graphtx.inference.backbones.Pretrained`, or its name or
+    path) into ``model`` for fine-tuning on ``dataset``, after checking that the data was
+    featurized as the backbone was pretrained; returns what the checkpoint records about it
+    (source, name, SHA-256)."""
+    pretrained = backbone if isinstance(backbone, Pretrained) else get_pretrained(backbone)
     meta = pretrained.checkpoint.meta
-    for what, used, needed in (("featurizer", dataset.featurizer.config, meta.featurizer), ("relation", dataset.relation, meta.relation)):
-        if used != needed:
-            raise ConfigError(f"pretrained model {pretrained.source!r} needs {what} {needed}, the fine-tuning data was "
-                              f"featurized with {used}; featurize it with the pretrained model's settings")
+    dataset.check_featurized_as(meta.featurizer, meta.relation, f"pretrained model {pretrained.source!r}",
+                                "featurize it with the pretrained model's settings", name="the fine-tuning data")
     fresh = load_backbone(model, pretrained)
     return {"source": pretrained.source, "name": pretrained.card.get("name"), "sha256": pretrained.card.get("sha256"),
             "newly_initialised": fresh}

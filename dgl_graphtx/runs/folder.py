@@ -96,6 +96,47 @@ class RunFolder:
         """The lock file inside the folder."""
         return self.path / LOCK_NAME
 
+    def check(self) -> None:
+        """Refuse now what :meth:`open` would refuse, without touching the folder: a file in its
+        place, a run already in it (unless ``overwrite`` or ``resume``), a lock held by a running
+        process. The launcher of a distributed run checks this before starting its processes.
+
+        Example:
+            >>> import tempfile
+            >>> RunFolder(Path(tempfile.mkdtemp()) / "new").check()
+        """
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputError(f"output folder {self.path} is an existing file; choose a folder name")
+        if not self.path.is_dir():
+            return
+        if self.lock_file.exists():
+            stale, problem = self._lock_holder()
+            if not (stale and (self.overwrite or self.resume)):
+                raise OutputError(problem)
+        previous = [name for name in RUN_FILES if (self.path / name).exists()]
+        if self.resume:
+            self._refuse_resume_without_last(previous)
+        else:
+            self._refuse_previous(previous)
+
+    def _lock_holder(self) -> Tuple[bool, str]:
+        """Whether the lock in the folder was left by a killed run, and the error refusing it."""
+        holder = _read_json(self.lock_file)
+        same_host = holder.get("host") == socket.gethostname()
+        stale = same_host and isinstance(holder.get("pid"), int) and not _process_alive(holder["pid"])
+        who = f"process {holder.get('pid')} on {holder.get('host')}" if holder else "another process"
+        state = ("was killed before finishing; use --resume to continue it or --overwrite to replace its files"
+                 if stale else "is writing to it")
+        return stale, f"{self.path} is locked by a run of {who} that {state} (lock file {self.lock_file})"
+
+    def _refuse_previous(self, previous: List[str]) -> None:
+        """Refuse a folder holding the files ``previous`` of a run worth keeping, unless ``overwrite``."""
+        if any(name in RESULT_FILES for name in previous) and not self.overwrite:
+            raise OutputError(
+                f"{self.path} already holds a run ({', '.join(previous)}); use --overwrite (overwrite=True) "
+                "to replace it, or choose another output folder"
+            )
+
     def open(self) -> "RunFolder":
         """Check the folder, take the lock, clear a previous run (``overwrite``), write ``run.json``."""
         if self.path.exists() and not self.path.is_dir():
@@ -111,11 +152,7 @@ class RunFolder:
             if self.resume:
                 self._continue(previous)
                 return self
-            if any(name in RESULT_FILES for name in previous) and not self.overwrite:
-                raise OutputError(
-                    f"{self.path} already holds a run ({', '.join(previous)}); use --overwrite (overwrite=True) "
-                    "to replace it, or choose another output folder"
-                )
+            self._refuse_previous(previous)
             for name in previous:
                 (self.path / name).unlink()
             for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
@@ -131,14 +168,18 @@ class RunFolder:
         """Take up the run in the folder (``resume``): its ``run_id`` and ``run.json`` stay as they
         are until training continues; a folder with a run's results but no ``last.pt`` to continue
         from is refused (resuming would train it again from the start, over its results)."""
-        if any(name in RESULT_FILES for name in previous) and "last.pt" not in previous:
-            raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
-                              "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
-                              "another output folder")
+        self._refuse_resume_without_last(previous)
         info = _read_json(self.path / RUN_INFO)
         self.run_id = info.get("run_id", self.run_id)
         if not info:
             self._write_info("running")
+
+    def _refuse_resume_without_last(self, previous: List[str]) -> None:
+        """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``."""
+        if any(name in RESULT_FILES for name in previous) and "last.pt" not in previous:
+            raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
+                              "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
+                              "another output folder")
 
     def _take_lock(self) -> None:
         info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run_id": self.run_id, "started": time.time()})
@@ -146,16 +187,11 @@ class RunFolder:
             try:
                 fd = os.open(self.lock_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = _read_json(self.lock_file)
-                same_host = holder.get("host") == socket.gethostname()
-                stale = same_host and isinstance(holder.get("pid"), int) and not _process_alive(holder["pid"])
+                stale, problem = self._lock_holder()
                 if attempt == 0 and stale and (self.overwrite or self.resume):
                     self.lock_file.unlink(missing_ok=True)  # left by a killed run; O_EXCL settles races
                     continue
-                who = f"process {holder.get('pid')} on {holder.get('host')}" if holder else "another process"
-                state = ("was killed before finishing; use --resume to continue it or --overwrite to replace its files"
-                         if stale else "is writing to it")
-                raise OutputError(f"{self.path} is locked by a run of {who} that {state} (lock file {self.lock_file})") from None
+                raise OutputError(problem) from None
             except OSError as err:
                 raise OutputError(f"cannot write to output folder {self.path}: {describe_os_error(err)}") from None
             with os.fdopen(fd, "w") as handle:

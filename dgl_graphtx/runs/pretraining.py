@@ -85,7 +85,7 @@ class MaskedDescriptorTrainer(Trainer):
     """A :class:`Trainer` whose loss leaves out a random ``mask_share`` of the observed targets at
     every step (drawn from torch's generator, so a resumed run draws the same masks)."""
 
-    def __init__(self, *args: Any, mask_share: float = 0.15, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mask_share: float = PretrainConfig.mask_share, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.mask_share = mask_share
 
@@ -158,9 +158,8 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
         if subset is not None:
             raise ConfigError("subset applies to a corpus file; a featurized store is used whole")
         dataset = load_store(path)
-        if dataset.featurizer.config != preset.featurizer or dataset.relation != preset.relation:
-            raise ConfigError(f"store {path} was featurized with other settings than the {preset.model.variant} model "
-                              "needs; featurize it with that model's featurizer and relation settings")
+        dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
+                                    "featurize it with that model's featurizer and relation settings", name=f"store {path}")
         return dataset, list(dataset.identifiers), file_sha256(path / MANIFEST)
     table = read_molecules(path, smiles_col)
     rows = list(range(len(table)))
@@ -230,11 +229,14 @@ def pretrain(
     """
     out = Path(out_dir)
     hooks = hooks if hooks is not None else ProcessHooks()
-    run = RunFolder(out, overwrite, resume=resume) if hooks.is_main else None
-    with run if run is not None else contextlib.nullcontext():
-        if run is not None and not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
-            for stale in (BACKBONE_FILE, CARD_FILE):
-                (out / stale).unlink(missing_ok=True)
+    with contextlib.ExitStack() as opened:
+        run = None
+        with hooks.main_first():  # a refused folder stops every process of a job at once
+            if hooks.is_main:
+                run = opened.enter_context(RunFolder(out, overwrite, resume=resume))
+                if not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
+                    for stale in (BACKBONE_FILE, CARD_FILE):
+                        (out / stale).unlink(missing_ok=True)
         dataset, molecules, corpus_sha = _corpus(corpus, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
         with hooks.main_first():
             raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)

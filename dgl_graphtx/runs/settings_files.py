@@ -73,73 +73,146 @@ def field_types(cls: type) -> Dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def coerce(value: Any, hint: Any, key: str) -> Any:
-    """``value`` (from a file, or text from ``--set``) converted to the field type ``hint``."""
+def describe_value(value: Any) -> str:
+    """``value`` as an error message shows it, with its kind when that is what is wrong.
+
+    Example:
+        >>> describe_value(None), describe_value([1, 2]), describe_value("x")
+        ('an empty value', 'a list [1, 2]', "'x'")
+    """
+    if value is None:
+        return "an empty value"
+    if isinstance(value, (list, tuple)):
+        return f"a list {list(value)!r}"
+    if isinstance(value, Mapping):
+        return f"a mapping {dict(value)!r}"
+    return repr(value)
+
+
+def expected_type(hint: Any) -> str:
+    """What a field of type ``hint`` must be, in words.
+
+    Example:
+        >>> expected_type(Optional[int]), expected_type(Tuple[float, float, float]), expected_type(Tuple[str, ...])
+        ('an integer or empty', 'a list of 3 numbers', 'a list of text')
+    """
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Union:  # Optional[X]
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "")):
-            return None
-        return coerce(value, next(a for a in args if a is not type(None)), key)
+    if origin is Union:
+        options = [a for a in args if a is not type(None)]
+        words = " or ".join(expected_type(a) for a in options)
+        return f"{words} or empty" if type(None) in args else words
+    if origin in (tuple, list):
+        fixed = origin is tuple and len(args) > 1 and args[1] is not Ellipsis
+        element = expected_type(args[0] if args else str)
+        plural = {"a number": "numbers", "an integer": "integers", "text": "text", "true or false": "true/false values"}
+        return f"a list of {len(args)} {plural.get(element, element)}" if fixed else f"a list of {plural.get(element, element)}"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "text"}.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def coerce(value: Any, hint: Any, key: str, origin: str = "") -> Any:
+    """``value`` (from a file, or text from ``--set``) converted to the field type ``hint``; a
+    value of another type is a :class:`ConfigError` naming ``key``, the expected type and
+    ``origin`` (the file, or ``--set``).
+
+    Example:
+        >>> coerce("3", int, "train.epochs"), coerce("a, b", Tuple[str, ...], "data.targets")
+        (3, ('a', 'b'))
+        >>> coerce(None, float, "train.lr", "run.yaml")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: train.lr must be a number, got an empty value (in run.yaml)
+    """
+    converted = _converted(value, hint)
+    if converted is _WRONG:
+        where = f" (in {origin})" if origin else ""
+        raise ConfigError(f"{key} must be {expected_type(hint)}, got {describe_value(value)}{where}")
+    return converted
+
+
+#: What :func:`_converted` returns for a value that does not fit the type.
+_WRONG = object()
+_EMPTY_TEXT = ("none", "null", "")
+
+
+def _converted(value: Any, hint: Any) -> Any:
+    """``value`` as type ``hint``, or :data:`_WRONG`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Union:  # Optional[X], or "auto"-or-a-number fields
+        if value is None or (isinstance(value, str) and value.strip().lower() in _EMPTY_TEXT):
+            return None if type(None) in args else _WRONG
+        options = [a for a in args if a is not type(None)]
+        if float in options and _is_number(value):
+            return float(value)
+        return _converted(value, options[0])
     if origin in (tuple, list):
         items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)):
-            raise ConfigError(f"{key} must be a list, got {value!r}")
+            return _WRONG
+        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis and len(items) != len(args):
+            return _WRONG
         element = args[0] if args else str
-        if origin is tuple and len(args) > 1 and args[1] is not Ellipsis:
-            if len(items) != len(args):
-                raise ConfigError(f"{key} must have {len(args)} values, got {value!r}")
-        return tuple(coerce(v, element, key) for v in items)
+        converted = [_converted(v, element) for v in items]
+        return _WRONG if any(c is _WRONG for c in converted) else tuple(converted)
     if hint is bool:
         if isinstance(value, bool):
             return value
-        text = str(value).strip().lower()
-        if text in ("true", "yes", "1", "on"):
-            return True
-        if text in ("false", "no", "0", "off"):
-            return False
-        raise ConfigError(f"{key} must be true or false, got {value!r}")
+        text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        return {"true": True, "yes": True, "1": True, "on": True,
+                "false": False, "no": False, "0": False, "off": False}.get(text, _WRONG)  # type: ignore[arg-type]
     if hint in (int, float):
-        if isinstance(value, bool):
-            raise ConfigError(f"{key} must be a number, got {value!r}")
-        try:
-            number = float(value) if hint is float else int(str(value).strip()) if isinstance(value, str) else value
-        except ValueError:
-            raise ConfigError(f"{key} must be {'an integer' if hint is int else 'a number'}, got {value!r}") from None
-        if hint is int and (not isinstance(number, int) or isinstance(number, bool)):
-            if isinstance(number, float) and number.is_integer():
-                return int(number)
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
-        return number
+        return _number(value, hint)
     if hint is str:
-        return str(value)
+        return str(value) if isinstance(value, str) or _is_number(value) else _WRONG
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value: Any, kind: type) -> Any:
+    """``value`` (a number, or its text) as ``kind`` (``int`` or ``float``), or :data:`_WRONG`."""
+    if isinstance(value, str):
+        try:
+            value = float(value) if kind is float else int(value.strip())
+        except ValueError:
+            return _WRONG
+    if not _is_number(value):
+        return _WRONG
+    if kind is float:
+        return float(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else _WRONG
     return value
 
 
 def section_dict(cls: type, values: Mapping[str, Any], prefix: str,
-                 check_field: Optional[Callable[[type, str, str], None]] = None) -> Dict[str, Any]:
+                 check_field: Optional[Callable[[type, str, str], None]] = None, origin: str = "") -> Dict[str, Any]:
     """``values`` checked against the fields of dataclass ``cls`` (nested dataclasses too) and
     coerced to their types; ``check_field(cls, name, key)`` may refuse a field (raise ``ConfigError``).
+    Errors name ``origin`` (the file the values come from, or ``--set``).
 
     Example:
         >>> from dgl_graphtx.training import TrainConfig
         >>> section_dict(TrainConfig, {"epochs": "3", "lr": "1e-3"}, "train")
         {'epochs': 3, 'lr': 0.001}
     """
+    where = f" (in {origin})" if origin else ""
     if not isinstance(values, Mapping):
-        raise ConfigError(f"{prefix} must be a table/mapping of fields, got {values!r}")
+        raise ConfigError(f"{prefix} must be a mapping of fields, got {describe_value(values)}{where}")
     hints = field_types(cls)
     out: Dict[str, Any] = {}
     for name, value in values.items():
         key = f"{prefix}.{name}"
         if name not in hints:
-            raise ConfigError(f"unknown setting {key}; {prefix} fields are {sorted(hints)} (see docs/configuration.md)")
+            raise ConfigError(f"unknown setting {key}{where}; {prefix} fields are {sorted(hints)} (see docs/configuration.md)")
         if check_field is not None:
             check_field(cls, name, key)
         hint = hints[name]
         if dataclasses.is_dataclass(hint):
-            out[name] = section_dict(hint, value, key, check_field)
+            out[name] = section_dict(hint, value, key, check_field, origin)
         else:
-            out[name] = coerce(value, hint, key)
+            out[name] = coerce(value, hint, key, origin)
     return out
 
 

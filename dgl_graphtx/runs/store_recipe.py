@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..datasets import MoleculeDataset
-from ..errors import GraphTxError
 from ..featurize import FeaturizerConfig
 from ..relation_graph import RelationConfig
 
@@ -50,14 +49,9 @@ def recipe_flags(recipe: Dict[str, str]) -> Dict[str, Any]:
 def check_store_settings(store: PathLike, dataset: MoleculeDataset, featurizer: FeaturizerConfig, relation: RelationConfig) -> None:
     """Refuse a store featurized with other settings than the run's, naming the differences and
     the flags that fix it."""
-    stored = {**dataset.featurizer.config.to_dict(), "relation": str(dataset.relation)}
-    wanted = {**featurizer.to_dict(), "relation": str(relation)}
-    differences = [f"{key} {stored.get(key)!r} (run: {wanted.get(key)!r})" for key in wanted if stored.get(key) != wanted.get(key)]
-    if not differences:
-        return
     recipe = read_store_recipe(store)
-    made = (f"--model {recipe['model']} --preset {recipe['preset']} --atom-features {recipe['atom_features']}"
-            if recipe else "other settings")
-    raise GraphTxError(f"store {store} was featurized for {made}: {', '.join(differences)}; train with those flags "
-                       "(or without --model/--preset, to take them from the store), or featurize again with this run's "
-                       "--model/--preset")
+    made = (f"it was featurized for --model {recipe['model']} --preset {recipe['preset']} --atom-features "
+            f"{recipe['atom_features']}: train with those flags (or without --model/--preset, to take them from the store), or "
+            if recipe else "")
+    dataset.check_featurized_as(featurizer, relation, "this run", f"{made}featurize it again with this run's --model/--preset",
+                                name=f"store {store}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
-from ..datasets.extra_features import add_features_from_files
 from ..errors import GraphTxError
 from .config import RunConfig
 from .store_recipe import check_store_settings
@@ -46,9 +45,32 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
                                    split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
                                    positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
-                                   weight_col=data.weight_col, group_col=data.group_col, **kwargs)
-    if data.extra_features.any:
-        files = [p for p in (data.path, data.valid, data.test) if p is not None]
-        add_features_from_files(dataset, data.extra_features, files, data.smiles_col, data.delimiter,
-                                config.featurizer.explicit_hydrogens)
+                                   weight_col=data.weight_col, group_col=data.group_col,
+                                   extra_features=data.extra_features, **kwargs)
     return dataset, split
+
+
+def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Optional[MoleculeDataset]:
+    """The molecules of ``data.calibration`` (``None`` without one), featurized and given extra
+    features like ``dataset``, the run's training data.
+
+    Example:
+        >>> from dgl_graphtx.datasets import freesolv_path
+        >>> from dgl_graphtx.runs.config import resolve_run_config
+        >>> run = resolve_run_config(overrides=[f"data.path={freesolv_path()}", f"data.calibration={freesolv_path()}",
+        ...                                     "data.targets=expt", "uncertainty.method=mve", "data.cache=false", "train.progress=false"])
+        >>> len(load_calibration_data(run, load_training_data(run)[0]))
+        642
+    """
+    data = config.data
+    if data.calibration is None:
+        return None
+    calibration, _ = load_labelled(data.calibration, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+                                   task=config.model.task, featurizer=config.featurizer,
+                                   positive_label=data.positive_label or (dataset.class_labels[0].positive if dataset.class_labels else None),
+                                   relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
+                                   extra_features=data.extra_features)
+    if calibration.class_labels != dataset.class_labels:
+        raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
+                           f"data {dataset.class_labels}; give the same class names")
+    return calibration

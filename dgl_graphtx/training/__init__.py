@@ -2,7 +2,7 @@
 from .hooks import ProcessHooks
 from .losses import LOSSES, TASK_LOSSES, per_label_loss, resolve_loss, weighted_loss
 from .metrics import PRIMARY_METRIC, TASK_METRICS, check_binary_labels, check_class_labels, multiclass_metrics, resolve_metrics, classification_metrics, compute_metrics, json_safe, metric_notes, regression_metrics
-from .outputs import prediction_frame, prediction_values
+from .outputs import prediction_column, prediction_frame, prediction_values
 from .plots import plot_learning_curve, plot_parity
 from .resume import TrainingState
 from .trainer import TrainConfig, Trainer, TrainResult, dataset_labels, masked_loss, seed_everything
@@ -14,6 +14,7 @@ __all__ = [
     "check_class_labels",
     "multiclass_metrics",
     "per_label_loss",
+    "prediction_column",
     "prediction_frame",
     "prediction_values",
     "resolve_loss",

@@ -8,7 +8,7 @@ same methods with ``torch.distributed`` collectives, so the trainer has no distr
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Dict, Iterator, List
 
 import torch
@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.data import Dataset, Sampler
 from torch.utils.data.distributed import DistributedSampler
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PeerFailedError
 
 
 class ProcessHooks:
@@ -84,13 +84,24 @@ class ProcessHooks:
     @contextmanager
     def main_first(self) -> Iterator[None]:
         """Run the block in the main process first, then in the others (e.g. to fill a cache once).
+        When the block fails in the main process, the others do not run it: they raise
+        :class:`~dgl_graphtx.errors.PeerFailedError` at once, instead of waiting for a process
+        that is gone (the main process reports the error).
 
         Example:
             >>> with ProcessHooks().main_first():
             ...     pass
         """
         if not self.is_main:
-            self.barrier()
-        yield
-        if self.is_main:
-            self.barrier()
+            failure = self.gather_objects(None)[0]
+            if failure is not None:
+                raise PeerFailedError(f"the main process stopped: {failure}")
+            yield
+            return
+        try:
+            yield
+        except BaseException as err:
+            with suppress(Exception):  # the error raised below says what happened, even if the others cannot be told
+                self.gather_objects(f"{type(err).__name__}: {err}")
+            raise
+        self.gather_objects(None)

@@ -33,7 +33,7 @@ class RowIndexed(Dataset):
         self.dataset = dataset
 
     def __len__(self) -> int:
-        return len(self.dataset)
+        return len(self.dataset)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
 
     def __getitems__(self, indices: List[int]) -> IndexedBatch:
         inner = self.dataset

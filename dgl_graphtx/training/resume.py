@@ -11,7 +11,7 @@ import logging
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import numpy as np
 import torch
@@ -34,7 +34,8 @@ def capture_rng_state() -> Dict[str, Any]:
         >>> restore_rng_state(state); bool(torch.equal(a, torch.rand(2)))
         True
     """
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    legacy_state = cast(Tuple[str, np.ndarray, int, int, float], np.random.get_state())  # legacy=True: the tuple
+    name, keys, pos, has_gauss, gauss = legacy_state
     version, internal, gauss_next = random.getstate()
     return {
         "python": {"version": version, "internal": list(internal), "gauss_next": gauss_next},
@@ -46,14 +47,22 @@ def capture_rng_state() -> Dict[str, Any]:
 
 
 def restore_rng_state(state: Dict[str, Any]) -> None:
-    """Inverse of :func:`capture_rng_state` (CUDA states only where CUDA is available)."""
+    """Inverse of :func:`capture_rng_state`. The CUDA states are restored for the GPUs visible
+    now; when they were saved with more GPUs than are visible (or none is), the ones that fit are
+    restored and a warning says that the run will not repeat the uninterrupted one exactly."""
     py = state["python"]
     random.setstate((py["version"], tuple(py["internal"]), py["gauss_next"]))
     nps = state["numpy"]
     np.random.set_state((nps["name"], nps["keys"].numpy().astype(np.uint32), nps["pos"], nps["has_gauss"], nps["gauss"]))
     torch.set_rng_state(state["torch"].cpu())
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+    saved = list(state["cuda"])
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    for device, gpu_state in enumerate(saved[:visible]):
+        torch.cuda.set_rng_state(gpu_state.cpu(), device)
+    if len(saved) > visible:
+        now = "no GPU is visible" if not visible else f"{visible} GPU{' is' if visible == 1 else 's are'} visible"
+        logger.warning("the checkpoint holds the random-number states of %d GPUs and %s now: restored %d of them; the run "
+                       "continues but will not repeat the uninterrupted one exactly", len(saved), now, min(visible, len(saved)))
 
 
 @dataclass

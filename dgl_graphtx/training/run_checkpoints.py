@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Union, cast
 
 import torch
 
@@ -55,15 +55,20 @@ class RunCheckpoints:
         """Whether the run writes checkpoints at all (it needs ``out_dir`` and ``meta``)."""
         return self.out_dir is not None and self.meta is not None
 
+    def _path(self, name: str) -> Path:
+        assert self.out_dir is not None, "only a run that writes checkpoints has a folder"
+        return self.out_dir / name
+
     def checkpoint_meta(self, **extra: Any) -> CheckpointMeta:
         """``meta`` with ``extra`` and the run's settings (``train_config``) added to its extras."""
+        assert self.meta is not None, "checkpoint_meta needs the run's meta"
         extra = {**self.meta.extra, **extra, "train_config": asdict(self.config)}
         return CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
 
     def save_best(self, model: MoleculeModel, epoch: int, metrics: Dict[str, float]) -> None:
         """``best.pt``: the weights of ``epoch``, the new best one."""
         if self.writes and self.hooks.is_main:
-            save_checkpoint(self.out_dir / "best.pt", model, self.checkpoint_meta(epoch=epoch, valid_metrics=metrics))
+            save_checkpoint(self._path("best.pt"), model, self.checkpoint_meta(epoch=epoch, valid_metrics=metrics))
 
     def save_last(self, model: MoleculeModel, state: TrainingState, optimizer: torch.optim.Optimizer, scheduler: Any) -> None:
         """``last.pt``: the latest weights and everything a resumed run needs (every process must call it)."""
@@ -73,7 +78,7 @@ class RunCheckpoints:
         if self.hooks.is_main:
             payload = state.to_dict(optimizer.state_dict(), scheduler.state_dict(), rng, self.hooks.world_size)
             meta = self.checkpoint_meta(epoch=state.epoch, valid_metrics=state.best_metrics)
-            save_checkpoint(self.out_dir / "last.pt", model, meta, training_state=payload)
+            save_checkpoint(self._path("last.pt"), model, meta, training_state=payload)
 
     def resume(self, resume: Union[bool, PathLike], model: MoleculeModel, optimizer: torch.optim.Optimizer,
                scheduler: Any) -> TrainingState:
@@ -88,7 +93,7 @@ class RunCheckpoints:
                     logger.info("no %s yet: starting a fresh run", path)
                 return TrainingState()
         else:
-            path = Path(resume)
+            path = Path(cast(PathLike, resume))  # a path here: callers do not call resume() with False
         loaded = load_checkpoint(path, map_location="cpu")
         if loaded.training_state is None:
             raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")

@@ -8,7 +8,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sized, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
+from ..models.atom_reference import fit_atom_references
 from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
@@ -225,7 +226,8 @@ def dataset_labels(dataset: Dataset) -> torch.Tensor:
         return dataset_labels(dataset.dataset)[torch.as_tensor(dataset.indices, dtype=torch.int64)]
     if hasattr(dataset, "raw_labels"):
         return dataset.raw_labels
-    rows = [torch.where(mask, labels, torch.full_like(labels, float("nan"))) for _, _, labels, mask in dataset]
+    rows = [torch.where(mask, labels, torch.full_like(labels, float("nan")))
+            for _, _, labels, mask in dataset]  # type: ignore[attr-defined]  # torch's Dataset declares no __iter__; ours are sequences
     return torch.stack(rows)
 
 
@@ -274,9 +276,10 @@ class Trainer:
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
             :class:`~dgl_graphtx.runs.distributed.DistributedContext` for DDP.
-        evidential_reg: regulariser coefficient of an ``evidential`` uncertainty head's loss
-            (see :func:`~dgl_graphtx.uncertainty.heads.head_loss`); a model with an ``mve`` or
-            ``evidential`` head trains on its distribution loss instead of MSE.
+        uncertainty: the settings of a distribution head's loss (``evidential_reg``; default
+            :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`'s); a model with a distribution
+            head (``mve``, ``evidential``) trains on that head's loss (see
+            :func:`~dgl_graphtx.uncertainty.head_loss`) instead of MSE.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -295,12 +298,12 @@ class Trainer:
         out_dir: Optional[PathLike] = None,
         meta: Optional[CheckpointMeta] = None,
         hooks: Optional[ProcessHooks] = None,
-        evidential_reg: float = UncertaintyConfig.evidential_reg,
+        uncertainty: Optional[UncertaintyConfig] = None,
     ) -> None:
         self.config = config
         if config.threads is not None:
             set_threads(config.threads)
-        self.evidential_reg = evidential_reg
+        self.uncertainty = uncertainty if uncertainty is not None else UncertaintyConfig()
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.device = resolve_device(config.device)
         self.compute = resolve_compute(config.compute, self.device)
@@ -328,15 +331,15 @@ class Trainer:
                batch_size: Optional[int] = None) -> DataLoader:
         """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
         generator = torch.Generator().manual_seed(seed)
-        collate = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
+        collate: Callable[..., Any] = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
         if isinstance(dataset, RowIndexed):
             collate = functools.partial(collate_indexed, collate=collate)
         batch_size = batch_size or self.config.batch_size
-        rows = len(sampler) if hasattr(sampler, "__len__") else len(dataset)
+        rows = len(sampler) if isinstance(sampler, Sized) else len(dataset)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
         drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
         workers = self.config.num_workers
         if self.config.batch_edges is not None:
-            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)
+            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
             batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
                                              drop_last_single=shuffle or sampler is not None)
             return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=workers)
@@ -371,11 +374,32 @@ class Trainer:
                 self.pos_weight = torch.full((labels.shape[1],), float(weight), device=self.device)
         if self.task != "regression":
             return
+        if getattr(self.model, "atom_reference", None) is not None:
+            labels = self._fit_atom_reference(train_set)
+            observed = ~torch.isnan(labels)
         filled = torch.where(observed, labels, torch.zeros_like(labels))
         count = observed.sum(0)
         mean = filled.sum(0) / count
         var = (torch.where(observed, labels - mean, torch.zeros_like(labels)) ** 2).sum(0) / count.clamp_min(1)
         self.model.set_target_normalization(mean.float(), var.sqrt().float())
+
+    def _fit_atom_reference(self, train_set: Dataset) -> torch.Tensor:
+        """Fit the model's per-element reference values to the training labels by least squares
+        (see :mod:`~dgl_graphtx.models.atom_reference`); returns the labels ``[M, T]`` minus them
+        (NaN where missing), whose statistics standardise the targets."""
+        reference = self.model.atom_reference
+        assert reference is not None  # called only for a model with one
+        count_parts, label_parts = [], []
+        for batch in self.loader(train_set):
+            count_parts.append(reference.counts(batch.graph).double())
+            label_parts.append(torch.where(batch.mask, batch.labels.double(), torch.full_like(batch.labels.double(), math.nan)))
+        counts, labels = torch.cat(count_parts), torch.cat(label_parts)
+        values = fit_atom_references(counts, labels)
+        self.model.set_atom_reference(values)
+        if self.hooks.is_main:
+            for line in reference.describe(self._target_names(labels.shape[1])):
+                logger.info("atom reference values (least squares on the training part) of %s", line)
+        return labels - counts @ values
 
     # -- loop ---------------------------------------------------------------------------------
     def fit(
@@ -452,7 +476,8 @@ class Trainer:
                 state.record_best(epoch, score, metrics, self.model.state_dict())
                 self.checkpoints.save_best(self.model, epoch, metrics)
             if cfg.progress and hooks.is_main:
-                bar.set_postfix(loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
+                bar.set_postfix(  # type: ignore[attr-defined]  # progress() gives a bar when progress is on
+                    loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
             stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
             state.finished = stop or epoch == cfg.epochs
             self.checkpoints.save_last(self.model, state, optimizer, scheduler)
@@ -496,8 +521,8 @@ class Trainer:
         censoring). Override to change it, as pretraining does."""
         target = self.model.normalize_targets(batch.labels)
         if self.uncertainty_head != "none":
-            return head_loss(self.uncertainty_head, output, target, batch.mask, self.evidential_reg)
-        extra = self._loss_inputs.at(rows, self.device) if rows is not None else {}
+            return head_loss(self.uncertainty_head, output, target, batch.mask, self.uncertainty)
+        extra = self._loss_inputs.at(rows, self.device) if rows is not None and self._loss_inputs is not None else {}
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
 
@@ -576,12 +601,12 @@ class Trainer:
         """
         self.model.eval()
         outputs = [torch.zeros(0, self.model.config.prediction_width)]
-        local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))
+        local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
         if len(local):
             for batch in self.loader(local):
-                batch: MoleculeBatch = batch.to(self.device)
+                batch = batch.to(self.device)
                 outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
-        return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()
+        return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
 
     def evaluate(self, dataset: Dataset) -> Dict[str, float]:
         """Metrics of the current model on ``dataset`` (those ``config.metrics`` chooses; all of the task's by default)."""

@@ -1,13 +1,14 @@
-"""Post-hoc calibration on the validation set: z-scaling and split-conformal intervals for
+"""Post-hoc calibration on the calibration molecules (ones that neither trained nor chose the
+model: see :mod:`dgl_graphtx.uncertainty.conformal`): z-scaling and split-conformal intervals for
 regression, temperature scaling for classification.
 
 - z-scaling (Levi et al. 2022): one factor ``s`` per target multiplies every predicted std; the
   ``s`` minimising the Gaussian NLL of the residuals ``r`` is ``sqrt(mean(r^2 / std^2))``.
 - split-conformal intervals (Vovk et al.; Lei et al. 2018): with scores ``|r| / std`` (normalised,
   when a std exists) or ``|r|``, ``q`` is the ``ceil((n + 1) coverage)``-th smallest of the ``n``
-  validation scores and the interval is ``mean +/- q * std`` (or ``+/- q``); for exchangeable data
+  calibration scores and the interval is ``mean +/- q * std`` (or ``+/- q``); for exchangeable data
   it covers a new label with probability at least ``coverage``.
-- temperature scaling (Guo et al. 2017): logits divided by the ``T`` minimising the validation
+- temperature scaling (Guo et al. 2017): logits divided by the ``T`` minimising the calibration
   cross-entropy.
 """
 from __future__ import annotations
@@ -21,6 +22,9 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import ConfigError
+from .conformal import conformal_quantile, needed_scores, out_of_fold_scores
+from .methods import uncertainty_method
+from .mondrian import SimilarityBins, fit_similarity_bins
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -36,21 +40,8 @@ def fit_z_scale(residuals: np.ndarray, std: np.ndarray) -> float:
     r, s = np.asarray(residuals, float), np.asarray(std, float)
     keep = np.isfinite(r) & np.isfinite(s) & (s > 0)
     if not keep.any():
-        raise ConfigError("z-scaling needs at least one validation label with a finite, positive std")
+        raise ConfigError("z-scaling needs at least one calibration label with a finite, positive std")
     return float(np.sqrt(np.mean((r[keep] / s[keep]) ** 2)))
-
-
-def conformal_quantile(scores: np.ndarray, coverage: float) -> float:
-    """The ``ceil((n + 1) coverage)``-th smallest of the ``n`` finite ``scores`` (``inf`` when that
-    rank exceeds ``n``: too few validation molecules for this coverage).
-
-    Example:
-        >>> conformal_quantile(np.arange(1.0, 11.0), 0.8)  # ceil(11 * 0.8) = 9th of 1..10
-        9.0
-    """
-    values = np.sort(np.asarray(scores, float)[np.isfinite(scores)])
-    rank = math.ceil((len(values) + 1) * coverage - 1e-9)
-    return float(values[rank - 1]) if 1 <= rank <= len(values) else math.inf
 
 
 def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -66,7 +57,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
     keep = np.isfinite(z) & np.isfinite(y)
     z, y = z[keep], y[keep]
     if not len(z):
-        raise ConfigError("temperature scaling needs at least one validation label")
+        raise ConfigError("temperature scaling needs at least one calibration label")
 
     def nll(log_t: float) -> float:
         x = z / math.exp(log_t)
@@ -78,7 +69,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
 
 @dataclass
 class Calibration:
-    """Calibration fitted on a validation set, per target; stored in checkpoints as a plain dict.
+    """Calibration fitted on the calibration molecules, per target; stored in checkpoints as a plain dict.
 
     Attributes:
         method: the uncertainty method it was fitted for.
@@ -87,6 +78,9 @@ class Calibration:
         conformal: each target's conformal quantile ``q`` (regression).
         normalised: whether ``q`` is in units of std (else of the target).
         temperature: each target's temperature (classification).
+        similarity_bins: per-bin quantiles by similarity to the training part (Mondrian, see
+            :mod:`~dgl_graphtx.uncertainty.mondrian`), used in place of ``conformal`` for
+            molecules whose similarity is known.
 
     Example:
         >>> c = Calibration("mve", 0.9, z_scale=[2.0], conformal=[1.5], normalised=True)
@@ -101,6 +95,7 @@ class Calibration:
     conformal: Optional[List[float]] = None
     normalised: bool = False
     temperature: Optional[List[float]] = None
+    similarity_bins: Optional[SimilarityBins] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain dict (``weights_only``-safe)."""
@@ -108,24 +103,39 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, data: Optional[Dict[str, Any]]) -> Optional["Calibration"]:
-        """Inverse of :meth:`to_dict` (``None`` stays ``None``)."""
-        return None if data is None else cls(**data)
+        """Inverse of :meth:`to_dict` (``None`` stays ``None``; a dict from before the similarity
+        bins has none)."""
+        if data is None:
+            return None
+        bins = data.get("similarity_bins")
+        return cls(**{**data, "similarity_bins": SimilarityBins(**bins) if bins is not None else None})
 
-    def apply(self, mean: np.ndarray, std: Optional[np.ndarray]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
-        """Calibrated ``(std, lo, hi)`` ``[M, T]`` for regression predictions (``None`` where not fitted)."""
+    def apply(self, mean: np.ndarray, std: Optional[np.ndarray], similarity: Optional[np.ndarray] = None
+              ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """Calibrated ``(std, lo, hi)`` ``[M, T]`` for regression predictions (``None`` where not
+        fitted); with similarity bins and each molecule's ``similarity`` ``[M]`` to the training
+        part, a molecule's quantile is its bin's (the plain one where the similarity is NaN)."""
         if std is not None and self.z_scale is not None:
             std = std * np.asarray(self.z_scale)
         if self.conformal is None:
             return std, None, None
-        half = np.asarray(self.conformal) * (std if self.normalised else 1.0)
+        quantile = np.broadcast_to(np.asarray(self.conformal, float), mean.shape)
+        if self.similarity_bins is not None and similarity is not None:
+            known = np.isfinite(similarity)[:, None]
+            quantile = np.where(known, self.similarity_bins.quantiles(np.nan_to_num(similarity)), quantile)
+        with np.errstate(invalid="ignore"):  # inf * 0 stays inf
+            half = np.where(np.isinf(quantile), np.inf, quantile * (std if self.normalised else 1.0))
         return std, mean - half, mean + half
 
 
 def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray, std: Optional[np.ndarray],
-                               coverage: float) -> Calibration:
-    """z-scaling (when ``std`` is given) and conformal quantiles per target from validation
+                               coverage: float, similarity: Optional[np.ndarray] = None) -> Calibration:
+    """z-scaling (when ``std`` is given) and conformal quantiles per target from calibration
     ``labels``, ``mean`` and ``std`` ``[M, T]`` (NaN labels ignored); the conformal scores use the
-    z-scaled std.
+    z-scaled std when the method's conformal scores are normalised (its ``scores`` in
+    :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`). With the calibration
+    molecules' ``similarity`` ``[M]`` to the training part, the same scores also give per-bin
+    quantiles (:func:`~dgl_graphtx.uncertainty.mondrian.fit_similarity_bins`).
 
     Example:
         >>> rng = np.random.default_rng(0); y = rng.normal(size=(2000, 1)) * 3
@@ -133,18 +143,17 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
         >>> round(c.z_scale[0], 1), round(c.conformal[0], 1)  # q ~ 1.645 after scaling
         (3.0, 1.6)
     """
-    residuals = labels - mean
-    scales, quantiles = [], []
+    normalised = std is not None and uncertainty_method(method).scores == "normalised"
+    scales, scores = [], []
     for t in range(labels.shape[1]):
-        r = residuals[:, t]
-        if std is None:
-            quantiles.append(conformal_quantile(np.abs(r), coverage))
-            continue
-        scale = fit_z_scale(r, std[:, t])
-        scales.append(scale)
-        quantiles.append(conformal_quantile(np.abs(r) / (std[:, t] * scale), coverage))
+        if std is not None:
+            scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
+        scaled = std[:, t] * scales[-1] if normalised else None
+        scores.append(out_of_fold_scores(labels[:, t], mean[:, t], scaled))
+    quantiles = [conformal_quantile(target_scores, coverage) for target_scores in scores]
     if not all(math.isfinite(q) for q in quantiles):
-        needed = math.ceil(coverage / (1 - coverage) - 1e-9)
-        logger.warning("conformal intervals at coverage %g need at least %d validation labels per target; with fewer "
-                       "they are unbounded (lo=-inf, hi=inf): use more validation data or a lower --coverage", coverage, needed)
-    return Calibration(method, coverage, scales if std is not None else None, quantiles, std is not None)
+        logger.warning("conformal intervals at coverage %g need at least %d calibration labels per target; with fewer "
+                       "they are unbounded (lo=-inf, hi=inf): use a larger --calibration-share or file, or a lower "
+                       "--coverage", coverage, needed_scores(coverage))
+    bins = fit_similarity_bins(similarity, np.stack(scores, axis=1), coverage) if similarity is not None else None
+    return Calibration(method, coverage, scales if std is not None else None, quantiles, normalised, similarity_bins=bins)

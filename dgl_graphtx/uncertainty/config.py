@@ -6,12 +6,13 @@ from typing import Any, Dict, Optional, Tuple
 
 from ..errors import ConfigError
 from ..validation import check_number
+from .methods import uncertainty_method
 
-#: ``--uncertainty`` choices: ``mve`` and ``evidential`` add an output head at training time;
-#: ``mc_dropout`` samples dropout at prediction time; ``ensemble`` uses the spread of ensemble members.
-METHODS = ("none", "mve", "evidential", "mc_dropout", "ensemble")
-#: Methods that change the model's output head (and its loss).
-HEAD_METHODS = ("mve", "evidential")
+#: Parts of a split the calibration molecules can be carved from (``uncertainty.calibration_from``).
+CALIBRATION_SOURCES = ("train", "valid")
+#: How the conformal quantile is cut (``uncertainty.calibration_bins``): one for all molecules, or one
+#: per bin of similarity to the training part (:mod:`~dgl_graphtx.uncertainty.mondrian`).
+CALIBRATION_BINS = ("none", "similarity")
 
 
 @dataclass
@@ -19,10 +20,18 @@ class UncertaintyConfig:
     """Uncertainty estimation and calibration settings (the ``uncertainty`` section of a run).
 
     Args:
-        method: one of :data:`METHODS`.
+        method: a name of :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`.
         coverage: target coverage of the split-conformal intervals (regression).
         mc_samples: stochastic forward passes of MC dropout.
         evidential_reg: coefficient of the evidential regulariser ``|y - gamma| (2 nu + alpha)``.
+        calibration_share: share of all molecules that calibrate, carved from the
+            ``calibration_from`` part of the split (whole groups of a scaffold or k-means split),
+            so that the molecules that choose the best epoch never calibrate; ignored when a
+            calibration file is given (``data.calibration``).
+        calibration_from: the part the calibration molecules are carved from, ``train`` or ``valid``.
+        calibration_bins: ``none`` (one conformal quantile) or ``similarity`` (Mondrian: one per
+            third of the calibration molecules by nearest-neighbour similarity to the training
+            part, which the checkpoint then stores as fingerprints; for scaffold or series shift).
 
     Example:
         >>> UncertaintyConfig("evidential").head, UncertaintyConfig("mc_dropout").head
@@ -33,18 +42,25 @@ class UncertaintyConfig:
     coverage: float = 0.9
     mc_samples: int = 20
     evidential_reg: float = 0.01
+    calibration_share: float = 0.1
+    calibration_from: str = "train"
+    calibration_bins: str = "none"
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"uncertainty.method must be one of {METHODS}, got {self.method!r}")
+        uncertainty_method(self.method)
         check_number("uncertainty.coverage", self.coverage, 0, 1, low_open=True, high_open=True)
         check_number("uncertainty.mc_samples", self.mc_samples, 2, 10_000, integer=True)
         check_number("uncertainty.evidential_reg", self.evidential_reg, 0)
+        check_number("uncertainty.calibration_share", self.calibration_share, 0, 1, low_open=True, high_open=True)
+        if self.calibration_from not in CALIBRATION_SOURCES:
+            raise ConfigError(f"uncertainty.calibration_from must be one of {CALIBRATION_SOURCES}, got {self.calibration_from!r}")
+        if self.calibration_bins not in CALIBRATION_BINS:
+            raise ConfigError(f"uncertainty.calibration_bins must be one of {CALIBRATION_BINS}, got {self.calibration_bins!r}")
 
     @property
     def head(self) -> str:
-        """The output head this method needs: ``mve``, ``evidential`` or ``none``."""
-        return self.method if self.method in HEAD_METHODS else "none"
+        """The output head this method needs: its own distribution head, or ``none``."""
+        return self.method if uncertainty_method(self.method).has_head else "none"
 
     @property
     def active(self) -> bool:
@@ -68,6 +84,7 @@ def stored_settings(extra: Dict[str, Any], method: Optional[str] = None,
     """
     saved = dict(extra.get("uncertainty") or {})
     calibration = saved.pop("calibration", None)
+    saved.pop("calibrated_on", None)
     if method is not None:
         saved["method"] = method
     if mc_samples is not None:

@@ -1,7 +1,7 @@
-"""Calibrate a trained model's uncertainty on the validation set and measure it on the test set."""
+"""Calibrate a trained model's uncertainty on its calibration molecules and measure it on the test set."""
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -53,22 +53,28 @@ def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) ->
 
 
 def fit_calibration(model: nn.Module, batches: Batches, labels: np.ndarray, device: torch.device,
-                    config: UncertaintyConfig) -> Calibration:
+                    config: UncertaintyConfig, similarity: Optional[np.ndarray] = None) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
-    validation ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``."""
+    calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
+    those predictions, calibrated. With the molecules' ``similarity`` to the training part
+    (regression), also per-bin quantiles (:mod:`~dgl_graphtx.uncertainty.mondrian`)."""
     if model.config.task == "classification":
         logits = predict_logits(model, batches(), device)
         temperatures = [fit_temperature(logits[:, t], labels[:, t]) for t in range(labels.shape[1])]
-        return Calibration(config.method, config.coverage, temperature=temperatures)
+        calibration = Calibration(config.method, config.coverage, temperature=temperatures)
+        return calibration, predict_batches(model, batches(), device, config, temperatures)
     predicted = predict_batches(model, batches(), device, config)
-    return fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage)
+    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage, similarity)
+    return calibration, calibrated(model.config.task, predicted, calibration, similarity)
 
 
-def calibrated(task: str, predicted: UncertainPredictions, calibration: Optional[Calibration]) -> UncertainPredictions:
-    """Regression predictions with the calibration's std scale and intervals applied (others unchanged)."""
+def calibrated(task: str, predicted: UncertainPredictions, calibration: Optional[Calibration],
+               similarity: Optional[np.ndarray] = None) -> UncertainPredictions:
+    """Regression predictions with the calibration's std scale and intervals applied (others
+    unchanged); ``similarity`` to the training part picks per-bin quantiles where the calibration has them."""
     if calibration is None or task == "classification":
         return predicted
-    std, lo, hi = calibration.apply(predicted.mean, predicted.std)
+    std, lo, hi = calibration.apply(predicted.mean, predicted.std, similarity)
     return UncertainPredictions(predicted.mean, std, lo, hi)
 
 
@@ -99,15 +105,15 @@ def report_metrics(task: str, labels: np.ndarray, predicted: UncertainPrediction
 
 
 def add_uncertainty_columns(table: pd.DataFrame, names: Sequence[str], predicted: UncertainPredictions,
-                            after: Callable[[str], str] = lambda name: name) -> pd.DataFrame:
+                            after: Callable[[str], str]) -> pd.DataFrame:
     """Insert ``<name>_std``, ``<name>_lo`` and ``<name>_hi`` (those that exist) after the column
-    ``after(name)`` of each target, in place; returns ``table``.
+    ``after(name)`` of each target (its prediction), in place; returns ``table``.
 
     Example:
-        >>> t = pd.DataFrame({"smiles": ["C"], "y": [1.0], "error": [None]})
+        >>> t = pd.DataFrame({"smiles": ["C"], "y_pred": [1.0], "error": [None]})
         >>> p = UncertainPredictions(np.ones((1, 1)), np.full((1, 1), 0.5), np.zeros((1, 1)), np.full((1, 1), 2.0))
-        >>> list(add_uncertainty_columns(t, ["y"], p).columns)
-        ['smiles', 'y', 'y_std', 'y_lo', 'y_hi', 'error']
+        >>> list(add_uncertainty_columns(t, ["y"], p, lambda name: f"{name}_pred").columns)
+        ['smiles', 'y_pred', 'y_std', 'y_lo', 'y_hi', 'error']
     """
     for t, name in enumerate(names):
         position = table.columns.get_loc(after(name)) + 1
@@ -134,18 +140,19 @@ def json_ready(value):
     return value
 
 
-def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: float) -> str:
-    """One line summarising a test-prediction table with ``<t>_pred`` and uncertainty columns:
-    interval coverage and mean width, and Spearman rho of std vs |error|, per target.
+def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: float, predicted: Callable[[str], str]) -> str:
+    """One line summarising a test-prediction table with the measured ``<t>``, the prediction
+    column ``predicted(t)`` and uncertainty columns: interval coverage and mean width, and
+    Spearman rho of std vs |error|, per target.
 
     Example:
         >>> t = pd.DataFrame({"y": [0.0, 2.0], "y_pred": [0.0, 0.0], "y_lo": [-1.0, -1.0], "y_hi": [1.0, 1.0]})
-        >>> format_uncertainty(t, ["y"], 0.9)
+        >>> format_uncertainty(t, ["y"], 0.9, lambda name: f"{name}_pred")
         'y: 90% interval coverage 0.500, width 2.000'
     """
     parts = []
     for name in names:
-        y, m = table[name].to_numpy(float), table[f"{name}_pred"].to_numpy(float)
+        y, m = table[name].to_numpy(float), table[predicted(name)].to_numpy(float)
         column = (lambda suffix: table[f"{name}_{suffix}"].to_numpy(float) if f"{name}_{suffix}" in table else None)
         metrics = uncertainty_metrics(y, m, column("std"), column("lo"), column("hi"))
         text = [f"{coverage:.0%} interval coverage {metrics['coverage']:.3f}, width {metrics['width']:.3f}"] if "coverage" in metrics else []

@@ -1,8 +1,9 @@
 """Output heads that predict a distribution, and their losses.
 
-A model built with ``ModelConfig(uncertainty_head=...)`` has ``k * T`` outputs (``k`` from
-:data:`HEAD_OUTPUTS`), laid out ``[B, k, T]`` with the mean first, so its plain ``forward`` (the
-first ``T``) is the point prediction. Everything here works in the standardised target space.
+A model built with ``ModelConfig(uncertainty_head=...)`` has ``k * T`` outputs (``k``, the
+method's ``head_outputs`` in :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`), laid
+out ``[B, k, T]`` with the mean first, so its plain ``forward`` (the first ``T``) is the point
+prediction. Everything here works in the standardised target space.
 
 - ``mve`` (mean-variance estimation, Nix & Weigend 1994): mean and variance of a Gaussian,
   trained by its negative log-likelihood.
@@ -13,16 +14,11 @@ first ``T``) is the point prediction. Everything here works in the standardised 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from ..errors import ConfigError
-from ..models.settings import UNCERTAINTY_HEADS
-
-#: Outputs per target of each head (defined with the model's config, which sizes the head).
-HEAD_OUTPUTS = UNCERTAINTY_HEADS
 #: Floor added to every positive parameter.
 EPSILON = 1e-6
 
@@ -43,9 +39,13 @@ class NormalInverseGamma(NamedTuple):
     beta: torch.Tensor
 
 
-def _parts(head: str, raw: torch.Tensor) -> torch.Tensor:
-    """``raw [B, k*T]`` as ``[k, B, T]``."""
-    k = HEAD_OUTPUTS[head]
+def head_parts(raw: torch.Tensor, k: int) -> torch.Tensor:
+    """``raw [B, k*T]`` as ``[k, B, T]``.
+
+    Example:
+        >>> head_parts(torch.arange(4.0).reshape(1, 4), 2).tolist()  # T = 2: means [0, 1], then [2, 3]
+        [[[0.0, 1.0]], [[2.0, 3.0]]]
+    """
     return raw.reshape(raw.shape[0], k, raw.shape[1] // k).transpose(0, 1)
 
 
@@ -56,7 +56,7 @@ def gaussian_parameters(raw: torch.Tensor) -> Moments:
         >>> round(float(gaussian_parameters(torch.tensor([[1.0, 0.0]])).variance), 4)  # softplus(0) = log 2
         0.6931
     """
-    mean, variance = _parts("mve", raw)
+    mean, variance = head_parts(raw, 2)
     return Moments(mean, F.softplus(variance) + EPSILON)
 
 
@@ -68,24 +68,20 @@ def evidential_parameters(raw: torch.Tensor) -> NormalInverseGamma:
         >>> round(float(evidential_parameters(torch.zeros(1, 4)).alpha), 4)
         1.6931
     """
-    gamma, nu, alpha, beta = _parts("evidential", raw)
+    gamma, nu, alpha, beta = head_parts(raw, 4)
     return NormalInverseGamma(gamma, F.softplus(nu) + EPSILON, F.softplus(alpha) + 1.0 + EPSILON, F.softplus(beta) + EPSILON)
 
 
-def predictive_moments(head: str, raw: torch.Tensor) -> Moments:
-    """Mean and total predictive variance of a head's raw output; for ``evidential`` the
-    aleatoric ``beta / (alpha - 1)`` plus the epistemic ``beta / (nu (alpha - 1))``.
+def evidential_moments(raw: torch.Tensor) -> Moments:
+    """Mean and total predictive variance of an ``evidential`` head's raw output: the aleatoric
+    ``beta / (alpha - 1)`` plus the epistemic ``beta / (nu (alpha - 1))``.
 
     Example:
-        >>> round(float(predictive_moments("evidential", torch.tensor([[2.0, 0.5413, 0.5413, 0.5413]])).variance), 3)
+        >>> round(float(evidential_moments(torch.tensor([[2.0, 0.5413, 0.5413, 0.5413]])).variance), 3)
         2.0
     """
-    if head == "mve":
-        return gaussian_parameters(raw)
-    if head == "evidential":
-        p = evidential_parameters(raw)
-        return Moments(p.gamma, p.beta / (p.alpha - 1.0) * (1.0 + 1.0 / p.nu))
-    raise ConfigError(f"head {head!r} predicts no variance; use 'mve' or 'evidential'")
+    p = evidential_parameters(raw)
+    return Moments(p.gamma, p.beta / (p.alpha - 1.0) * (1.0 + 1.0 / p.nu))
 
 
 def gaussian_nll(mean: torch.Tensor, variance: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -125,24 +121,26 @@ def evidential_regulariser(p: NormalInverseGamma, target: torch.Tensor) -> torch
     return (target - p.gamma).abs() * (2.0 * p.nu + p.alpha)
 
 
-def head_loss(head: str, raw: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, evidential_reg: float = 0.01) -> torch.Tensor:
-    """Mean loss over observed labels (``mask``) of a distribution head: Gaussian NLL for ``mve``,
-    evidential NLL plus ``evidential_reg`` times the regulariser for ``evidential``.
+def gaussian_head_loss(raw: torch.Tensor, target: torch.Tensor, settings: Any = None) -> torch.Tensor:
+    """Element-wise loss of an ``mve`` head: the Gaussian NLL of its mean and variance.
 
     Example:
-        >>> raw = torch.tensor([[0.0, 0.5413], [9.0, 0.5413]])  # variance softplus(0.5413) = 1
-        >>> y, mask = torch.tensor([[1.0], [0.0]]), torch.tensor([[True], [False]])
-        >>> round(float(head_loss("mve", raw.reshape(2, 2), y, mask)), 3)
+        >>> round(float(gaussian_head_loss(torch.tensor([[0.0, 0.5413]]), torch.tensor([[1.0]]))), 3)  # variance 1
         1.419
     """
-    target = torch.where(mask, target, torch.zeros_like(target))  # masked labels may be NaN
-    if head == "mve":
-        moments = gaussian_parameters(raw)
-        per_label = gaussian_nll(moments.mean, moments.variance, target)
-    elif head == "evidential":
-        p = evidential_parameters(raw)
-        per_label = evidential_nll(p, target) + evidential_reg * evidential_regulariser(p, target)
-    else:
-        raise ConfigError(f"head {head!r} has no distribution loss; use 'mve' or 'evidential'")
-    per_label = torch.where(mask, per_label, torch.zeros_like(per_label))
-    return per_label.sum() / mask.sum().clamp_min(1).to(per_label.dtype)
+    moments = gaussian_parameters(raw)
+    return gaussian_nll(moments.mean, moments.variance, target)
+
+
+def evidential_head_loss(raw: torch.Tensor, target: torch.Tensor, settings: Any) -> torch.Tensor:
+    """Element-wise loss of an ``evidential`` head: the Student-t NLL plus ``settings.evidential_reg``
+    times :func:`evidential_regulariser`.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> raw = torch.tensor([[0.0, 0.5413, 0.5413, 0.5413]])  # nu = 1, alpha = 2, beta = 1
+        >>> round(float(evidential_head_loss(raw, torch.tensor([[0.0]]), SimpleNamespace(evidential_reg=0.0))), 4)
+        0.9808
+    """
+    p = evidential_parameters(raw)
+    return evidential_nll(p, target) + settings.evidential_reg * evidential_regulariser(p, target)

@@ -8,7 +8,7 @@ from typing import Iterator, NamedTuple, Optional, Sequence
 import torch
 from torch import nn
 
-from .heads import predictive_moments
+from .methods import predictive_moments, uncertainty_method
 
 #: Seed of the dropout masks of MC-dropout passes (predictions repeat exactly on CPU).
 MC_SEED = 0
@@ -51,28 +51,29 @@ def dropout_active(model: nn.Module) -> Iterator[nn.Module]:
 def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: str = "none", mc_samples: int = 20,
                              temperature: Optional[Sequence[float]] = None) -> UncertainOutput:
     """Predictions of a :class:`~dgl_graphtx.models.MoleculeModel` for one batch, with the std of
-    ``method``: the model's uncertainty head (``mve`` / ``evidential``), or the spread of
-    ``mc_samples`` passes with dropout on (``mc_dropout``); other methods give no std here.
+    ``method`` (its ``std`` in :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`): the
+    model's distribution head (``mve`` / ``evidential``), or the spread of ``mc_samples`` passes
+    with dropout on (``mc_dropout``); other methods give no std here.
     Classification logits are divided by ``temperature`` (per target) before the sigmoid.
 
     Example:
         >>> from dgl_graphtx.featurize import smiles_to_graphs
         >>> from dgl_graphtx.models import ModelConfig, build_model
-        >>> from dgl_graphtx.relation_graph import RelationConfig
         >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, uncertainty_head="mve"))
-        >>> g, rel = smiles_to_graphs("CCO", relation=RelationConfig(virtual_node=True))
+        >>> g, rel = smiles_to_graphs("CCO")
         >>> out = predict_with_uncertainty(model, g, rel, "mve")
         >>> out.mean.shape, bool((out.std > 0).all())
         (torch.Size([1, 1]), True)
     """
     config = model.config
-    head = config.uncertainty_head != "none" and method == config.uncertainty_head
-    if method != "mc_dropout" and not head and temperature is None:
+    source = uncertainty_method(method).std
+    head = source == "head" and method == config.uncertainty_head
+    if source != "dropout" and not head and temperature is None:
         return UncertainOutput(model.predict(graph, relation_graph), None)  # the plain path, unchanged
     was_training = model.training
     model.eval()
     try:
-        if method == "mc_dropout":
+        if source == "dropout":
             with torch.random.fork_rng(devices=_cuda_devices(model)), dropout_active(model):
                 torch.manual_seed(MC_SEED)
                 passes = torch.stack([_to_output(model, model(graph, relation_graph), temperature) for _ in range(mc_samples)])

@@ -69,7 +69,7 @@ def test_evaluate_accepts_run_and_ensemble_folders(folders, tmp_path):
     assert code == 0, err
     rows = pd.read_csv(out)
     smiles = freesolv_rows(0, 8)["smiles"].tolist()
-    each = np.stack([Predictor(m).predict(smiles)["expt"].to_numpy() for m in members])
+    each = np.stack([Predictor(m).predict(smiles)["expt_pred"].to_numpy() for m in members])
     np.testing.assert_allclose(rows["expt_pred"], each.mean(0), atol=1e-6)
     np.testing.assert_allclose(rows["expt_std"], each.std(0), atol=1e-6)
     measured = freesolv_rows(0, 8)["expt"].to_numpy()

@@ -108,14 +108,14 @@ def test_predict_smiles_arguments(trained_run):
     code, stdout, stderr = run_cli(["predict", "CCO", "C1CC(", "c1ccccc1O", "--checkpoint", out / "best.pt", "--device", "cpu"])
     assert code == 0, stderr
     lines = stdout.strip().splitlines()
-    assert lines[0].split()[:3] == ["smiles", "canonical_smiles", "expt"] and lines[0].split()[-2:] == ["error", "warning"]
+    assert lines[0].split()[:3] == ["smiles", "canonical_smiles", "expt_pred"] and lines[0].split()[-2:] == ["error", "warning"]
     rows = lines[1:]
     assert len(rows) == 3
     assert [row.split()[0] for row in rows] == smiles
     assert [rows[0].split()[1], rows[2].split()[1]] == ["CCO", "Oc1ccccc1"]  # RDKit's canonical SMILES beside the input
     expected = Predictor(out / "best.pt", device="cpu").predict(smiles)
-    assert float(rows[0].split()[2]) == pytest.approx(expected.loc[0, "expt"], abs=1e-5)
-    assert float(rows[2].split()[2]) == pytest.approx(expected.loc[2, "expt"], abs=1e-5)
+    assert float(rows[0].split()[2]) == pytest.approx(expected.loc[0, "expt_pred"], abs=1e-5)
+    assert float(rows[2].split()[2]) == pytest.approx(expected.loc[2, "expt_pred"], abs=1e-5)
     assert "NaN" in rows[1].split() and "syntax" in rows[1]
 
 
@@ -129,11 +129,11 @@ def test_predict_input_csv_to_output_csv(trained_run, workdir):
     assert code == 0, stderr
     assert "wrote 5 predictions (2 invalid, 0 outside the training domain)" in stdout
     table = pd.read_csv(dst)  # missing values (NaN predictions, no error, empty SMILES) are blank cells
-    assert list(table.columns) == ["smiles", "canonical_smiles", "expt", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "expt_pred", "error", "warning"]
     assert list(table["smiles"].fillna("")) == list(inputs["SMI"])
     expected = Predictor(out / "best.pt", device="cpu").predict(list(inputs["SMI"]))
-    np.testing.assert_allclose(table["expt"].to_numpy(dtype=float), expected["expt"].to_numpy(dtype=float), atol=1e-6)
-    assert table.loc[[1, 2], "expt"].isna().all() and table.loc[[0, 3, 4], "expt"].notna().all()
+    np.testing.assert_allclose(table["expt_pred"].to_numpy(dtype=float), expected["expt_pred"].to_numpy(dtype=float), atol=1e-6)
+    assert table.loc[[1, 2], "expt_pred"].isna().all() and table.loc[[0, 3, 4], "expt_pred"].notna().all()
     assert (table.loc[[1, 2], "error"].str.len() > 0).all() and table.loc[[0, 3, 4], "error"].isna().all()
 
 
@@ -148,10 +148,10 @@ def test_evaluate_prints_json_metrics(trained_run, workdir):
     report = json.loads(stdout)
     assert report["molecules"] == 12 and report["invalid"] == 1
     predicted = Predictor(out / "best.pt", device="cpu").predict(list(frame["smiles"][:12]))
-    manual = regression_metrics(frame[["expt"]][:12].to_numpy(), predicted[["expt"]].to_numpy(dtype=float))
+    manual = regression_metrics(frame[["expt"]][:12].to_numpy(), predicted[["expt_pred"]].to_numpy(dtype=float))
     for key in ("rmse", "mae", "r2"):
         assert report[key] == pytest.approx(manual[key], rel=1e-5)
-    rmse = float(np.sqrt(np.mean((frame["expt"][:12].to_numpy() - predicted["expt"].to_numpy()) ** 2)))
+    rmse = float(np.sqrt(np.mean((frame["expt"][:12].to_numpy() - predicted["expt_pred"].to_numpy()) ** 2)))
     assert report["rmse"] == pytest.approx(rmse, rel=1e-5)
 
 

@@ -97,3 +97,27 @@ def test_evaluate_output_is_strict_json_with_reasons(checkpoint, workdir):
     code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
     report = json.loads(stdout, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
     assert code == 0 and report["rmse"] is None and "no labelled molecules" in report["notes"][0]
+
+
+def test_evaluate_says_why_labels_were_left_out(checkpoint, workdir):
+    """A 1e308 label used to void every metric (null, notes []), and a column of text labels was
+    dropped without a word: unusable labels are left out of the metrics, with the reason."""
+    path = workdir / "one_huge.csv"
+    frame = pd.DataFrame({"smiles": ["CCO", "CCC", "CCN", "CCCl"], "expt": [1.0, 1e308, 2.0, 4.0]})
+    frame.to_csv(path, index=False)
+    code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu", "--output", workdir / "rows.csv"])
+    assert code == 0, err
+    report = json.loads(stdout)
+    rows = pd.read_csv(workdir / "rows.csv")
+    kept = [0, 2, 3]
+    expected = ((rows["expt_pred"][kept] - frame["expt"][kept]) ** 2).mean() ** 0.5
+    assert report["labelled"] == 3 and report["rmse"] == pytest.approx(expected)
+    assert report["notes"] == ["target 'expt': 1 label value(s) unusable and left out of the metrics (first: row 1 CCC: "
+                               "value 1e+308 in target 'expt' is beyond float32's range (|y| > 3.403e+38); rescale the target)"]
+    path = workdir / "text_labels.csv"
+    pd.DataFrame({"smiles": ["CCO", "CCC"], "expt": ["high", "low"]}).to_csv(path, index=False)
+    code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
+    assert code == 0, err
+    assert json.loads(stdout)["notes"] == [
+        "target 'expt': 2 label value(s) unusable and left out of the metrics (first: row 0 CCO: unusable value 'high' in target 'expt')",
+        "target 'expt': no labelled molecules, so no metric can be computed"]

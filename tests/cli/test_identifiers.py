@@ -126,21 +126,37 @@ def test_evaluate_output_rows_carry_ids_measured_and_predicted(checkpoint, table
     assert rows["cid"].tolist() == frame["cid"].tolist()
     np.testing.assert_allclose(rows[TARGET], frame["expt"])
     predicted = Predictor(checkpoint).predict(list(frame["smiles"]))
-    np.testing.assert_allclose(rows[f"{TARGET}_pred"], predicted[TARGET], atol=1e-6)
+    np.testing.assert_allclose(rows[f"{TARGET}_pred"], predicted[f"{TARGET}_pred"], atol=1e-6)
     # per-target metrics, each by hand on the valid rows
     valid = predicted["error"].isna().to_numpy()
     for name, column in ((TARGET, "expt"), ("logp", "logp")):
-        err_ = predicted.loc[valid, name].to_numpy() - frame.loc[valid, column].to_numpy()
+        err_ = predicted.loc[valid, f"{name}_pred"].to_numpy() - frame.loc[valid, column].to_numpy()
         assert report["per_target"][name]["rmse"] == pytest.approx(float(np.sqrt(np.mean(err_ ** 2))), rel=1e-6)
         assert report["per_target"][name]["mae"] == pytest.approx(float(np.mean(np.abs(err_))), rel=1e-6)
     assert report["rmse"] == pytest.approx(np.mean([report["per_target"][n]["rmse"] for n in (TARGET, "logp")]), rel=1e-6)
 
 
+def test_the_measured_value_can_be_kept_beside_the_prediction(checkpoint, table_csv, tmp_path):
+    """predict named the prediction 'expt' while evaluate and test_predictions.csv said 'expt_pred',
+    so --keep-cols expt (the measured value) was refused as a clash: one naming everywhere."""
+    path, frame = table_csv
+    code, _, err = run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--keep-cols", "expt,logp",
+                            "--output", tmp_path / "p.csv", "--device", "cpu"])
+    assert code == 0, err
+    predicted = pd.read_csv(tmp_path / "p.csv")
+    assert list(predicted.columns) == ["expt", "logp", "smiles", "canonical_smiles", "expt_pred", "logp_pred", "error", "warning"]
+    np.testing.assert_allclose(predicted["expt"], frame["expt"])
+    code, _, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--output", tmp_path / "rows.csv", "--device", "cpu"])
+    assert code == 0, err
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    np.testing.assert_allclose(rows["expt_pred"], predicted["expt_pred"], atol=1e-6)  # the same column, the same values
+
+
 def test_carried_column_mistakes_are_one_line(checkpoint, table_csv, tmp_path):
     path, _ = table_csv
     assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--id-col", "CID"]), "'CID'", "cid")
-    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--keep-cols", "expt"]),
-                          "'expt'", "output columns")
+    assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--input", path, "--keep-cols", "smiles"]),
+                          "'smiles'", "output columns")
     assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "CCO", "--id-col", "cid"]), "--input")
     smi = tmp_path / "m.smi"
     smi.write_text("CCO ethanol\n")
@@ -152,7 +168,7 @@ def test_tsv_output_has_tabs_and_parquet_without_pyarrow_names_the_extra(checkpo
     code, _, err = run_cli(["predict", "--checkpoint", checkpoint, "CCO", "c1ccccc1", "--output", out])
     assert code == 0, err
     header = out.read_text().splitlines()[0]
-    assert header.split("\t")[:3] == ["smiles", "canonical_smiles", TARGET] and "," not in header
+    assert header.split("\t")[:3] == ["smiles", "canonical_smiles", f"{TARGET}_pred"] and "," not in header
     try:
         import pyarrow  # noqa: F401
     except ImportError:

@@ -59,7 +59,7 @@ def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     loaded = load_checkpoint(path)
     scaler = FeatureScaler.from_dict(loaded.meta.extra["extra_features"]["molecule_scaler"])
     smiles = list(frame["smiles"][:5])
-    got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt"].to_numpy()
+    got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt_pred"].to_numpy()
     # independent path: featurize, scale the raw values with the stored statistics, run the model
     raw = np.concatenate([compute_features(GENERATORS, smiles), frame[["calc"]][:5].to_numpy()], axis=1)
     scaled = torch.from_numpy(scaler.transform(raw))
@@ -71,15 +71,15 @@ def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     # and the test predictions written at training time match the predictor's
     test_rows = result.split.test
     again = Predictor(path).predict(list(frame["smiles"][test_rows]), features=frame[["calc"]].iloc[test_rows])
-    np.testing.assert_allclose(again["expt"].to_numpy(), result.test_predictions["expt_pred"].to_numpy(), rtol=1e-5)
+    np.testing.assert_allclose(again["expt_pred"].to_numpy(), result.test_predictions["expt_pred"].to_numpy(), rtol=1e-5)
 
 
 def test_head_reads_the_feature_column(frame, trained):
     _, path = trained
     predictor = Predictor(path)
     smiles = list(frame["smiles"][:3])
-    base = predictor.predict(smiles, features=frame[["calc"]][:3])["expt"].to_numpy()
-    shifted = predictor.predict(smiles, features=frame[["calc"]][:3] + 5.0)["expt"].to_numpy()
+    base = predictor.predict(smiles, features=frame[["calc"]][:3])["expt_pred"].to_numpy()
+    shifted = predictor.predict(smiles, features=frame[["calc"]][:3] + 5.0)["expt_pred"].to_numpy()
     assert not np.allclose(base, shifted)
 
 
@@ -107,7 +107,7 @@ def test_cli_trains_and_predicts_with_features(frame, tmp_path):
     code, stdout, err = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", csv, "--output", tmp_path / "p.csv"])
     assert code == 0, err
     predictions = pd.read_csv(tmp_path / "p.csv")
-    assert len(predictions) == 40 and predictions["expt"].notna().all()
+    assert len(predictions) == 40 and predictions["expt_pred"].notna().all()
     assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "bad", "--features-generators", "mordred"]),
                           "unknown feature generator 'mordred'")
 
@@ -149,7 +149,7 @@ def test_model_with_atom_function_predicts_the_same_for_any_smiles_order(tmp_pat
     with pytest.raises(ConfigError, match="pass it as atom_function"):
         Predictor(path).predict(["CCO"])
     predictor = Predictor(path, atom_function=lambda m: [[a.GetDegree()] for a in m.GetAtoms()])
-    a, b = predictor.predict(["OCC(N)c1ccccc1", "c1ccccc1C(N)CO"])["target_0"].to_numpy()
+    a, b = predictor.predict(["OCC(N)c1ccccc1", "c1ccccc1C(N)CO"])["target_0_pred"].to_numpy()
     assert a == pytest.approx(b, abs=1e-5)
 
 
@@ -190,3 +190,52 @@ def test_text_in_a_feature_column_is_an_error_naming_molecule_and_column(frame):
         add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad)
     values = add_extra_features(ds, ExtraFeatures(columns=("calc",)), list(bad["smiles"]), bad.assign(calc=["1.0", "", "3"]))
     assert values.molecule[:, 0].tolist()[0] == 1.0 and np.isnan(values.molecule[1, 0])  # blank: missing, imputed when scaled
+
+
+def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
+    """One 1e308 in a --features-cols column used to overflow the scaler (centre 3.2e306, scale 1):
+    the whole column became the constant -10, with an empty input report. Such values (and
+    infinite ones) are masked like missing values and reported; the column keeps its information."""
+    from cli_runner import run_cli_without_runtime_warnings
+    from dgl_graphtx.datasets.report import FEATURE_MASKED
+    table = frame[["smiles", "expt"]].copy()
+    table["feat"] = np.linspace(-1.0, 1.0, len(table))
+    table["feat"] = table["feat"].astype(object)
+    table.loc[3, "feat"], table.loc[7, "feat"] = "1e308", "-inf"
+    table["part"] = ["train"] * 30 + ["valid"] * 5 + ["test"] * 5
+    csv = tmp_path / "d.csv"
+    table.to_csv(csv, index=False)
+    out = tmp_path / "run"
+    code, _, err = run_cli_without_runtime_warnings(["train", csv, "--targets", "expt", "--split-col", "part", "--out", out,
+                                                     "--features-cols", "feat", "--model", "vanilla", "--epochs", "1",
+                                                     "--no-cache", "--device", "cpu", "--set", "model.num_layers=1",
+                                                     "model.hidden_dim=16", "model.num_heads=2"])
+    assert code == 0, err
+    report = pd.read_csv(out / "input_report.csv")
+    assert report[["row", "action"]].values.tolist() == [[3, FEATURE_MASKED], [7, FEATURE_MASKED]]
+    assert "value 1e+308 of extra feature 'feat' is beyond float32's range" in report["reason"][0]
+    assert "value -inf of extra feature 'feat' is not finite" in report["reason"][1]
+    scaler = load_checkpoint(out / "best.pt").meta.extra["extra_features"]["molecule_scaler"]
+    usable = np.linspace(-1.0, 1.0, len(table))[[r for r in range(30) if r not in (3, 7)]]  # the training rows kept
+    assert scaler["center"][0] == pytest.approx(usable.mean()) and scaler["scale"][0] == pytest.approx(usable.std())
+    # prediction masks the same values the same way, and says so
+    predicted = Predictor(out / "best.pt").predict_file(csv)
+    assert "extra feature 'feat' is beyond float32's range" in predicted["warning"][3]
+    assert predicted["warning"][[0, 1, 2]].isna().all()
+
+
+def test_training_data_with_extra_features_reads_each_file_once(frame, tmp_path, monkeypatch):
+    """The files were read twice when extra features were on (once for the molecules, again for the features)."""
+    from dgl_graphtx.datasets import readers
+    from dgl_graphtx.runs import load_training_data, resolve_run_config
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    reads = []
+    read_table = readers.read_table
+    monkeypatch.setattr(readers, "read_table", lambda path, *args: reads.append(path) or read_table(path, *args))
+    config = resolve_run_config(overrides=[f"data.path={csv}", "data.targets=expt", "data.features_cols=calc",
+                                           "data.features_generators=morgan_counts:radius=1:size=8", "data.cache=false",
+                                           "train.progress=false"])
+    dataset, _ = load_training_data(config)
+    assert [str(p) for p in reads] == [str(csv)]
+    np.testing.assert_allclose(dataset.extra_values.molecule[:, -1], frame["calc"].to_numpy())

@@ -88,6 +88,16 @@ def test_table_matches_raw_files_and_units(table, raw):
     methane = qm9().iloc[0]
     assert (methane["qm9_id"], methane["smiles"], methane["homo"]) == (1, "C", -0.3877)
     assert methane["homo_ev"] == pytest.approx(-10.5499, abs=1e-4)  # -0.3877 Ha x 27.2114 eV/Ha
+    # U0 -40.47893 Ha minus C -37.846772 and 4 H -0.500273 (QM9's atomref.txt), x 627.5095 kcal/mol per Ha
+    assert methane["u0_atom"] == pytest.approx(-0.631066 * 627.5095, abs=1e-3)
+
+
+def test_atomization_energy_from_the_raw_u0_and_elements(table, raw):
+    free_atoms = {"H": -0.500273, "C": -37.846772, "N": -54.583861, "O": -75.064579, "F": -99.718730}  # atomref.txt
+    for _, row in table.iterrows():
+        text = raw[row["qm9_id"]]
+        atoms = sum(free_atoms[s] for s in ast.literal_eval(text["Elements"]))
+        assert row["u0_atom"] == pytest.approx((float(text["InternalEnergy_0K_au"]) - atoms) * 627.5094740631, abs=1e-6)
 
 
 def test_subset_is_reproducible_and_checked(table):
@@ -152,7 +162,7 @@ def test_mismatches_and_failures_are_reported_not_dropped_silently():
     assert isinstance(molecules[1], RejectedMolecule) and "not the given SMILES 'CNC1=C(N)N=NO1'" in molecules[1].reason
     # RDKit >= 2024 finds no bonds for this geometry; 2023.9 perceives a different molecule: rejected either way
     assert isinstance(molecules[2], RejectedMolecule)
-    assert molecules[2].reason.startswith(("no bonds perceived from the DFT geometry", "bonds perceived from the DFT geometry give"))
+    assert molecules[2].reason.startswith(("no bonds perceived from the geometry", "bonds perceived from the DFT geometry give"))
     ds = MoleculeDataset(molecules, rows[["homo"]], target_names=["homo"], identifiers=list(rows["smiles"]),
                          featurizer=FeaturizerConfig(coordinates="conformer"), progress=False)
     assert len(ds) == 1 and ds.report.num_skipped == 2

@@ -16,6 +16,7 @@ from conftest_models import freesolv_rows
 
 from dgl_graphtx.datasets import MoleculeDataset, example_sdf_path, load_labelled, read_molecules
 from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.training import regression_metrics
 from cli_runner import assert_one_error_line, run_cli
@@ -131,7 +132,7 @@ def test_gzipped_sdf_is_read_as_sdf_by_train_predict_and_evaluate(tmp_path, mode
     assert code == 0, err
     table = pd.read_csv(tmp_path / "p.csv")
     assert table["smiles"].tolist() == [Chem.MolToSmiles(m) for m in mols]
-    np.testing.assert_allclose(table["expt"], expected["expt"], atol=1e-6)
+    np.testing.assert_allclose(table["expt_pred"], expected["expt_pred"], atol=1e-6)
 
 
 def test_sdf_missing_the_target_property_names_file_and_property(tmp_path):
@@ -205,7 +206,7 @@ def test_evaluate_an_sdf_and_a_tsv(tmp_path, model_dir):
     code, stdout, err = run_cli(["evaluate", tsv, "--checkpoint", model_dir / "best.pt", "--device", "cpu"])
     assert code == 0, err
     predicted = Predictor(model_dir / "best.pt", device="cpu").predict(list(frame["smiles"]))
-    manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt"]].to_numpy(dtype=float))
+    manual = regression_metrics(frame[["expt"]].to_numpy(), predicted[["expt_pred"]].to_numpy(dtype=float))
     assert json.loads(stdout)["rmse"] == pytest.approx(manual["rmse"], rel=1e-5)
     sdf = tmp_path / "labelled.sdf"
     with Chem.SDWriter(str(sdf)) as writer:
@@ -249,3 +250,62 @@ def test_a_target_without_any_training_label_is_named(tmp_path):
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False)
     assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt,logP"), "target 'logP'", "has no usable label: every value is blank")
+
+
+# --------------------------------------------------------------------------------------------
+# XYZ files: coordinates, bonds perceived from them
+# --------------------------------------------------------------------------------------------
+XYZ_MOLECULES = [("CCO", 0, "-0.77"), ("c1ccccc1", 0, "-0.87"), ("CC(=O)[O-]", -1, "-2.1"), ("C[NH3+]", 1, "-1.5")]
+
+
+def _xyz_block(smiles: str, properties: str) -> str:
+    """An XYZ block of ``smiles`` with seeded ETKDG coordinates (hydrogens included)."""
+    from rdkit.Chem import AllChem
+    mol = Chem.AddHs(Chem.MolFromSmiles(smiles))
+    assert AllChem.EmbedMolecule(mol, randomSeed=7) == 0
+    lines = Chem.MolToXYZBlock(mol).splitlines()
+    return "\n".join([lines[0], properties, *lines[2:]]) + "\n"
+
+
+@pytest.fixture()
+def xyz_file(tmp_path) -> Path:
+    blocks = [_xyz_block(s, f"charge={q} dG={y} name=m{i}") for i, (s, q, y) in enumerate(XYZ_MOLECULES)]
+    blocks.append(_xyz_block("CC(=O)[O-]", "dG=0.5"))  # the anion without its charge: no valid structure
+    path = tmp_path / "mols.xyz"
+    path.write_text("".join(blocks))
+    return path
+
+
+def test_xyz_blocks_are_read_with_bonds_perceived_from_the_coordinates(xyz_file):
+    """`.xyz` used to be read as a one-column table ("column 'smiles' not in ...xyz")."""
+    table = read_molecules(xyz_file)
+    assert table.kind == "xyz" and len(table) == 5
+    assert table.identifiers[:4] == [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s, _, _ in XYZ_MOLECULES]
+    assert [m.GetNumAtoms() for m in table.molecules[:4]] == [Chem.MolFromSmiles(s).GetNumHeavyAtoms() for s, _, _ in XYZ_MOLECULES]
+    assert all(m.GetConformer().Is3D() for m in table.molecules[:4])
+    assert table.names[:4] == ["m0", "m1", "m2", "m3"] and table.targets(["dG"])["dG"].tolist() == ["-0.77", "-0.87", "-2.1", "-1.5", "0.5"]
+    assert "XYZ record 4 (line" in table.identifiers[4] and "total charge 0" in table.molecules[4].reason
+    with_h = read_molecules(xyz_file, featurizer=FeaturizerConfig(explicit_hydrogens=True))
+    assert with_h.molecules[0].GetNumAtoms() == 9  # ethanol with its hydrogens
+
+
+def test_xyz_files_are_read_for_training_and_prediction_with_bad_blocks_reported(xyz_file, model_dir, tmp_path):
+    code, _, err = run_cli(["predict", "--checkpoint", model_dir / "best.pt", "--input", xyz_file, "--output", tmp_path / "p.csv",
+                            "--keep-cols", "dG"])
+    assert code == 0, err
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert table["name"].tolist()[:4] == ["m0", "m1", "m2", "m3"] and table["dG"].tolist() == [-0.77, -0.87, -2.1, -1.5, 0.5]
+    assert table["error"][:4].isna().all() and "no bonds perceived from the geometry (total charge 0)" in table["error"][4]
+    dataset, _ = load_labelled(xyz_file, ["dG"], progress=False)
+    assert len(dataset) == 4 and dataset.report.num_skipped == 1
+    assert dataset.graphs.ndata["input_atom"].shape[0] == sum(Chem.MolFromSmiles(s).GetNumHeavyAtoms() for s, _, _ in XYZ_MOLECULES)
+
+
+def test_a_malformed_xyz_file_is_one_error_naming_the_line(tmp_path):
+    bad = tmp_path / "bad.xyz"
+    bad.write_text("3\nwater\nO 0 0 0\nH 0.96 0 0\n")
+    with pytest.raises(ConfigError, match=r"XYZ block at line 1 of .*bad.xyz announces 3 atoms, but the file ends after 2"):
+        read_molecules(bad)
+    bad.write_text("water\n3\n")
+    with pytest.raises(ConfigError, match=r"line 1 of .*bad.xyz should give the atom count"):
+        read_molecules(bad)

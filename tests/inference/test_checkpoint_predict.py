@@ -22,6 +22,8 @@ from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig
 
 TARGETS = ["dG_hyd", "dG_calc"]
+#: Their prediction columns.
+PREDICTED = [f"{t}_pred" for t in TARGETS]
 QUERY = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "ClC(Cl)(Cl)Cl", "CCCCCCCC", "OC(=O)c1ccccc1"]
 INVALID = {"syntax": "C1CC(", "valence": "C(C)(C)(C)(C)C", "empty": "", "kekulize": "c1cccc1"}
 
@@ -67,9 +69,9 @@ def test_loaded_checkpoint_predicts_like_the_trained_model(trained):
     preset, result, out = trained
     predictor = Predictor(out / "best.pt", device="cpu")
     table = predictor.predict(QUERY)
-    assert list(table.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", *PREDICTED, "error", "warning"]
     expected = _reference_predictions(result.model, preset, QUERY)
-    np.testing.assert_allclose(table[TARGETS].to_numpy(), expected, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(table[PREDICTED].to_numpy(), expected, atol=1e-6, rtol=0)
     assert table["error"].isna().all()
     # the loaded model is in eval mode and has the trained target statistics
     assert not predictor.model.training
@@ -78,7 +80,7 @@ def test_loaded_checkpoint_predicts_like_the_trained_model(trained):
     test_table = pd.read_csv(out / "test_predictions.csv")
     again = predictor.predict(list(test_table["smiles"]))
     for name in TARGETS:
-        np.testing.assert_allclose(again[name].to_numpy(), test_table[f"{name}_pred"].to_numpy(), atol=1e-5)
+        np.testing.assert_allclose(again[f"{name}_pred"].to_numpy(), test_table[f"{name}_pred"].to_numpy(), atol=1e-5)
 
 
 def test_target_names_come_from_the_checkpoint(trained):
@@ -96,7 +98,7 @@ def test_predict_smiles_one_row_per_input_in_order(trained):
     assert list(table["smiles"]) == inputs
     invalid_rows = [1, 3, 4, 6]
     for row in range(len(inputs)):
-        values = table.loc[row, TARGETS].to_numpy(dtype=float)
+        values = table.loc[row, PREDICTED].to_numpy(dtype=float)
         if row in invalid_rows:
             assert np.isnan(values).all(), row
             assert isinstance(table.loc[row, "error"], str) and table.loc[row, "error"].strip(), row
@@ -105,7 +107,7 @@ def test_predict_smiles_one_row_per_input_in_order(trained):
             assert pd.isna(table.loc[row, "error"]), row
     # valid rows equal the reference in-memory predictions
     valid = [QUERY[0], QUERY[1], QUERY[2]]
-    np.testing.assert_allclose(table.loc[[0, 2, 5], TARGETS].to_numpy(dtype=float),
+    np.testing.assert_allclose(table.loc[[0, 2, 5], PREDICTED].to_numpy(dtype=float),
                                _reference_predictions(result.model, preset, valid), atol=1e-6)
     assert "valence" in table.loc[3, "error"].lower()
     assert "empty" in table.loc[4, "error"].lower()
@@ -115,19 +117,19 @@ def test_predict_with_all_inputs_invalid_never_raises(trained):
     _, _, out = trained
     inputs = [INVALID["syntax"], INVALID["empty"], INVALID["valence"]]
     table = predict_smiles(inputs, out / "best.pt", device="cpu")
-    assert list(table.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", *PREDICTED, "error", "warning"]
     assert len(table) == 3 and list(table["smiles"]) == inputs
-    assert table[TARGETS].isna().all().all()
+    assert table[PREDICTED].isna().all().all()
     assert table["error"].map(lambda e: isinstance(e, str) and bool(e.strip())).all()
     empty = predict_smiles([], out / "best.pt", device="cpu")
-    assert len(empty) == 0 and list(empty.columns) == ["smiles", "canonical_smiles", *TARGETS, "error", "warning"]
+    assert len(empty) == 0 and list(empty.columns) == ["smiles", "canonical_smiles", *PREDICTED, "error", "warning"]
 
 
 def test_single_smiles_string(trained):
     preset, result, out = trained
     table = predict_smiles("CCO", out / "best.pt", device="cpu")
     assert len(table) == 1 and table.loc[0, "smiles"] == "CCO"
-    np.testing.assert_allclose(table.loc[[0], TARGETS].to_numpy(dtype=float),
+    np.testing.assert_allclose(table.loc[[0], PREDICTED].to_numpy(dtype=float),
                                _reference_predictions(result.model, preset, ["CCO"]), atol=1e-6)
 
 
@@ -136,9 +138,9 @@ def test_predictions_do_not_depend_on_batch_size(trained):
     inputs = QUERY + [INVALID["syntax"]] + QUERY[::-1]
     big = Predictor(out / "best.pt", device="cpu", batch_size=256).predict(inputs)
     small = Predictor(out / "best.pt", device="cpu", batch_size=2).predict(inputs)
-    np.testing.assert_allclose(big[TARGETS].to_numpy(dtype=float), small[TARGETS].to_numpy(dtype=float), atol=1e-6)
+    np.testing.assert_allclose(big[PREDICTED].to_numpy(dtype=float), small[PREDICTED].to_numpy(dtype=float), atol=1e-6)
     # the same SMILES gives the same prediction wherever it sits in the list
-    np.testing.assert_allclose(big.loc[0, TARGETS].to_numpy(dtype=float), big.loc[len(inputs) - 1, TARGETS].to_numpy(dtype=float), atol=1e-6)
+    np.testing.assert_allclose(big.loc[0, PREDICTED].to_numpy(dtype=float), big.loc[len(inputs) - 1, PREDICTED].to_numpy(dtype=float), atol=1e-6)
 
 
 @pytest.mark.parametrize("container", [pd.Series, np.array], ids=["series", "ndarray"])
@@ -305,5 +307,5 @@ def test_round_trip_keeps_predictions_for_other_variants(model, preset, tmp_path
     net.set_target_normalization(torch.tensor([-3.0]), torch.tensor([2.0]))
     path = save_checkpoint(tmp_path / "m.pt", net, CheckpointMeta(p.featurizer, p.relation, ["y"]))
     table = Predictor(path, device="cpu").predict(QUERY[:4])
-    np.testing.assert_allclose(table[["y"]].to_numpy(dtype=float), _reference_predictions(net, p, QUERY[:4]), atol=1e-6)
-    assert not math.isnan(table.loc[0, "y"])
+    np.testing.assert_allclose(table[["y_pred"]].to_numpy(dtype=float), _reference_predictions(net, p, QUERY[:4]), atol=1e-6)
+    assert not math.isnan(table.loc[0, "y_pred"])

@@ -58,8 +58,8 @@ def _check_table(inputs, table):
     """The table holds one row per input, in order; each is a finite prediction without error, or
     NaN with an error in words."""
     assert len(table) == len(inputs)
-    assert list(table.columns) == ["smiles", "canonical_smiles", "y", "error", "warning"]
-    for value, error in zip(table["y"], table["error"]):
+    assert list(table.columns) == ["smiles", "canonical_smiles", "y_pred", "error", "warning"]
+    for value, error in zip(table["y_pred"], table["error"]):
         if error is None or (isinstance(error, float) and math.isnan(error)):
             assert math.isfinite(value)
         else:
@@ -83,7 +83,7 @@ def test_batch_result_equals_single_molecule_result(smiles):
     single = pd.concat([_PREDICTOR.predict([s]) for s in smiles], ignore_index=True)
     _check_table(smiles, batched)
     assert batched["error"].fillna("").tolist() == single["error"].fillna("").tolist()
-    np.testing.assert_allclose(batched["y"].to_numpy(), single["y"].to_numpy(), rtol=0, atol=1e-5, equal_nan=True)
+    np.testing.assert_allclose(batched["y_pred"].to_numpy(), single["y_pred"].to_numpy(), rtol=0, atol=1e-5, equal_nan=True)
 
 
 cells = st.one_of(

@@ -27,7 +27,7 @@ def checkpoint(tmp_path_factory):
 def reference(checkpoint):
     """Predictions of the normal molecules alone, one at a time (batch of one)."""
     predictor = Predictor(checkpoint, device="cpu", batch_size=1)
-    return predictor.predict(NORMAL)["y"].to_numpy()
+    return predictor.predict(NORMAL)["y_pred"].to_numpy()
 
 
 # --------------------------------------------------------------------------------------------
@@ -37,10 +37,10 @@ def test_oversized_molecule_gets_nan_and_a_reason_the_rest_are_predicted(checkpo
     inputs = NORMAL[:50] + ["C" * 1200] + NORMAL[50:]
     table = Predictor(checkpoint, device="cpu").predict(inputs)
     assert len(table) == 101 and table["smiles"].tolist() == inputs
-    assert np.isnan(table.loc[50, "y"]) and "1200 atoms" in table.loc[50, "error"] and "max_atoms" in table.loc[50, "error"]
+    assert np.isnan(table.loc[50, "y_pred"]) and "1200 atoms" in table.loc[50, "error"] and "max_atoms" in table.loc[50, "error"]
     rest = table.drop(index=50)
     assert rest["error"].isna().all()
-    np.testing.assert_allclose(rest["y"].to_numpy(), reference, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(rest["y_pred"].to_numpy(), reference, rtol=0, atol=1e-5)
 
 
 def test_relation_edge_budget(checkpoint):
@@ -53,7 +53,7 @@ def test_relation_edge_budget(checkpoint):
 
 def test_batches_cut_by_edge_budget_give_the_same_predictions(checkpoint, reference):
     table = Predictor(checkpoint, device="cpu", batch_size=1000, batch_edges=300).predict(NORMAL)
-    np.testing.assert_allclose(table["y"].to_numpy(), reference, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(table["y_pred"].to_numpy(), reference, rtol=0, atol=1e-5)
 
 
 def test_out_of_memory_batch_is_split_and_only_the_culprit_fails(checkpoint, reference, monkeypatch):
@@ -64,7 +64,7 @@ def test_out_of_memory_batch_is_split_and_only_the_culprit_fails(checkpoint, ref
     culprits = larger_than(NORMAL, limit)
     assert table.loc[culprits, "error"].str.contains("out of memory").all()
     assert table.loc[~culprits, "error"].isna().all()
-    np.testing.assert_allclose(table.loc[~culprits, "y"].to_numpy(), reference[~culprits], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(table.loc[~culprits, "y_pred"].to_numpy(), reference[~culprits], rtol=0, atol=1e-5)
 
 
 def test_other_runtime_errors_are_not_swallowed(checkpoint, monkeypatch):
@@ -82,7 +82,7 @@ def test_chunks_come_in_input_order_and_match_one_pass(checkpoint, reference):
     assert [len(c) for c in chunks] == [30, 30, 30, 11]
     table = pd.concat(chunks, ignore_index=True)
     assert table["smiles"].tolist() == NORMAL + ["C1CC"]
-    np.testing.assert_allclose(table["y"].to_numpy()[:100], reference, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(table["y_pred"].to_numpy()[:100], reference, rtol=0, atol=1e-5)
     assert table["error"].notna().tolist() == [False] * 100 + [True]
 
 
@@ -159,7 +159,7 @@ def test_out_of_domain_inputs_get_a_warning(checkpoint):
     assert "dummy atom" in warnings[1]
     assert "element He" in warnings[2] and "element U" in warnings[3]
     assert "100 fragments" in warnings[4]
-    assert np.isfinite(table["y"][:5]).all()  # still predicted
+    assert np.isfinite(table["y_pred"][:5]).all()  # still predicted
 
 
 def test_training_domain_is_recorded_and_used(tmp_path):

@@ -116,7 +116,7 @@ def test_every_writing_gives_the_same_graph_and_prediction(model, preset, count)
     assert distinct >= 4 * count  # really different writings (small symmetric molecules have few)
     table = predictor.predict(inputs)
     assert table["error"].isna().all(), table[table["error"].notna()]
-    values = table["y"].to_numpy()
+    values = table["y_pred"].to_numpy()
     spread = max(float(np.ptp(values[list(g)])) for g in groups)
     assert spread <= 1e-5, spread
     # stronger: the graphs themselves are identical, up to which input atom each node came from
@@ -164,7 +164,7 @@ def test_enantiomers_are_distinguished_and_each_is_invariant():
     inputs = []
     for k, (a, b) in enumerate(pairs):
         inputs += _writings(a, 2, seed=k) + _writings(b, 2, seed=k + 1000)
-    values = predictor.predict(inputs)["y"].to_numpy().reshape(len(pairs), 2, 3)
+    values = predictor.predict(inputs)["y_pred"].to_numpy().reshape(len(pairs), 2, 3)
     spread = np.ptp(values, axis=2).max()
     assert spread <= 1e-5  # each enantiomer: one prediction for all its writings
     gaps = np.abs(values[:, 0, 0] - values[:, 1, 0])
@@ -188,7 +188,7 @@ def _wl_hash(graph):
 
 def test_l_and_d_alanine_from_the_issue():
     p = tiny_preset("grpe", "tiny", num_layers=1)
-    values = _predictor("grpe", p).predict(["N[C@@H](C)C(=O)O", "C[C@H](N)C(=O)O", "OC(=O)[C@@H](N)C", "N[C@H](C)C(=O)O"])["y"].to_numpy()
+    values = _predictor("grpe", p).predict(["N[C@@H](C)C(=O)O", "C[C@H](N)C(=O)O", "OC(=O)[C@@H](N)C", "N[C@H](C)C(=O)O"])["y_pred"].to_numpy()
     assert np.ptp(values[:3]) <= 1e-6  # three writings of L-alanine
     assert abs(values[3] - values[0]) > 1e-6  # D-alanine differs
 

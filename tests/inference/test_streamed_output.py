@@ -103,7 +103,7 @@ def test_resume_refuses_other_columns(checkpoint, inputs, tmp_path, monkeypatch)
 
 def test_resume_refuses_a_partial_that_records_nothing(checkpoint, inputs, tmp_path):
     """A .partial without its record (an older version's, or a file of the same name) is not continued."""
-    pd.DataFrame({"smiles": NORMAL[:5], "y": 0.0, "error": ""}).to_csv(tmp_path / "o.csv.partial", index=False)
+    pd.DataFrame({"smiles": NORMAL[:5], "y_pred": 0.0, "error": ""}).to_csv(tmp_path / "o.csv.partial", index=False)
     assert_one_error_line(run_cli(_argv(checkpoint, inputs, "--output", tmp_path / "o.csv", "--resume")),
                           "o.csv.partial", "delete it")
 
@@ -248,8 +248,8 @@ def test_ensemble_prediction_resumes_exactly(checkpoint, other_checkpoint, input
     whole = tmp_path / "whole.csv"
     assert run_cli(_argv(checkpoint, inputs, *both, "--output", whole))[0] == 0
     table = pd.read_csv(whole)
-    members = [Predictor(c, device="cpu").predict(pd.read_csv(inputs)["smiles"].tolist())["y"] for c in (checkpoint, other_checkpoint)]
-    pd.testing.assert_series_equal(table["y"], (members[0] + members[1]) / 2, check_names=False, atol=1e-6, rtol=0)
+    members = [Predictor(c, device="cpu").predict(pd.read_csv(inputs)["smiles"].tolist())["y_pred"] for c in (checkpoint, other_checkpoint)]
+    pd.testing.assert_series_equal(table["y_pred"], (members[0] + members[1]) / 2, check_names=False, atol=1e-6, rtol=0)
     real = Predictor._predict_chunk
     calls = {"n": 0}
 

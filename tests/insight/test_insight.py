@@ -179,3 +179,55 @@ def test_plot_command(variant, tmp_path):
     assert code == 0, err
     errors = pd.read_csv(tmp_path / "p_errors.csv")
     assert len(errors) == 10 and errors["abs_error"].is_monotonic_decreasing
+
+
+def test_training_never_imports_rdkit_drawing_code(tmp_path):
+    """On a server without X libraries, importing rdkit.Chem.Draw fails (libXrender.so.1); `train`
+    used to crash at import because the figures module imported it at module level."""
+    import subprocess
+    import sys
+    data = tmp_path / "d.csv"
+    freesolv_rows(0, 20)[["smiles", "expt"]].to_csv(data, index=False)
+    script = ("import sys; sys.modules['rdkit.Chem.Draw'] = None\n"  # what a missing libXrender.so.1 amounts to
+              "from dgl_graphtx.cli import main\n"
+              f"code = main(['train', {str(data)!r}, '--targets', 'expt', '--out', {str(tmp_path / 'run')!r}, "
+              "'--model', 'vanilla', '--epochs', '1', '--no-cache', '-q', '--set', 'model.num_layers=1', "
+              "'model.hidden_dim=16', 'model.num_heads=2'])\n"
+              "assert 'rdkit.Chem.Draw.rdMolDraw2D' not in sys.modules\n"
+              "sys.exit(code)\n")
+    job = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert job.returncode == 0, job.stderr[-2000:]
+    assert (tmp_path / "run" / "best.pt").is_file()
+
+
+def test_drawing_without_rdkit_drawing_code_is_one_error_line(tmp_path, monkeypatch):
+    import sys
+    from cli_runner import assert_one_error_line
+    model, _, preset = _model("grpe")
+    checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
+    monkeypatch.setitem(sys.modules, "rdkit.Chem.Draw", None)
+    assert_one_error_line(run_cli(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--out", tmp_path / "a.png"]),
+                          "drawing a molecule needs RDKit's drawing code", "libxrender1")
+
+
+def test_the_query_is_used_or_refused_never_ignored(tmp_path):
+    """`--query virtual` was silently ignored without --per-head (the README's example) while
+    --per-head refused it on a model without a virtual node: now a query is used, or refused."""
+    from cli_runner import assert_one_error_line
+    saved = {}
+    for variant in ("grpe", "moire"):  # with and without a virtual node
+        model, _, preset = _model(variant)
+        saved[variant] = save_checkpoint(tmp_path / f"{variant}.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+    plot = ["plot", "attention", "--smiles", "CCO"]
+    assert_one_error_line(run_cli([*plot, "--checkpoint", saved["grpe"], "--query", "virtual", "--out", tmp_path / "a.png"]),
+                          "--query chooses the query of the --per-head panels", "add --per-head")
+    assert_one_error_line(run_cli([*plot, "--checkpoint", saved["moire"], "--per-head", "--out", tmp_path / "b.png"]),
+                          "this model has no virtual node", "--query 0 .. 2")
+    assert_one_error_line(run_cli([*plot, "--checkpoint", saved["moire"], "--per-head", "--query", "virtual", "--out", tmp_path / "b.png"]),
+                          "this model has no virtual node")
+    assert_one_error_line(run_cli([*plot, "--checkpoint", saved["grpe"], "--per-head", "--query", "first", "--out", tmp_path / "c.png"]),
+                          "--query", "'virtual' or an atom index")
+    code, out, err = run_cli([*plot, "--checkpoint", saved["grpe"], "--per-head", "--out", tmp_path / "d.png"])
+    assert code == 0 and "query: the virtual node" in out, err
+    code, out, err = run_cli([*plot, "--checkpoint", saved["moire"], "--per-head", "--query", "2", "--out", tmp_path / "e.png"])
+    assert code == 0 and "query: atom 2" in out, err

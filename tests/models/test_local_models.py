@@ -13,7 +13,7 @@ from conftest_models import batch_of, dataset_for, seeded_model, tiny_preset
 import dgl
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import smiles_to_graphs
-from dgl_graphtx.models import GradformerOptions, ModelConfig
+from dgl_graphtx.models import GPSOptions, ModelConfig
 from dgl_graphtx.models.local_models import GatedGCNLayer, GINELayer, build_local_model
 
 # an isolated atom (the sodium ion) has no incoming bond: its aggregate must be 0, not NaN
@@ -120,12 +120,12 @@ def test_gine_layer_ignores_pe_and_keeps_dgl_parameter_names():
 
 def test_local_model_options_are_validated():
     with pytest.raises(ConfigError, match="local_model must be one of"):
-        GradformerOptions(local_model="gcn")
+        GPSOptions(local_model="gcn")
     with pytest.raises(ConfigError, match="pe_gate needs"):
-        GradformerOptions(pe_gate=True)
+        GPSOptions(pe_gate=True)
     with pytest.raises(ConfigError, match="rwse_steps > 0"):
         ModelConfig(variant="gradformer", readout="mean", virtual_node=False,
-                    gradformer=GradformerOptions(local_model="gatedgcn", pe_gate=True))
+                    gps=GPSOptions(local_model="gatedgcn", pe_gate=True))
     with pytest.raises(ConfigError, match="rwse_norm needs"):
         ModelConfig(rwse_norm=True)
     with pytest.raises(ConfigError, match="GatedGCN local model only"):
@@ -134,7 +134,7 @@ def test_local_model_options_are_validated():
 
 def test_gradformer_with_gated_gcn_and_pe_gate_uses_the_random_walk_encodings():
     p = tiny_preset("gradformer", rwse_norm=True)
-    cfg = dataclasses.replace(p.model, gradformer=GradformerOptions(local_model="gatedgcn", pe_gate=True))
+    cfg = dataclasses.replace(p.model, gps=GPSOptions(local_model="gatedgcn", pe_gate=True))
     ds = dataset_for(p.featurizer, p.relation, 0, 6)
     batch = batch_of(ds)
     net = seeded_model(dataclasses.replace(p, model=cfg)).train()
@@ -153,6 +153,6 @@ def test_gated_gcn_model_config_round_trips_through_a_checkpoint(tmp_path):
     net = seeded_model(p).eval()
     meta = CheckpointMeta(p.featurizer, p.relation, ["y"], {})
     loaded = load_checkpoint(save_checkpoint(tmp_path / "m.pt", net, meta))
-    assert loaded.model.config == p.model and loaded.model.config.gradformer.pe_gate
+    assert loaded.model.config == p.model and loaded.model.config.gps.pe_gate
     batch = batch_of(dataset_for(p.featurizer, p.relation, 0, 4))
     assert torch.equal(loaded.model.eval()(batch.graph, batch.relation_graph), net(batch.graph, batch.relation_graph))

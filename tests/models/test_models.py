@@ -14,6 +14,7 @@ from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import (
+    GPSOptions,
     GradformerOptions,
     GRPEOptions,
     ModelConfig,
@@ -50,7 +51,7 @@ def test_preset_defaults_follow_the_papers():
     assert grad.model.variant == "gradformer" and grad.model.readout == "mean"
     assert not grad.model.virtual_node and not grad.relation.virtual_node
     assert grad.model.rwse_steps == grad.featurizer.rwse_steps == 16
-    assert grad.model.gradformer.norm == "batch"
+    assert grad.model.gps.norm == "batch"
     assert grad.model.feedforward_dim == 2 * grad.model.hidden_dim  # GPS FFN Linear(d, 2d)
     assert get_preset("vanilla").model.variant == "vanilla"
     assert get_preset("graphormer").model.variant == "graphormer"
@@ -216,6 +217,24 @@ def test_pooling_readouts_match_manual_pooling(variant, readout):
     assert torch.allclose(out, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("variant", ["moire", "gradformer"])
+def test_atomwise_readout_sums_the_head_over_atoms(variant):
+    p = tiny_preset(variant, readout="atomwise")
+    ds = _data(p, stop=7)
+    batch = batch_of(ds)
+    net = seeded_model(p).eval()
+    with torch.no_grad():
+        atoms, virtual, _ = net.encode(batch.graph, batch.relation_graph)
+        out = net(batch.graph, batch.relation_graph)
+        per_atom = net.head(atoms)
+        embedded, _ = net.embed(batch.graph, batch.relation_graph)
+    counts = batch.graph.batch_num_nodes().tolist()
+    assert torch.allclose(out, _manual_pool(per_atom, counts, "sum"), atol=1e-5)
+    assert torch.allclose(embedded, _manual_pool(atoms, counts, "sum"), atol=1e-5)  # the molecule vector: summed states
+    # extensive: a molecule's output is the sum of per-atom contributions, not a function of the pooled state
+    assert not torch.allclose(out, net.head(_manual_pool(atoms, counts, "sum")), atol=1e-3)
+
+
 # --------------------------------------------------------------------------------------------
 # batch independence (eval mode)
 # --------------------------------------------------------------------------------------------
@@ -378,7 +397,7 @@ CONFIGS = [
     ModelConfig(),
     ModelConfig(variant="moire", readout="max", virtual_node=False, moire=MoireOptions(focus="cauchy", distance="dist")),
     ModelConfig(variant="gradformer", readout="sum", virtual_node=False, rwse_steps=8,
-                gradformer=GradformerOptions(mode="decay", decay=0.6, learn_decay=True, norm="layer")),
+                gradformer=GradformerOptions(mode="decay", decay=0.6, learn_decay=True), gps=GPSOptions(norm="layer")),
     ModelConfig(variant="grpe", grpe=GRPEOptions(max_distance=3, mode="reference", share_encodings=False), num_tasks=4,
                 task="classification", head_layers=2, ffn_dim=32),
     get_preset("graphormer", atom_features="canonical").model,
@@ -405,6 +424,9 @@ BAD_CONFIGS = [
     dict(atom_features="morgan"),
     dict(readout="virtual", virtual_node=False),
     dict(variant="gradformer", virtual_node=True, readout="mean"),
+    dict(readout="atomwise", virtual_node=False, molecule_features=3),
+    dict(readout="atomwise", virtual_node=False, uncertainty_head="mve"),
+    dict(task="classification", atom_reference=True),
 ]
 
 
@@ -432,8 +454,8 @@ def test_zero_heads_is_a_config_error():
     lambda: MoireOptions(mode="multiplicative"),
     lambda: GradformerOptions(decay=1.5),
     lambda: GradformerOptions(mode="decayed"),
-    lambda: GradformerOptions(norm="group"),
-], ids=["grpe-mode", "grpe-L", "moire-focus", "moire-distance", "moire-mode", "gradformer-decay", "gradformer-mode", "gradformer-norm"])
+    lambda: GPSOptions(norm="group"),
+], ids=["grpe-mode", "grpe-L", "moire-focus", "moire-distance", "moire-mode", "gradformer-decay", "gradformer-mode", "gps-norm"])
 def test_bad_nested_options_raise_config_error(make_options):
     # validated when the options are made, before any layer is built
     with pytest.raises(ConfigError):

@@ -27,7 +27,7 @@ def test_gradformer_molhiv_is_the_authors_run_hiv_script():
     p = get_preset("gradformer", "molhiv", task="classification")
     m, g, t = p.model, p.model.gradformer, p.train
     assert (m.num_layers, m.hidden_dim, m.num_heads, m.dropout, m.rwse_steps) == (10, 64, 4, 0.05, 16)
-    assert (g.local_model, g.pe_gate, g.decay, g.init_start, g.mode, g.slope) == ("gatedgcn", True, 0.7, 5.0, "reference", 0.2)
+    assert (m.gps.local_model, m.gps.pe_gate, g.decay, g.init_start, g.mode, g.slope) == ("gatedgcn", True, 0.7, 5.0, "reference", 0.2)
     assert (t.lr, t.batch_size, t.epochs, t.warmup_epochs) == (1e-4, 32, 100, 5)
     assert p.featurizer.rwse_steps == 16 and m.rwse_norm and m.task == "classification"
 
@@ -36,8 +36,9 @@ def test_gradformer_molhiv_is_the_authors_run_hiv_script():
     ("zinc", 0.1, 0.6, 2.0, "gine"), ("nci1", 0.0, 0.6, 5.0, "gine"), ("cluster", 0.1, 0.3, 0.0, "gatedgcn"),
 ])
 def test_gradformer_script_recipes(name, slope, decay, start, local):
-    g = get_preset("gradformer", name).model.gradformer
-    assert (g.slope, g.decay, g.init_start, g.local_model, g.pe_gate) == (slope, decay, start, local, False)
+    m = get_preset("gradformer", name).model
+    g = m.gradformer
+    assert (g.slope, g.decay, g.init_start, m.gps.local_model, m.gps.pe_gate) == (slope, decay, start, local, False)
 
 
 @pytest.mark.parametrize("name,layers,dim,heads,lr,distance", [

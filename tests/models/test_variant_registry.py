@@ -3,12 +3,14 @@ CLI choices and the attention test catalogue."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import pytest
 
 from dgl_graphtx.cli.common import MODELS
 from dgl_graphtx.cli.presets import recipe_lines
 from dgl_graphtx.models import VARIANT_NAMES, VARIANT_SPECS, Gradformer, GraphTransformer, ModelConfig, build_model, get_preset
+from dgl_graphtx.models.settings import ModelSettings
 from dgl_graphtx.models.variants import option_sections
 
 from attention_variants import VARIANTS
@@ -23,12 +25,16 @@ def test_cli_model_choices_are_the_registry():
     assert VARIANT_NAMES[:5] == ("grpe", "moire", "gradformer", "vanilla", "graphormer")
 
 
-def test_model_config_has_one_options_section_per_variant_with_settings():
-    fields = {f.name: f.type for f in dataclasses.fields(ModelConfig)}
-    for name, options in option_sections().items():
-        assert fields[name] is options
+def test_model_config_declares_one_options_section_per_variant_with_settings():
+    """ModelConfig's sections are declared fields (seen by mypy and IDEs): exactly the registry's,
+    so a new variant with options fails here until its section is declared in models/config.py."""
+    hints = typing.get_type_hints(ModelConfig)
+    common = {f.name for f in dataclasses.fields(ModelSettings)}
+    declared = {f.name: hints[f.name] for f in dataclasses.fields(ModelConfig) if f.name not in common}
+    assert declared == option_sections()
+    for name, options in declared.items():
         assert isinstance(getattr(ModelConfig(), name), options)
-    assert "vanilla" not in fields  # the plain baseline has no settings
+    assert "vanilla" not in declared  # the plain baseline has no settings
 
 
 def test_default_presets_are_the_ones_before_the_registry():
@@ -52,7 +58,8 @@ def test_build_model_picks_the_architecture_and_layers_of_the_entry(name):
 def test_recipe_lists_only_the_options_of_its_own_variant():
     keys = {line.split(":")[0] for line in recipe_lines("moire", "2d")}
     assert "model.moire" in keys
-    assert not keys & {"model.grpe", "model.gradformer", "model.graphormer"}
+    assert not keys & {"model.grpe", "model.gradformer", "model.graphormer", "model.gps"}  # moire runs in no GPS block
+    assert "model.gps" in {line.split(":")[0] for line in recipe_lines("gradformer", "molhiv")}
 
 
 def test_model_config_and_options_are_frozen():
@@ -77,3 +84,30 @@ def test_a_variant_reading_3d_distances_needs_a_featurizer_with_coordinates():
     validate_meta(three_d.model, CheckpointMeta(three_d.featurizer, three_d.relation, ["y"]))
     with pytest.raises(ConfigError, match="3-D distances needs a featurizer with coordinates"):
         validate_meta(three_d.model, CheckpointMeta(hops.featurizer, three_d.relation, ["y"]))
+
+
+def test_a_bare_model_config_is_the_default_model():
+    """ModelSettings.variant defaulted to grpe while the default model is gradformer."""
+    from dgl_graphtx.models.settings import DEFAULT_MODEL
+    from dgl_graphtx.relation_graph import RelationConfig
+    config = ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)
+    assert config.variant == DEFAULT_MODEL and config.virtual_node == RelationConfig().virtual_node
+    assert type(build_model(config)) is {"transformer": GraphTransformer, "gps": Gradformer}[VARIANT_SPECS[DEFAULT_MODEL].architecture]
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANT_NAMES if VARIANT_SPECS[n].options is not None])
+def test_options_defaults_are_the_layers_defaults(name):
+    """An options class and the attention layer it configures agree on every default they share
+    (MoiréGT's distance was 'spd' in its options and 'dist' in its layers)."""
+    import inspect
+    spec = VARIANT_SPECS[name]
+    options = spec.options()
+    config = ModelConfig(variant=name, num_layers=1, hidden_dim=8, num_heads=2, readout="mean", virtual_node=False)
+    layer = spec.build_layers(config, options)[0]
+    shared = 0
+    for cls in (type(layer), type(layer.structure)):
+        for parameter in inspect.signature(cls.__init__).parameters.values():
+            if parameter.default is not inspect.Parameter.empty and parameter.name in {f.name for f in dataclasses.fields(options)}:
+                assert getattr(options, parameter.name) == parameter.default, (cls.__name__, parameter.name)
+                shared += 1
+    assert shared >= 1  # the check compared something

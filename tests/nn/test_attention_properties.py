@@ -1,6 +1,7 @@
 """Properties every attention variant must have (SPEC sections 1-5), plus GRPE's memory behaviour.
 
 * permutation equivariance (atoms renumbered in RDKit; relation-graph nodes and edges shuffled);
+* invariance under rotations and translations of the 3-D coordinates;
 * batch independence (a graph's output does not depend on what it is batched with, or where);
 * attention rows sum to 1 over each query's incoming relation edges;
 * no NaN with unreachable pairs / ``-inf`` logits, in float32 and float64, forward and backward;
@@ -33,7 +34,8 @@ from dgl_graphtx.nn import (
     MoireAttention,
     RelationAttention,
 )
-from dgl_graphtx.relation_graph import RelationConfig
+from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
+from dgl_graphtx.testing import assert_permutation_equivariant, assert_rigid_motion_invariant
 
 import dense_reference as ref
 from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, MAX_DIST, SALT, SALT2, VARIANTS, Variant, build
@@ -141,34 +143,29 @@ def test_equivariant_under_rdkit_renumbering(v, smiles, rc):
     torch.testing.assert_close(dense_p, dense, atol=1e-9, rtol=1e-9)
 
 
-def relabel(rel, perm: torch.Tensor, edge_order: torch.Tensor):
-    """New node a is old node perm[a]; edges listed in ``edge_order``, all edata carried along."""
-    inv = torch.empty_like(perm)
-    inv[perm] = torch.arange(len(perm))
-    src, dst = (t.long() for t in rel.edges())
-    new = dgl.graph((inv[src[edge_order]], inv[dst[edge_order]]), num_nodes=rel.num_nodes(), idtype=torch.int64)
-    for key, val in rel.edata.items():
-        new.edata[key] = val[edge_order]
-    for key, val in rel.ndata.items():
-        new.ndata[key] = val[perm]
-    return new
-
-
 @pytest.mark.parametrize("v", VARIANTS, ids=ids)
 def test_equivariant_under_node_and_edge_relabelling(v):
     """Shuffle all node ids (virtual node included) and the edge order of the relation graph."""
     rel = rel_graph(SALT2, RelationConfig(virtual_node=True))
-    gen = torch.Generator().manual_seed(3)
-    perm = torch.randperm(rel.num_nodes(), generator=gen)
-    edge_order = torch.randperm(rel.num_edges(), generator=gen)
-    rel_p = relabel(rel, perm, edge_order)
     layer = make_layer(v, dtype=torch.float64).eval()
     x = features(rel.num_nodes(), 2, torch.float64)
-    with torch.no_grad():
-        out, attn = layer(rel, x, get_attention=True)
-        out_p, attn_p = layer(rel_p, x[perm], get_attention=True)
-    torch.testing.assert_close(out_p, out[perm], atol=1e-9, rtol=1e-9)
-    torch.testing.assert_close(attn_p, attn[edge_order], atol=1e-9, rtol=1e-9)
+    assert_permutation_equivariant(lambda g, x: layer(g, x, get_attention=True), rel, [x], ["node", "edge"], seed=3)
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=ids)
+def test_invariant_under_rotation_and_translation_of_the_coordinates(v):
+    """The relation graph rebuilt from moved coordinates (pairs within a radius, 3-D distances
+    for MoiréGT's ``dist``) gives the same outputs and attention."""
+    graph, _ = smiles_to_graphs(ASPIRIN, FEAT3D)
+    layer = make_layer(v, dtype=torch.float64).eval()
+    x = features(graph.num_nodes(), 3, torch.float64)
+
+    def attend(pos: torch.Tensor):
+        moved = graph.clone()
+        moved.ndata["pos"] = pos
+        return layer(build_relation_graph(moved, RelationConfig("radius", radius=3.0)), x, get_attention=True)
+
+    assert_rigid_motion_invariant(attend, graph.ndata["pos"].double())
 
 
 # ---------------------------------------------------------------------------------------------

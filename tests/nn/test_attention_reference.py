@@ -10,7 +10,7 @@ without a virtual node), ``hops=2`` and ``radius=3.0`` truncated relation graphs
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Dict, List
+from typing import List
 
 import numpy as np
 import pytest
@@ -23,7 +23,7 @@ from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.relation_graph import RelationConfig
 
 import dense_reference as ref
-from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, MAX_DIST, SALT, SALT2, VARIANTS, Variant, build
+from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, SALT, SALT2, VARIANTS, Variant, build, read_params, run_reference
 
 ATOL = RTOL = 1e-6
 
@@ -73,41 +73,6 @@ def perturb(layer, v: Variant, seed: int = 0):
         if v.kind == "gradformer":
             s.params.start.copy_(torch.tensor(GRADFORMER_STARTS))
     return layer
-
-
-def read_params(layer, v: Variant) -> Dict:
-    """The layer's parameters as plain float64 tensors, named as the dense reference wants them."""
-    t = lambda p: p.detach().double().clone()  # noqa: E731
-    P = {
-        "heads": layer.num_heads,
-        "qkv_w": t(layer.qkv.weight),
-        "qkv_b": t(layer.qkv.bias),
-        "out_w": t(layer.out_proj.weight),
-        "out_b": t(layer.out_proj.bias),
-    }
-    s = layer.structure
-    if v.kind == "graphormer":
-        P["spatial_bias"], P["edge_bias"] = t(s.spatial_bias), t(s.edge_bias)
-        assert P["spatial_bias"].shape == (ref.num_spatial_classes(MAX_DIST), HEADS)
-        assert P["edge_bias"].shape == (ref.NUM_EDGE_CLASSES, HEADS)
-    elif v.kind == "grpe":
-        enc = s.encodings
-        for key, table in [("PQ", enc.spatial_query), ("PK", enc.spatial_key), ("PV", enc.spatial_value),
-                           ("EQ", enc.edge_query), ("EK", enc.edge_key), ("EV", enc.edge_value)]:
-            P[key] = t(table).reshape(table.shape[0], D_MODEL)  # a row of d entries, split per head
-            rows = ref.num_spatial_classes(MAX_DIST) if key[0] == "P" else ref.NUM_EDGE_CLASSES
-            assert P[key].shape == (rows, D_MODEL)
-    elif v.kind == "moire":
-        P["shift"], P["width"] = t(s.shift), t(s.width)
-        P["self_weight"] = t(s.self_weight) if v.mode == "paper" else None
-    elif v.kind == "gradformer":
-        P["start"], P["decay_logit"] = t(s.params.start), t(s.params.decay_logit)
-    return P
-
-
-def run_reference(v: Variant, P: Dict, x: torch.Tensor, rel, **kw):
-    return ref.reference_attention(v.kind, v.mode, v.opts, P, x, ref.dense_pairs(rel), **kw)
-
 
 
 def _params():
@@ -217,6 +182,8 @@ def test_structure_terms_and_modes_change_the_reference(case):
     pairs += [(Variant("moire", "paper", f, d), Variant("moire", "reference", f, d))
               for f in ref.FOCUS_NAMES for d in ("dist", "spd")]
     pairs += [(Variant("moire", "paper", f, "dist"), Variant("moire", "paper", f, "spd")) for f in ref.FOCUS_NAMES]
+    pairs += [(Variant("moire", m, "gaussian", d), Variant("moire", m, "gaussian", d, rbf=6))
+              for m in ("paper", "reference") for d in ("dist", "spd")]
     pairs += [(Variant("gradformer", a), Variant("gradformer", b))
               for a, b in [("paper", "decay"), ("paper", "reference"), ("decay", "reference")]]
     for a, b in pairs:

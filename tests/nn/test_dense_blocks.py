@@ -6,11 +6,12 @@ import pytest
 import torch
 
 import dgl
-from attention_variants import ASPIRIN, FEAT3D, SALT, SALT2, VARIANTS, build
+from attention_variants import ASPIRIN, EXACT, FEAT3D, SALT, SALT2, VARIANTS, build, run_attention
 from dgl_graphtx.featurize import MoleculeFeaturizer
 from dgl_graphtx.nn import RelationAttention, ScoreTerms, StructureTerm
 from dgl_graphtx.nn.dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
+from dgl_graphtx.testing import assert_same_runs
 
 SMILES = [ASPIRIN, SALT, SALT2, "C", "CCO", "c1ccc2ccccc2c1"]
 RELATIONS = ["complete", "complete+vn", "hops=2", "radius=3.0+vn"]
@@ -26,15 +27,6 @@ def batches():
     return {relation: _batch(relation) for relation in RELATIONS}
 
 
-def _run(layer, rel, x, aggregation):
-    layer.aggregation = aggregation
-    x = x.clone().requires_grad_(True)
-    out, attn = layer(rel, x, get_attention=True)
-    w = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)
-    grads = torch.autograd.grad((out * w).sum() + (attn ** 2).sum(), [x] + list(layer.parameters()), allow_unused=True)
-    return out, attn, grads
-
-
 @pytest.mark.parametrize("relation", RELATIONS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.id)
 def test_dense_blocks_equal_message_passing(batches, variant, relation):
@@ -47,14 +39,8 @@ def test_dense_blocks_equal_message_passing(batches, variant, relation):
         for p in layer.parameters():
             p.add_(0.3 * torch.randn_like(p))
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    ref_out, ref_attn, ref_grads = _run(layer, rel, x, "message_passing")
-    out, attn, grads = _run(layer, rel, x, "dense_blocks")
-    assert torch.allclose(out, ref_out, atol=1e-12, rtol=0)
-    assert torch.allclose(attn, ref_attn, atol=1e-12, rtol=0)
-    for g, ref_g in zip(grads, ref_grads):
-        assert (g is None) == (ref_g is None)
-        if g is not None:
-            assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+    reference = run_attention(layer, rel, x, "message_passing")
+    assert_same_runs(run_attention(layer, rel, x, "dense_blocks"), reference, **EXACT)
 
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v.kind in ("vanilla", "grpe", "moire") and v.distance != "dist"][:4],
@@ -65,15 +51,8 @@ def test_dropout_masks_the_same_weights_on_both_paths(batches, variant):
     rel = batches["complete+vn"]
     layer = build(variant, attn_dropout=0.3).double().train()
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    results = []
-    for aggregation in ("message_passing", "dense_blocks"):
-        torch.manual_seed(5)
-        results.append(_run(layer, rel, x, aggregation))
-    (ref_out, ref_attn, ref_grads), (out, attn, grads) = results
-    assert torch.allclose(out, ref_out, atol=1e-12, rtol=0) and torch.allclose(attn, ref_attn, atol=1e-12, rtol=0)
-    for g, ref_g in zip(grads, ref_grads):
-        if g is not None:
-            assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+    reference = run_attention(layer, rel, x, "message_passing", seed=5)
+    assert_same_runs(run_attention(layer, rel, x, "dense_blocks", seed=5), reference, **EXACT)
     torch.manual_seed(5)
     layer.aggregation = "dense_blocks"
     assert not torch.allclose(layer(rel, x), layer.eval()(rel, x))  # the dropout really dropped something
@@ -150,15 +129,13 @@ def test_nodes_without_incoming_edges_get_zero_on_both_paths(batches, variant):
     torch.manual_seed(1)
     layer = build(variant).double()
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    ref_out, ref_attn, ref_grads = _run(layer, rel, x, "message_passing")
-    out, attn, grads = _run(layer, rel, x, "dense_blocks")
+    reference = run_attention(layer, rel, x, "message_passing")
+    run = run_attention(layer, rel, x, "dense_blocks")
+    out = run.outputs[0]
     assert torch.isfinite(out).all()
     bias = layer.out_proj.bias
     assert torch.allclose(out[[0, 14, 20]], bias.expand(3, -1).to(out.dtype), atol=1e-12)  # z = 0
-    assert torch.allclose(out, ref_out, atol=1e-12, rtol=0) and torch.allclose(attn, ref_attn, atol=1e-12, rtol=0)
-    for g, ref_g in zip(grads, ref_grads):
-        if g is not None:
-            assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+    assert_same_runs(run, reference, **EXACT)
 
 
 @pytest.mark.parametrize("variant", VARIANTS[:: max(1, len(VARIANTS) // 6)], ids=lambda v: v.id)

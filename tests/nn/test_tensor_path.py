@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.data import Subset
 
-from attention_variants import ASPIRIN, FEAT3D, SALT, SALT2, VARIANTS, build
+from attention_variants import ASPIRIN, EXACT, FEAT3D, SALT, SALT2, VARIANTS, attend_with, build, run_attention
 from conftest_models import batch_of, dataset_for, seeded_model, tiny_preset
 
 import dgl
@@ -26,12 +26,13 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import MoleculeFeaturizer, smiles_to_graphs
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.insight.attention_maps import attention_maps
-from dgl_graphtx.models import GradformerOptions
+from dgl_graphtx.models import GPSOptions
 from dgl_graphtx.models.local_models import GatedGCNLayer, GINELayer
 from dgl_graphtx.nn import graph_ops
 from dgl_graphtx.nn.dense_blocks import BlockLayout
 from dgl_graphtx.nn.graph_tensors import GraphTensors
 from dgl_graphtx.relation_graph import RelationConfig, build_relation_graph
+from dgl_graphtx.testing import assert_carriers_agree, assert_same_runs, run_with_gradients
 from dgl_graphtx.training import TrainConfig, Trainer
 
 SMILES = [ASPIRIN, SALT, SALT2, "C", "CCO", "c1ccc2ccccc2c1"]
@@ -75,26 +76,6 @@ def _perturbed(layer: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
         for p in layer.parameters():
             p.add_(0.3 * torch.randn_like(p))
     return layer
-
-
-def _attend(layer, rel, x, aggregation):
-    layer.aggregation = aggregation
-    x = x.clone().requires_grad_(True)
-    out, attn = layer(rel, x, get_attention=True)
-    w = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)
-    grads = torch.autograd.grad((out * w).sum() + (attn ** 2).sum(), [x] + list(layer.parameters()), allow_unused=True)
-    return out, attn, grads
-
-
-def _assert_same(results, reference, atol=1e-12, grad_atol=1e-10):
-    (out, attn, grads), (ref_out, ref_attn, ref_grads) = results, reference
-    assert torch.allclose(out, ref_out, atol=atol, rtol=0)
-    assert torch.allclose(attn, ref_attn, atol=atol, rtol=0)
-    assert len(grads) == len(ref_grads)
-    for g, ref_g in zip(grads, ref_grads):
-        assert (g is None) == (ref_g is None)
-        if g is not None:
-            assert torch.allclose(g, ref_g, atol=grad_atol, rtol=0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,10 +137,10 @@ def test_tensor_path_equals_dgl_path(relation_batches, variant, relation, aggreg
     rel = relation_batches[relation]
     layer = _perturbed(build(variant).double())
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    reference = _attend(layer, rel, x, aggregation)
-    _assert_same(_attend(layer, GraphTensors.from_graph(rel, blocks=True), x, aggregation), reference)
+    params = list(layer.parameters())
+    reference = assert_carriers_agree(attend_with(layer, aggregation), [rel], [x], params, **EXACT)
     if aggregation == "message_passing":  # the scatter softmax against DGL's dense-block path too
-        _assert_same(_attend(layer, GraphTensors.from_graph(rel), x, "dense_blocks"), reference)
+        assert_same_runs(run_attention(layer, GraphTensors.from_graph(rel), x, "dense_blocks"), reference, **EXACT)
 
 
 @pytest.mark.parametrize("variant", [VARIANTS[0], VARIANTS[3]], ids=lambda v: v.id)
@@ -168,12 +149,9 @@ def test_attention_dropout_draws_the_same_mask_on_both_paths(relation_batches, v
     rel = relation_batches["complete+vn"]
     layer = build(variant, attn_dropout=0.3).double().train()
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    results = []
-    for graph in (rel, GraphTensors.from_graph(rel, blocks=True)):
-        torch.manual_seed(5)
-        results.append(_attend(layer, graph, x, aggregation))
-    _assert_same(*results)
-    assert (results[0][1] == 0).sum() == 0 and not torch.allclose(results[0][0], layer.eval()(rel, x))
+    run = assert_carriers_agree(attend_with(layer, aggregation), [rel], [x], list(layer.parameters()), seed=5, **EXACT)
+    out, attn = run.outputs
+    assert (attn == 0).sum() == 0 and not torch.allclose(out, layer.eval()(rel, x))
 
 
 def test_graphs_too_sparse_for_blocks_take_the_scatter_path(monkeypatch):
@@ -186,9 +164,9 @@ def test_graphs_too_sparse_for_blocks_take_the_scatter_path(monkeypatch):
     assert BlockLayout.cached(tensors, 4, 4) is None
     layer = _perturbed(build(VARIANTS[3]).double())  # GRPE reference: score and value terms
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    reference = _attend(layer, rel, x, "message_passing")
+    reference = run_attention(layer, rel, x, "message_passing")
     forbid_dgl_kernels(monkeypatch)
-    _assert_same(_attend(layer, tensors, x, "auto"), reference)
+    assert_same_runs(run_attention(layer, tensors, x, "auto"), reference, **EXACT)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.id)
@@ -216,17 +194,8 @@ def test_local_models_equal_on_both_paths(kind):
     x = torch.randn(graph.num_nodes(), 8, dtype=torch.float64, generator=gen)
     e = torch.randn(graph.num_edges(), 8, dtype=torch.float64, generator=gen)
     pe = torch.rand(graph.num_nodes(), 5, dtype=torch.float64, generator=gen)
-
-    def run(g):
-        xx = x.clone().requires_grad_(True)
-        out = layer(g, xx, e, pe)
-        grads = torch.autograd.grad((out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum(),
-                                    [xx] + list(layer.parameters()))
-        return out, grads
-
-    (ref, ref_grads), (out, grads) = run(graph), run(GraphTensors.from_graph(graph))
-    assert torch.allclose(out, ref, atol=1e-12, rtol=0)
-    assert all(torch.allclose(g, r, atol=1e-10, rtol=0) for g, r in zip(grads, ref_grads))
+    run = assert_carriers_agree(lambda g, x: layer(g, x, e, pe), [graph], [x], list(layer.parameters()), **EXACT)
+    assert all(grad is not None for grad in run.grads)  # the features and every parameter
 
 
 def test_gine_layer_equals_dgl_gineconv():
@@ -268,7 +237,7 @@ def _model_and_batch(case: str):
     if spec.get("local"):
         featurizer = dataclasses.replace(featurizer, rwse_steps=4)
         model_cfg = dataclasses.replace(model_cfg, rwse_steps=4, rwse_norm=True,
-                                        gradformer=GradformerOptions(local_model=spec["local"], pe_gate=True))
+                                        gps=GPSOptions(local_model=spec["local"], pe_gate=True))
     if not model_cfg.virtual_node:
         relation = dataclasses.replace(relation, virtual_node=False)
     p = dataclasses.replace(p, model=model_cfg, featurizer=featurizer, relation=relation)
@@ -285,13 +254,13 @@ def _double(batch: MoleculeBatch) -> MoleculeBatch:
     return batch
 
 
-def _model_step(model, batch):
-    model.zero_grad(set_to_none=True)
-    out, attentions = model(batch.graph, batch.relation_graph, return_attention=True)
-    loss = ((out - 0.5) ** 2).mean() + sum((a ** 2).mean() for a in attentions)
-    loss.backward()
-    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    return out.detach(), [a.detach() for a in attentions], grads, model.node_outputs(batch.graph, batch.relation_graph).detach()
+def _model_outputs(model):
+    """A training step's outputs (predictions and attention) and the node outputs, as a function
+    of the two graphs."""
+    def outputs(graph, relation_graph):
+        out, attentions = model(graph, relation_graph, return_attention=True)
+        return out, attentions, model.node_outputs(graph, relation_graph)
+    return outputs
 
 
 @pytest.mark.parametrize("case", list(MODEL_CASES))
@@ -299,18 +268,12 @@ def test_whole_model_equal_on_both_paths(case):
     model, batch = _model_and_batch(case)
     batch = _double(batch)
     model.train()
-    torch.manual_seed(3)
-    ref = _model_step(model, batch)
-    torch.manual_seed(3)
-    got = _model_step(model, collate_molecule_tensors(batch))
-    assert torch.allclose(got[0], ref[0], atol=1e-10, rtol=0)
-    assert all(torch.allclose(a, b, atol=1e-10, rtol=0) for a, b in zip(got[1], ref[1]))
-    assert set(got[2]) == set(ref[2]) and len(ref[2]) == len(list(model.parameters()))
-    for name in ref[2]:
-        assert torch.allclose(got[2][name], ref[2][name], atol=1e-9, rtol=0), name
-    assert torch.allclose(got[3], ref[3], atol=1e-10, rtol=0)
-    ref_embed, got_embed = model.embed(batch.graph, batch.relation_graph), model.embed(*collate_molecule_tensors(batch)[:2])
-    assert all(torch.allclose(a, b, atol=1e-10, rtol=0) for a, b in zip(got_embed, ref_embed))
+    params = list(model.parameters())
+    run = assert_carriers_agree(_model_outputs(model), [batch.graph, batch.relation_graph], [], params, seed=3,
+                                atol=1e-10, grad_atol=1e-9)
+    assert all(grad is not None for grad in run.grads)  # every parameter is compared
+    # the embedding runs in eval mode, on the running statistics the two steps left equal
+    assert_carriers_agree(model.embed, [batch.graph, batch.relation_graph], atol=1e-10)
 
 
 @pytest.mark.parametrize("case", ["grpe-reference", "gradformer-gatedgcn-pe", "moire-paper"])
@@ -318,7 +281,7 @@ def test_whole_model_step_runs_no_dgl_kernel(case, no_dgl_kernels):
     model, batch = _model_and_batch(case)
     batch = collate_molecule_tensors(batch)  # built before the guard matters: collation may use DGL
     model.train()
-    _model_step(model, batch)
+    run_with_gradients(_model_outputs(model), [batch.graph, batch.relation_graph], [], list(model.parameters()))
     model.eval()
     model.predict(batch.graph, batch.relation_graph)
 
@@ -351,7 +314,7 @@ def test_trainer_epochs_on_the_tensor_path_match_the_dgl_path(tmp_path):
     smiles = ["CCO", "c1ccccc1O", "CC(=O)[O-].[Na+]"]
     by_path = [Predictor(loaded, device="cpu", compute=c).predict(smiles) for c in ("dgl", "tensors")]
     pd.testing.assert_frame_equal(by_path[0], by_path[1], rtol=1e-5)
-    assert by_path[0]["expt"].notna().all()
+    assert by_path[0]["expt_pred"].notna().all()
 
 
 def test_attention_maps_equal_on_both_paths():

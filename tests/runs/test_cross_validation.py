@@ -1,14 +1,19 @@
-"""Cross-validation from the command line and from Python."""
+"""Cross-validation from the command line and from Python: each fold tests once, validation and
+calibration come from the other folds (groups whole), every molecule's out-of-fold prediction is
+written and scored by ``evaluate``, and ``predict`` on the folder gives CV+ intervals."""
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cli_runner import assert_one_error_line, run_cli
-from dgl_graphtx.datasets import MoleculeDataset, freesolv
+from dgl_graphtx.datasets import MoleculeDataset, cv_splits, freesolv, murcko_scaffold
+from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import get_preset
 from dgl_graphtx.runs import cross_validate
 from dgl_graphtx.training import TrainConfig
+from dgl_graphtx.uncertainty import cv_plus_intervals
 
 SMALL = ["--model", "vanilla", "--epochs", "1", "--batch-size", "8", "--device", "cpu", "--no-progress",
          "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"]
@@ -46,6 +51,23 @@ def test_cv_by_group_column_end_to_end(tiny_csv, tmp_path):
     assert report["folds"] == 4 and report["kind"] == "group"
     assert report["targets"]["expt"]["rmse"]["mean"] == pytest.approx(rmse["mean"])
     assert "expt: rmse" in stdout and "+/-" in stdout
+    for k in range(4):  # validation comes from the other folds, whole series
+        split = json.loads((out / f"fold_{k}" / "metrics.json").read_text())["sizes"]
+        assert split["test"] == 6 and split["valid"] == 6 and split["train"] == 12
+    # every molecule's out-of-fold prediction, with its fold; evaluate scores the file as it is
+    oof = pd.read_csv(out / "oof_predictions.csv")
+    assert oof["row"].tolist() == list(range(len(frame))) and list(oof.columns[:3]) == ["row", "smiles", "fold"]
+    for k in range(4):
+        fold = pd.read_csv(out / f"fold_{k}" / "test_predictions.csv")
+        assert sorted(oof.loc[oof["fold"] == k, "row"]) == sorted(fold["row"])
+    code, stdout, err = run_cli(["evaluate", out / "oof_predictions.csv"])
+    assert code == 0, err
+    scored = json.loads(stdout)
+    assert scored["task"] == "regression" and scored["molecules"] == 24 and scored["targets"] == ["expt", "expt2"]
+    errors = oof["expt"] - oof["expt_pred"]
+    assert scored["per_target"]["expt"]["rmse"] == pytest.approx(float(np.sqrt((errors ** 2).mean())), rel=1e-6)
+    assert [f["fold"] for f in scored["folds"]] == [0, 1, 2, 3]
+    assert scored["folds"][0]["per_target"]["expt"]["rmse"] == pytest.approx(folds[0], rel=1e-5)
 
 
 def test_cv_in_python_with_scaffold_folds():
@@ -59,5 +81,66 @@ def test_cv_in_python_with_scaffold_folds():
 
 def test_cv_refuses_a_predefined_split(tiny_csv, tmp_path):
     _, path = tiny_csv
-    assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--cv", "3", "--split", "kmeans",
+    assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--cv", "3", "--split", "kennard_stone",
                                    "--out", tmp_path / "x", *SMALL]), "--cv 3")
+
+
+def test_each_fold_trains_on_the_other_folds_less_their_validation_share():
+    # 1,128 molecules, --cv 3: the test fold holds 376, validation 1/9 of the other 752 (84), and
+    # 668 train (before: the next fold validated and one third trained, 376)
+    splits = cv_splits("random", 3, seed=0, n=1128)
+    for k, split in enumerate(splits):
+        assert (len(split.train), len(split.valid), len(split.test)) == (668, 84, 376)
+        others = set(range(1128)) - set(split.test)
+        assert set(split.valid) <= others and set(split.train) == others - set(split.valid)
+    assert sorted(i for s in splits for i in s.test) == list(range(1128))
+
+
+def test_scaffold_folds_keep_scaffolds_whole_in_test_and_validation():
+    smiles = freesolv()["smiles"][:200].tolist()
+    scaffolds = [murcko_scaffold(s) for s in smiles]
+    for split in cv_splits("scaffold", 4, seed=1, smiles=smiles):
+        parts = [{scaffolds[i] for i in part} for part in split]
+        assert not parts[0] & parts[1] and not parts[0] & parts[2] and not parts[1] & parts[2]
+        assert split.valid and len(split.valid) < len(split.train)
+
+
+def test_cv_with_uncertainty_gives_cv_plus_intervals_for_new_molecules(tiny_csv, tmp_path):
+    frame, path = tiny_csv
+    out = tmp_path / "cv"
+    code, stdout, err = run_cli(["train", path, "--targets", "expt", "--cv", "3", "--uncertainty", "mve",
+                                 "--calibration-share", "0.25", "--out", out, *SMALL])
+    assert code == 0, err
+    assert "CV+ intervals" in stdout
+    oof = pd.read_csv(out / "oof_predictions.csv")
+    assert {"expt_std", "expt_lo", "expt_hi"} <= set(oof.columns) and len(oof) == 24
+    table = pd.read_csv(out / "cv_metrics.csv")
+    assert {"coverage", "width"} <= set(table["metric"])
+    for k in range(3):  # each fold calibrated on molecules of the other folds, not its validation part
+        record = json.loads((out / f"fold_{k}" / "metrics.json").read_text())["uncertainty"]["calibrated_on"]
+        assert record["count"] == 6 and not set(record["rows"]) & set(oof.loc[oof["fold"] == k, "row"])
+    new = ["CCO", "c1ccccc1Cl", "CC(=O)OC"]
+    code, _, err = run_cli(["predict", "--checkpoint", out, *new, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    predicted = pd.read_csv(tmp_path / "p.csv")
+    # the naive CV+ interval: every molecule's out-of-fold score with every fold model's prediction
+    folds = [Predictor(out / f"fold_{k}" / "best.pt").predict(new) for k in range(3)]
+    means, stds = np.stack([f["expt_pred"] for f in folds]), np.stack([f["expt_std"] for f in folds])
+    scores = (np.abs(oof["expt"] - oof["expt_pred"]) / oof["expt_std"]).to_numpy()
+    n, k = len(scores), int(np.ceil(25 * 0.9))
+    for m in range(len(new)):
+        upper = sorted(means[f, m] + s * stds[f, m] for s, f in zip(scores, oof["fold"]))
+        lower = sorted(means[f, m] - s * stds[f, m] for s, f in zip(scores, oof["fold"]))
+        assert predicted["expt_hi"][m] == pytest.approx(upper[k - 1], rel=1e-5)
+        assert predicted["expt_lo"][m] == pytest.approx(lower[n - k], rel=1e-5)
+    assert predicted["expt_pred"].to_numpy() == pytest.approx(means.mean(0), rel=1e-5)
+    lo, hi = cv_plus_intervals(means, scores, oof["fold"].to_numpy(), 0.9, stds)
+    assert predicted["expt_lo"].to_numpy() == pytest.approx(lo, rel=1e-6)
+
+
+def test_kmeans_folds_keep_clusters_whole():
+    p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+    ds = MoleculeDataset.from_dataframe(freesolv()[:45], target_cols=["expt"], featurizer=p.featurizer,
+                                        relation=p.relation, progress=False)
+    result = cross_validate(ds, p, TrainConfig(epochs=1, progress=False), folds=3, kind="kmeans")
+    assert sorted(result.oof_predictions["row"]) == list(range(45))

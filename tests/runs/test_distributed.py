@@ -25,7 +25,7 @@ from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.cli.common import without_option
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.inference import Predictor
-from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, launch_local
+from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, launch_local, report_user_error
 from dgl_graphtx.training import ProcessHooks
 
 JOB = Path(__file__).resolve().parents[1] / "distributed_job.py"
@@ -99,7 +99,7 @@ def test_two_processes_match_one_process_and_checkpoint_predicts_in_a_plain_proc
     assert table["row"].tolist() == reference["row"].tolist()
     np.testing.assert_allclose(table["expt_pred"], reference["expt_pred"], rtol=METRIC_RTOL, atol=METRIC_RTOL)
     predicted = Predictor(two_process_run / "best.pt", device="cpu").predict(table["smiles"].tolist())
-    np.testing.assert_allclose(predicted["expt"], table["expt_pred"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(predicted["expt_pred"], table["expt_pred"], rtol=1e-5, atol=1e-5)
 
 
 def test_failing_rank_ends_the_job_with_its_error_and_the_run_resumes_to_the_same_result(two_process_run, tmp_path):
@@ -172,3 +172,62 @@ def test_batch_size_must_divide_over_processes():
     with pytest.raises(ConfigError, match="not divisible by the 3 processes"):
         hooks.local_batch_size(16)
     assert hooks.local_batch_size(48) == 16
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """``python -m dgl_graphtx ARGV`` in a fresh process, as a user runs it."""
+    return _run([sys.executable, "-m", "dgl_graphtx", *argv])
+
+
+@pytest.fixture(scope="module")
+def small_csv(tmp_path_factory) -> Path:
+    from conftest_models import freesolv_rows
+    path = tmp_path_factory.mktemp("csv") / "d.csv"
+    freesolv_rows(0, 40)[["smiles", "expt"]].to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("mistake", ["missing file", "folder holds a run", "timeout nan", "timeout 0"])
+def test_user_errors_of_a_two_process_run_are_found_before_the_processes_start(mistake, small_csv, tmp_path, monkeypatch):
+    from cli_runner import assert_one_error_line, must_not_be_called, run_cli
+    from dgl_graphtx.cli import train
+    monkeypatch.setattr(train, "launch_local", must_not_be_called("the processes were started before the mistake was found"))
+    out = tmp_path / "run"
+    argv = ["train", small_csv, "--targets", "expt", "--out", out, "--nproc", "2", "--device", "cpu"]
+    if mistake == "missing file":
+        argv[1] = tmp_path / "missing.csv"
+        expected = "data file not found"
+    elif mistake == "folder holds a run":
+        out.mkdir()
+        (out / "best.pt").write_text("a finished run")
+        expected = "already holds a run"
+    else:
+        argv += ["--dist-timeout", mistake.split()[1]]
+        expected = "--dist-timeout: must be a finite number > 0"
+    assert_one_error_line(run_cli(argv), expected)
+
+
+def test_a_user_error_found_inside_the_processes_is_one_line_from_the_main_process(small_csv, tmp_path):
+    """A mistake seen only once the data is read (a target the file lacks) stops both processes:
+    one error line, exit status 2, no traceback, no launcher summary (it was 81 lines)."""
+    job = _cli("train", str(small_csv), "--targets", "nope", "--out", str(tmp_path / "run"), "--nproc", "2",
+               "--device", "cpu", "--dist-timeout", "60", "-q")
+    lines = [line for line in job.stderr.splitlines() if line.strip()]
+    assert job.returncode == 2, job.stderr
+    assert lines == [f"error: column(s) ['nope'] not found in {small_csv}; available: ['smiles', 'expt']. "
+                     "Check the spelling in --targets (names are case-sensitive)"], job.stderr
+
+
+def test_a_user_error_of_another_process_is_reported_after_the_main_ones_grace(monkeypatch, capsys):
+    """A process other than the main one waits for the main one to stop the job (which usually
+    meets the same error and reports it once); still running after the grace, it reports its own
+    error rather than losing it. The main process reports at once."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    naps: List[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)
+    assert report_user_error("column 'x' not found", grace_s=7.0) == 2
+    assert naps == [7.0] and capsys.readouterr().err == "error: column 'x' not found\n"
+    monkeypatch.setenv("RANK", "0")
+    assert report_user_error("column 'x' not found", grace_s=7.0) == 2
+    assert naps == [7.0] and capsys.readouterr().err == "error: column 'x' not found\n"

@@ -77,8 +77,8 @@ def test_ensemble_predict_is_the_members_mean(ensemble):
     paths = sorted((out / "replicate_0").rglob("best.pt"))
     smiles = ["CCO", "C1CC", "c1ccccc1O"]
     table = ensemble_predict([Predictor(p) for p in paths], smiles)
-    members = np.stack([Predictor(p).predict(smiles)["expt"].to_numpy() for p in paths])
-    np.testing.assert_allclose(table["expt"], members.mean(0))
+    members = np.stack([Predictor(p).predict(smiles)["expt_pred"].to_numpy() for p in paths])
+    np.testing.assert_allclose(table["expt_pred"], members.mean(0))
     np.testing.assert_allclose(table["expt_std"], members.std(0))
     assert table["error"].notna().tolist() == [False, True, False]
 
@@ -104,7 +104,7 @@ def test_cli_ensemble_train_and_predict_with_a_folder(tmp_path):
     assert (tmp_path / "ens" / "config.yaml").read_text().count("size: 2") == 1
     code, stdout, err = run_cli(["predict", "--checkpoint", tmp_path / "ens" / "replicate_1", "CCO", "c1ccccc1"])
     assert code == 0, err
-    assert stdout.splitlines()[0].split()[:4] == ["smiles", "canonical_smiles", "expt", "expt_std"]
+    assert stdout.splitlines()[0].split()[:4] == ["smiles", "canonical_smiles", "expt_pred", "expt_std"]
 
 
 def test_two_target_ensemble_reports_each_target_over_replicates(tmp_path):

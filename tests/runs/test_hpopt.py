@@ -100,6 +100,20 @@ def test_parallel_trials_in_processes(tiny_csv, tmp_path):
     assert result.best_config.train.lr == result.trials.loc[result.trials["value"].idxmin(), "params_train.lr"]
 
 
+def test_a_trial_trains_as_train_does_with_its_uncertainty_and_pretrained_backbone(tiny_csv, tmp_path):
+    """Trials used to drop uncertainty settings (coverage back to 0.9) and not resolve
+    train.from_pretrained (the backbone did not fit the preset's model: every trial failed)."""
+    from dgl_graphtx.checkpoint import load_checkpoint
+    base = resolve_run_config(overrides=["preset.model=gradformer", "train.epochs=1", "train.device=cpu", "data.targets=expt",
+                                         f"data.path={tiny_csv}", "uncertainty.method=mve", "uncertainty.coverage=0.8",
+                                         "train.from_pretrained=gradformer-tiny-moses3k"])
+    space = [p for p in search_space("gradformer") if p.key == "train.lr"]
+    hyperparameter_search(base, tmp_path / "s", SearchSettings(trials=1, pruner="none"), space=space)
+    best = load_checkpoint(tmp_path / "s" / "trials" / "trial_0" / "best.pt")
+    assert best.meta.extra["uncertainty"]["coverage"] == 0.8
+    assert best.meta.extra["pretrained"]["name"] == "gradformer-tiny-moses3k"
+
+
 @pytest.mark.parametrize("resume", [False, True])
 def test_a_folder_holding_something_else_is_refused(tiny_csv, tmp_path, resume):
     """A finished training run (or a store, or any other files) is not a search: neither --resume

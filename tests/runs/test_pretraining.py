@@ -3,6 +3,7 @@ from them and their embeddings."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -233,7 +234,7 @@ def test_pretraining_in_two_processes_matches_one_process(corpus, tmp_path):
     # molecule's descriptors can be partly missing), which Adam magnifies; the fit itself moves 4x the tolerance
     common = ["--model", "vanilla", "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2",
               "model.dropout=0", "train.warmup_epochs=0", "--epochs", "2", "--batch-size", "8", "--lr", "0.01",
-              "--valid-share", "0.25", "--mask-share", "0", "-q"]
+              "--valid-share", "0.25", "--mask-share", "0", "--device", "cpu", "-q"]
     logs = {}
     for nproc in (1, 2):
         out = tmp_path / f"pt{nproc}"
@@ -244,3 +245,63 @@ def test_pretraining_in_two_processes_matches_one_process(corpus, tmp_path):
     card = get_pretrained(tmp_path / "pt2").card
     assert card["hardware"].endswith("x 2 processes") and len(logs[2]) == 2
     np.testing.assert_allclose(logs[2], logs[1], rtol=5e-3)
+
+
+@pytest.mark.parametrize("card_text,message", [
+    ("{not json", "is not valid JSON (line 1"),
+    ("[1, 2]", "is not a JSON object"),
+])
+def test_a_model_card_that_is_not_json_is_one_error(backbone, tmp_path, card_text, message):
+    copy = tmp_path / "copy"
+    shutil.copytree(backbone, copy)
+    (copy / "card.json").write_text(card_text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        get_pretrained(copy)
+    csv = tmp_path / "d.csv"
+    freesolv()[:30].to_csv(csv, index=False)
+    assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "r", "--from-pretrained", copy]),
+                          f"its model card {copy / 'card.json'} {message}")
+
+
+def test_a_fine_tuning_run_says_what_it_loaded_and_computed_and_records_it(tmp_path, caplog):
+    """A fine-tuning run with rdkit2d features said nothing about its backbone or its 217
+    descriptors, and config.yaml recorded molecule_features: 0."""
+    import logging
+
+    import yaml
+
+    from cli_runner import run_cli_without_runtime_warnings
+    from dgl_graphtx.featurize.descriptors import feature_names as names_of
+    csv = tmp_path / "d.csv"
+    freesolv()[:40].to_csv(csv, index=False)
+    out = tmp_path / "tuned"
+    with caplog.at_level(logging.INFO, logger="dgl_graphtx"):
+        code, _, err = run_cli_without_runtime_warnings([
+            "train", csv, "--targets", "expt", "--out", out, "--from-pretrained", "gradformer-tiny-moses3k",
+            "--features-generators", "rdkit2d", "--features-cols", "calc", "--epochs", "1", "--no-cache", "--device", "cpu"])
+    assert code == 0, err
+    card = next(c for c in list_pretrained() if c["name"] == "gradformer-tiny-moses3k")
+    log = (out / "train.log").read_text()
+    assert f"pretrained backbone gradformer-tiny-moses3k (SHA-256 {card['sha256'][:12]}" in log
+    assert f"{card['parameters']:,} parameters, pretrained on {card['corpus']['molecules']:,} molecules" in log
+    descriptors = len(names_of(["rdkit2d"]))
+    assert f"extra features of 40 molecules: {descriptors} molecule-level from rdkit2d, 1 molecule-level from the column calc" in log
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["model"]["molecule_features"] == descriptors + 1 and saved["model"]["atom_extra_features"] == 0
+    assert load_checkpoint(out / "best.pt").model.config.molecule_features == descriptors + 1
+
+
+def test_a_run_locates_hashes_and_loads_its_backbone_once(tmp_path, monkeypatch):
+    """The backbone of --from-pretrained was located, hashed and loaded twice per run (once more
+    per ensemble member)."""
+    from dgl_graphtx.inference import backbones
+    from dgl_graphtx.runs import resolve_run_config, train_from_config
+    loads = []
+    load = backbones.load_checkpoint
+    monkeypatch.setattr(backbones, "load_checkpoint", lambda path, *a, **k: loads.append(path) or load(path, *a, **k))
+    csv = tmp_path / "d.csv"
+    freesolv()[:40].to_csv(csv, index=False)
+    config = resolve_run_config(overrides=[f"data.path={csv}", "data.targets=expt", "train.from_pretrained=gradformer-tiny-moses3k",
+                                           "train.epochs=1", "train.progress=false", "data.cache=false", "ensemble.size=2"])
+    train_from_config(config, tmp_path / "run")
+    assert len(loads) == 1

@@ -17,7 +17,7 @@ from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import ModelConfig, get_preset
-from dgl_graphtx.models.presets import DEFAULT_MODEL
+from dgl_graphtx.models.settings import DEFAULT_MODEL
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.runs import DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
 from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS
@@ -39,6 +39,7 @@ ALTERNATIVES = {
     "data.split_col": ("part", "part", []),
     "data.valid": ("v.csv", "v.csv", ["data.test=t.csv"]),
     "data.test": ("t.csv", "t.csv", ["data.valid=v.csv"]),
+    "data.calibration": ("c.csv", "c.csv", ["uncertainty.method=mve"]),
     "data.cache_dir": ("cache", "cache", []),
     "data.cache": ("false", False, []),
     "data.cv": ("5", 5, []),
@@ -62,8 +63,9 @@ ALTERNATIVES = {
     "model.rwse_steps": ("8", 8, []),
     "model.input_mlp": ("yes", True, []),
     "model.head_layers": ("2", 2, []),
-    "model.molecule_features": ("3", 3, []),
-    "model.atom_extra_features": ("2", 2, []),
+    "model.molecule_features": ("1", 1, ["data.features_cols=a"]),  # follows the extra features
+    "model.atom_extra_features": ("1", 1, ["data.atom_properties=q"]),
+    "model.atom_reference": ("true", True, []),
     "model.grpe.max_distance": ("3", 3, ["preset.model=grpe"]),
     "model.grpe.mode": ("reference", "reference", ["preset.model=grpe"]),
     "model.grpe.share_encodings": ("false", False, ["preset.model=grpe"]),
@@ -72,15 +74,18 @@ ALTERNATIVES = {
     "model.moire.mode": ("reference", "reference", ["preset.model=moire"]),
     "model.moire.max_shift": ("6", 6.0, ["preset.model=moire"]),
     "model.moire.init_width": ("1.5", 1.5, ["preset.model=moire"]),
+    "model.moire.rbf": ("16", 16, ["preset.model=moire"]),
+    "model.moire.rbf_cutoff": ("6", 6.0, ["preset.model=moire"]),
     "model.gradformer.mode": ("decay", "decay", ["preset.model=gradformer"]),
     "model.gradformer.decay": ("0.7", 0.7, ["preset.model=gradformer"]),
     "model.gradformer.learn_decay": ("true", True, ["preset.model=gradformer"]),
     "model.gradformer.init_start": ("1", 1.0, ["preset.model=gradformer"]),
     "model.gradformer.share_start": ("false", False, ["preset.model=gradformer"]),
-    "model.gradformer.norm": ("layer", "layer", ["preset.model=gradformer"]),
     "model.gradformer.slope": ("0.2", 0.2, ["model.gradformer.mode=reference", "preset.model=gradformer"]),
-    "model.gradformer.local_model": ("gatedgcn", "gatedgcn", ["preset.model=gradformer"]),
-    "model.gradformer.pe_gate": ("true", True, ["model.gradformer.local_model=gatedgcn", "preset.model=gradformer"]),
+    "model.architecture": ("gps", "gps", ["preset.model=gradformer"]),
+    "model.gps.norm": ("layer", "layer", ["preset.model=gradformer"]),
+    "model.gps.local_model": ("gatedgcn", "gatedgcn", ["preset.model=gradformer"]),
+    "model.gps.pe_gate": ("true", True, ["model.gps.local_model=gatedgcn", "preset.model=gradformer"]),
     "model.rwse_norm": ("true", True, ["featurizer.rwse_steps=4"]),
     "model.graphormer.max_distance": ("7", 7, ["preset.model=graphormer"]),
     "featurizer.atom_features": ("canonical", "canonical", []),
@@ -170,7 +175,7 @@ def test_every_field_is_settable_with_set_and_from_a_file(key, tmp_path):
 
 
 def test_resolution_order_defaults_preset_file_set_flags(tmp_path):
-    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == ModelConfig().readout == "virtual"  # grpe keeps it
+    assert resolve_run_config(overrides=["preset.model=grpe"]).model.readout == get_preset("grpe").model.readout == "virtual"
     assert resolve_run_config(overrides=["preset.model=moire"]).model.readout == "max"  # preset beats default
     toml = tmp_path / "run.toml"
     toml.write_text('[preset]\nmodel = "moire"\n[model]\nreadout = "sum"\nnum_layers = 2\n[train]\nepochs = 5\nlr = 0.002\n')
@@ -222,7 +227,7 @@ def test_derived_and_linked_fields():
     (["models.num_layers=3"], "must start with one of"),
     (["train.epochs"], "section.field=value"),
     (["relation=hops"], "cannot parse relation spec"),
-    (["data.fractions=0.5,0.5"], "data.fractions must have 3 values"),
+    (["data.fractions=0.5,0.5"], "data.fractions must be a list of 3 numbers"),
     (["preset.name=huge"], f"unknown preset 'huge' for {DEFAULT_MODEL}"),
 ])
 def test_config_mistakes_are_clear_errors(overrides, message):
@@ -287,9 +292,58 @@ def test_the_preset_layer_carries_the_presets_training_recipe(tmp_path):
     molhiv = ["preset.model=gradformer", "preset.name=molhiv"]
     run = resolve_run_config(overrides=molhiv)
     assert (run.train.lr, run.train.batch_size, run.train.weight_decay) == (1e-4, 32, 1e-5)  # recipe beats defaults
-    assert run.model.gradformer.local_model == "gatedgcn" and run.model.gradformer.slope == 0.2
+    assert run.model.gps.local_model == "gatedgcn" and run.model.gradformer.slope == 0.2
+    # the GPS settings under their name before the model.gps section still set them
+    old = resolve_run_config(overrides=["preset.model=gradformer", "model.gradformer.local_model=gatedgcn"])
+    assert old.model.gps.local_model == "gatedgcn"
     toml = tmp_path / "r.toml"
     toml.write_text("[train]\nlr = 0.003\n")
     assert resolve_run_config(toml, molhiv).train.lr == 0.003  # file beats the recipe
     assert resolve_run_config(toml, molhiv, {"train.batch_size": 8}).train.batch_size == 8  # flag beats it too
     assert resolve_run_config().train.lr == get_preset(DEFAULT_MODEL).train.lr  # the default preset's recipe
+
+
+@pytest.mark.parametrize("text,message", [
+    ("train:\n  lr:\n", "train.lr must be a number, got an empty value (in {file})"),
+    ("train:\n  lr: [0.1, 0.2]\n", "train.lr must be a number, got a list [0.1, 0.2] (in {file})"),
+    ("train:\n  epochs: {a: 1}\n", "train.epochs must be an integer, got a mapping {{'a': 1}} (in {file})"),
+    ("train:\n  epochs: 2.5\n", "train.epochs must be an integer, got 2.5 (in {file})"),
+    ("train:\n  progress: [true]\n", "train.progress must be true or false, got a list [True] (in {file})"),
+    ("data:\n  smiles_col: [a, b]\n", "data.smiles_col must be text, got a list ['a', 'b'] (in {file})"),
+    ("data:\n  smiles_col:\n", "data.smiles_col must be text, got an empty value (in {file})"),
+    ("data:\n  targets: {y: 1}\n", "data.targets must be a list of text, got a mapping {{'y': 1}} (in {file})"),
+    ("data:\n  targets: [[y]]\n", "data.targets must be a list of text, got a list [['y']] (in {file})"),
+    ("data:\n  fractions: [0.8, 0.1]\n", "data.fractions must be a list of 3 numbers, got a list [0.8, 0.1] (in {file})"),
+    ("data:\n  subset: [1]\n", "data.subset must be an integer or empty, got a list [1] (in {file})"),
+    ("model:\n  moire: 3\n", "model.moire must be a mapping of fields, got 3 (in {file})"),
+    ("train: 5\n", "train must be a mapping of fields, got 5 (in {file})"),
+])
+def test_config_file_values_of_the_wrong_type(tmp_path, text, message):
+    """A value of the wrong type in a config file is one ConfigError naming the key, the file and
+    the expected type (an empty ``lr:`` or a list used to be a TypeError traceback)."""
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        resolve_run_config(path)
+    assert str(caught.value) == message.format(file=path)
+
+
+def test_wrong_types_from_set_name_their_origin():
+    with pytest.raises(ConfigError, match=r"^train.epochs must be an integer, got 'x' \(in --set\)$"):
+        resolve_run_config(overrides=["train.epochs=x"])
+
+
+def test_wrong_config_type_is_one_cli_line(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("train:\n  lr:\n")
+    code, out, err = run_cli(["train", "d.csv", "--targets", "y", "--out", tmp_path / "o", "--config", path])
+    assert code == 2 and err.strip() == f"error: train.lr must be a number, got an empty value (in {path})"
+
+
+def test_extra_feature_widths_follow_the_data_section():
+    run = resolve_run_config(overrides=["data.targets=y", "data.features_generators=morgan_counts:radius=1:size=8",
+                                        "data.features_cols=a,b", "data.atom_properties=q"])
+    assert (run.model.molecule_features, run.model.atom_extra_features) == (10, 1)
+    assert resolve_run_config(overrides=["model.molecule_features=0", "data.features_cols=a"]).model.molecule_features == 1
+    with pytest.raises(ConfigError, match="model.molecule_features=5 but the extra features of data give 0"):
+        resolve_run_config(overrides=["model.molecule_features=5"])

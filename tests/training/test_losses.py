@@ -33,13 +33,16 @@ def test_regression_losses_by_hand():
     assert float(weighted_loss("huber", out, y, ALL)) == pytest.approx((0 + (3 - 0.5) + 0.5 * 0.25) / 3)
 
 
+def _sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-z))
+
+
 def test_bce_pos_weight_and_weights_by_hand():
     logits, y = torch.tensor([[0.0], [0.0], [2.0]]), torch.tensor([[1.0], [0.0], [1.0]])
-    sig = lambda z: 1 / (1 + math.exp(-z))
-    expected = (3 * -math.log(0.5) + -math.log(0.5) + 3 * -math.log(sig(2.0))) / 3
+    expected = (3 * -math.log(0.5) + -math.log(0.5) + 3 * -math.log(_sigmoid(2.0))) / 3
     assert float(weighted_loss("bce", logits, y, ALL, pos_weight=torch.tensor([3.0]))) == pytest.approx(expected, rel=1e-6)
     weights = torch.tensor([1.0, 0.0, 2.0])
-    expected = (-math.log(0.5) + 0 + 2 * -math.log(sig(2.0))) / 3
+    expected = (-math.log(0.5) + 0 + 2 * -math.log(_sigmoid(2.0))) / 3
     assert float(weighted_loss("bce", logits, y, ALL, sample_weights=weights)) == pytest.approx(expected, rel=1e-6)
 
 
@@ -120,7 +123,7 @@ def test_multiclass_end_to_end_with_chosen_metrics(tmp_path):
     frame = pd.read_csv(path)
     predicted = Predictor(out / "best.pt").predict(frame["smiles"].tolist())
     assert report["molecules"] == 24
-    assert report["accuracy"] == pytest.approx(float((predicted["kind"].to_numpy() == frame["kind"].to_numpy()).mean()))
+    assert report["accuracy"] == pytest.approx(float((predicted["kind_pred"].to_numpy() == frame["kind"].to_numpy()).mean()))
 
 
 def test_multiclass_labels_out_of_range_are_one_clear_error(tmp_path):

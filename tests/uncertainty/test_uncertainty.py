@@ -44,8 +44,8 @@ from dgl_graphtx.uncertainty.heads import (
     evidential_parameters,
     evidential_regulariser,
     gaussian_nll,
-    predictive_moments,
 )
+from dgl_graphtx.uncertainty.methods import predictive_moments
 from dgl_graphtx.uncertainty.inference import predict_with_uncertainty
 
 
@@ -185,11 +185,12 @@ def test_head_losses_average_observed_labels_only():
     mask = torch.tensor([[True], [False]])
     raw = torch.tensor([[0.5, inverse_softplus(4.0)], [100.0, -50.0]])  # [B, (mean, variance) x T], T = 1
     expected = 0.5 * (math.log(2 * math.pi * 4.0) + 1.5 ** 2 / 4.0)
-    assert float(head_loss("mve", raw, target, mask)) == pytest.approx(expected, rel=1e-4)
+    assert float(head_loss("mve", raw, target, mask, UncertaintyConfig("mve"))) == pytest.approx(expected, rel=1e-4)
     nig = torch.tensor([[0.5, inverse_softplus(1.0), inverse_softplus(1.0), inverse_softplus(2.0)], [9.0, 0.0, 0.0, 0.0]])
     p = evidential_parameters(nig[:1])
     one = float(evidential_nll(p, torch.tensor([[2.0]])) + 0.1 * evidential_regulariser(p, torch.tensor([[2.0]])))
-    assert float(head_loss("evidential", nig, target, mask, evidential_reg=0.1)) == pytest.approx(one, rel=1e-5)
+    settings = UncertaintyConfig("evidential", evidential_reg=0.1)
+    assert float(head_loss("evidential", nig, target, mask, settings)) == pytest.approx(one, rel=1e-5)
 
 
 def test_head_loss_trains_a_variance():
@@ -202,7 +203,7 @@ def test_head_loss_trains_a_variance():
 
     def closure():
         optimizer.zero_grad()
-        loss = head_loss("mve", params.expand(len(y), 2), y, mask)
+        loss = head_loss("mve", params.expand(len(y), 2), y, mask, UncertaintyConfig("mve"))
         loss.backward()
         return loss
 
@@ -256,17 +257,17 @@ def test_predictor_applies_a_stored_regression_calibration(tmp_path):
     extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mve")), "calibration": calibration.to_dict()}}
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"], extra))
     table = Predictor(path).predict(["CCO", "c1ccccc1", "not a smiles"])
-    assert list(table.columns) == ["smiles", "canonical_smiles", "y", "y_std", "y_lo", "y_hi", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "y_pred", "y_std", "y_lo", "y_hi", "error", "warning"]
     g, rel = smiles_to_graphs("CCO", preset.featurizer, preset.relation)
     with torch.no_grad():
         raw = model.eval()(g, rel, distribution=True)
     std = float(torch.nn.functional.softplus(raw[0, 1]) + 1e-6) ** 0.5 * float(model.target_std[0])
     assert table["y_std"][0] == pytest.approx(2.0 * std, rel=1e-5)
-    assert table["y_hi"][0] - table["y"][0] == pytest.approx(1.5 * 2.0 * std, rel=1e-5)
-    assert table["y_lo"][0] == pytest.approx(2 * table["y"][0] - table["y_hi"][0], rel=1e-6)
-    assert np.isnan(table.loc[2, ["y", "y_std", "y_lo", "y_hi"]].astype(float)).all()
+    assert table["y_hi"][0] - table["y_pred"][0] == pytest.approx(1.5 * 2.0 * std, rel=1e-5)
+    assert table["y_lo"][0] == pytest.approx(2 * table["y_pred"][0] - table["y_hi"][0], rel=1e-6)
+    assert np.isnan(table.loc[2, ["y_pred", "y_std", "y_lo", "y_hi"]].astype(float)).all()
     plain = Predictor(path, uncertainty="none").predict(["CCO"])
-    assert list(plain.columns) == ["smiles", "canonical_smiles", "y", "error", "warning"] and plain["y"][0] == pytest.approx(table["y"][0])
+    assert list(plain.columns) == ["smiles", "canonical_smiles", "y_pred", "error", "warning"] and plain["y_pred"][0] == pytest.approx(table["y_pred"][0])
 
 
 def test_predictor_applies_a_stored_temperature(tmp_path):
@@ -276,10 +277,10 @@ def test_predictor_applies_a_stored_temperature(tmp_path):
     extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4)), "calibration": calibration.to_dict()}}
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["active"], extra))
     table = Predictor(path).predict(["CCO"])
-    assert list(table.columns) == ["smiles", "canonical_smiles", "active", "active_std", "error", "warning"]
+    assert list(table.columns) == ["smiles", "canonical_smiles", "active_pred", "active_std", "error", "warning"]
     g, rel = smiles_to_graphs("CCO", preset.featurizer, preset.relation)
     logit = float(model.eval()(g, rel).detach()[0, 0])  # no dropout in the tiny preset: every pass is the same
-    assert table["active"][0] == pytest.approx(1 / (1 + math.exp(-logit / 3.0)), rel=1e-5)
+    assert table["active_pred"][0] == pytest.approx(1 / (1 + math.exp(-logit / 3.0)), rel=1e-5)
     assert table["active_std"][0] == pytest.approx(0.0, abs=1e-7)
 
 
@@ -291,12 +292,12 @@ def test_ensemble_predict_combines_spreads_and_applies_a_calibration(tmp_path):
         paths.append(save_checkpoint(tmp_path / f"m{seed}.pt", build_model(preset.model),
                                      CheckpointMeta(preset.featurizer, preset.relation, ["y"])))
     predictors = [Predictor(p) for p in paths]
-    members = [p.predict(["CCO", "CCN"])["y"].to_numpy() for p in predictors]
+    members = [p.predict(["CCO", "CCN"])["y_pred"].to_numpy() for p in predictors]
     calibration = Calibration("ensemble", 0.9, z_scale=[3.0], conformal=[2.0], normalised=True)
     table = ensemble_predict(predictors, ["CCO", "CCN"], calibration=calibration)
     spread = np.std(members, axis=0)
     assert table["y_std"].to_numpy() == pytest.approx(3.0 * spread, rel=1e-6)
-    assert (table["y_hi"] - table["y"]).to_numpy() == pytest.approx(6.0 * spread, rel=1e-6)
+    assert (table["y_hi"] - table["y_pred"]).to_numpy() == pytest.approx(6.0 * spread, rel=1e-6)
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,11 +327,11 @@ def test_train_with_mve_then_predict_writes_calibrated_columns(tmp_path):
     code, stdout, err = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", data, "--output", tmp_path / "p.csv"])
     assert code == 0, err
     predicted = pd.read_csv(tmp_path / "p.csv")
-    assert {"expt", "expt_std", "expt_lo", "expt_hi"} <= set(predicted.columns)
+    assert {"expt_pred", "expt_std", "expt_lo", "expt_hi"} <= set(predicted.columns)
     q, scale = calibration["conformal"][0], calibration["z_scale"][0]
-    assert (predicted["expt_hi"] - predicted["expt"]).to_numpy() == pytest.approx(q * predicted["expt_std"].to_numpy(), rel=1e-6)
+    assert (predicted["expt_hi"] - predicted["expt_pred"]).to_numpy() == pytest.approx(q * predicted["expt_std"].to_numpy(), rel=1e-6)
     row = test["row"][0]  # a test molecule gets the same prediction and std from both paths
-    assert predicted["expt"][row] == pytest.approx(test["expt_pred"][0], rel=1e-5)
+    assert predicted["expt_pred"][row] == pytest.approx(test["expt_pred"][0], rel=1e-5)
     assert predicted["expt_std"][row] == pytest.approx(test["expt_std"][0], rel=1e-5)
     assert scale > 0
 

@@ -10,7 +10,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import pandas as pd
 
@@ -20,9 +20,8 @@ from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
 from ..config import RunConfig, resolve_run_config
-from ..experiment import train_and_evaluate
-from ..folder import RunFolder
-from ..training_data import load_training_data
+from ..experiment import ExperimentResult
+from ..from_config import train_from_config
 from .space import Param, as_overrides, search_space
 
 logger = logging.getLogger("dgl_graphtx")
@@ -130,14 +129,12 @@ class PruningHooks(ProcessHooks):
 
 
 def run_trial(config: RunConfig, run_dir: Path, hooks: ProcessHooks) -> Tuple[float, Dict[str, float], str]:
-    """Train ``config`` into ``run_dir`` as ``dgl-graphtx train`` would; the validation metrics of
-    the best epoch, the test metrics and the watched metric's name, as ``(value, test, metric)``."""
+    """Train ``config`` into ``run_dir`` as ``dgl-graphtx train`` does (:func:`~dgl_graphtx.runs.from_config.train_from_config`:
+    its pretrained backbone, uncertainty method and all); the validation value of the watched
+    metric at the best epoch, the test metrics and the metric's name, as ``(value, test, metric)``."""
     metric = resolve_metrics(config.model.task, config.train.metrics)[0]
-    with RunFolder(run_dir) as folder, log_to_file(run_dir / "train.log"):
-        config.save(run_dir / "config.yaml")
-        dataset, split = load_training_data(config)
-        result = train_and_evaluate(dataset, config.as_preset(), config.train, split=split or config.data.split,
-                                    fractions=config.data.fractions, out_dir=folder, hooks=hooks)
+    # a search trains single runs in this process (hyperparameter_search checks it): one model's result
+    result = cast(ExperimentResult, train_from_config(config, run_dir, hooks=hooks))
     return result.train.best_metrics.get(metric, math.nan), result.test_metrics, metric
 
 
@@ -198,10 +195,6 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
     configure_logging(0)
     with log_to_file(Path(out) / "hpopt.log"):
         _optimize(Path(out), space, settings, direction, worker, trials, deadline)
-
-
-def _with_threads(config: RunConfig, threads: Optional[int]) -> RunConfig:
-    return replace(config, train=replace(config.train, threads=threads))
 
 
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
@@ -268,7 +261,7 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
     base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
     if not resume or not (out / BASE_CONFIG).exists():
         base.save(out / BASE_CONFIG)
-    elif _with_threads(resolve_run_config(out / BASE_CONFIG), base.train.threads) != base:  # any --threads may continue it
+    elif resolve_run_config(out / BASE_CONFIG).with_threads(base.train.threads) != base:  # any --threads may continue it
         raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
     space = tuple(space) if space is not None else search_space(base.model.variant)
     metric = resolve_metrics(base.model.task, base.train.metrics)[0]

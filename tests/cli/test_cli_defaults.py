@@ -1,0 +1,52 @@
+"""The command line's defaults are the library's: every option a sub-command passes to a library
+function or settings class defaults to that parameter's own default (read here with ``inspect`` and
+the dataclasses), so the two cannot drift apart (issue 31, point 2)."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from dgl_graphtx.cli import build_parser
+from dgl_graphtx.datasets.sharded_store import featurize_to_store
+from dgl_graphtx.featurize import FeaturizerConfig
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.runs.config import DataConfig
+from dgl_graphtx.runs.hpopt.search import SearchSettings
+from dgl_graphtx.runs.pretraining import PretrainConfig
+
+
+def _defaults(function) -> dict:
+    return {name: p.default for name, p in inspect.signature(function).parameters.items() if p.default is not p.empty}
+
+
+def _field_defaults(settings) -> dict:
+    return {f.name: getattr(settings(), f.name) for f in dataclasses.fields(settings)}
+
+
+@pytest.mark.parametrize("argv, library, options", [
+    (["predict", "--checkpoint", "m.pt", "CCO"], _defaults(Predictor.__init__), ["batch_size", "batch_edges", "chunk_size", "device"]),
+    (["embed", "--checkpoint", "m.pt", "--output", "e.npy", "CCO"], _defaults(Predictor.__init__), ["batch_size", "device"]),
+    (["featurize", "d.csv", "--out", "s"], _defaults(featurize_to_store), ["shard_size", "workers"]),
+    (["featurize", "d.csv", "--out", "s"], _field_defaults(FeaturizerConfig), ["atom_features"]),
+    (["pretrain", "c.smi", "--out", "o"], _field_defaults(PretrainConfig), ["mask_share", "valid_share", "workers"]),
+])
+def test_option_defaults_are_the_library_defaults(argv, library, options):
+    parsed = vars(build_parser().parse_args(argv))
+    assert {o: parsed[o] for o in options} == {o: library[o] for o in options}
+
+
+def test_search_option_defaults_are_the_search_settings_defaults():
+    parsed = vars(build_parser().parse_args(["hpopt", "d.csv", "--targets", "y", "--out", "s"]))
+    library = _field_defaults(SearchSettings)
+    assert {o: parsed[o] for o in ("trials", "timeout", "jobs", "pruner")} == {o: library[o] for o in ("trials", "timeout", "jobs", "pruner")}
+
+
+def test_train_help_states_the_library_defaults():
+    """The train options default to None (the preset, the config file and --set decide); their
+    help states the settings classes' defaults, the split fractions included."""
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    helps = {a.dest: a.help for a in train._actions}
+    assert "/".join(f"{f:g}" for f in DataConfig().fractions) in helps["split"]
+    assert f"default: {FeaturizerConfig().atom_features}" in helps["atom_features"]
