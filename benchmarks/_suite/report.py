@@ -118,6 +118,7 @@ TOOLS_MARKDOWN = [
     "Tools (each child process with `OMP_NUM_THREADS=1`; `E` the set's epochs, `k` the seed; our runs add "
     "`--task classification` on classification sets, chemprop `--task-type classification`):", "",
     "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
+    "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
     f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
