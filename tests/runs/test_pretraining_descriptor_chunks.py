@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from dgl_graphtx.featurize.descriptors import compute_features, feature_names
-from dgl_graphtx.runs import PretrainConfig, descriptor_chunks
+from dgl_graphtx.models import get_preset
+from dgl_graphtx.runs import PretrainConfig, descriptor_chunks, pretrain
 from dgl_graphtx.runs.descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
 from dgl_graphtx.runs.pretraining import _descriptors
+from dgl_graphtx.training import TrainConfig
 
 SMILES = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCN", "c1ccncc1", "CCOC", "CC(C)O", "C1CCCCC1"]
 CACHE_KEYS = {"values", "names", "corpus_sha256", "seconds"}
@@ -111,3 +113,20 @@ def test_a_process_that_does_not_write_leaves_the_folder_alone(tmp_path, monkeyp
     assert calls == [3, 3, 3, 2] and sorted(path.name for path in (tmp_path / CHUNK_FOLDER).iterdir()) == before
     assert not (tmp_path / "descriptors.npz").exists()
     np.testing.assert_array_equal(values, reference)
+
+
+def test_a_pretraining_run_killed_in_the_descriptor_step_resumes_it(tmp_path, monkeypatch, reference):
+    (tmp_path / "c.smi").write_text("\n".join(SMILES))
+    preset = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+
+    def run(**kwargs):
+        return pretrain(tmp_path / "c.smi", tmp_path / "run", preset, TrainConfig(epochs=1, batch_size=8, progress=False),
+                        PretrainConfig(valid_share=0.25), **kwargs)
+
+    _count_chunks(monkeypatch, fail_at=3)
+    with pytest.raises(RuntimeError, match="killed"):
+        run()
+    calls = _count_chunks(monkeypatch)
+    assert run(resume=True).card.corpus.molecules == len(SMILES) and calls == [3, 2]
+    with np.load(tmp_path / "run" / "descriptors.npz") as stored:
+        np.testing.assert_array_equal(stored["values"], reference)
