@@ -33,11 +33,11 @@ def _count_chunks(monkeypatch, fail_at=None):
     """Counts the chunks computed (their sizes); the ``fail_at``-th call raises, as a killed run."""
     calls = []
 
-    def compute(specs, molecules, workers=1):
+    def compute(specs, molecules, **options):
         calls.append(len(molecules))
         if len(calls) == fail_at:
             raise RuntimeError("killed")
-        return compute_features(specs, molecules, workers=workers)
+        return compute_features(specs, molecules, **options)
 
     monkeypatch.setattr(descriptor_chunks, "compute_features", compute)
     return calls
@@ -50,10 +50,11 @@ def _kill_after_two_chunks(out):
     assert len(list((out / CHUNK_FOLDER).glob("rows-*.npz"))) == 2
 
 
-def test_chunked_descriptors_equal_one_computation_and_are_joined_as_before(tmp_path, monkeypatch, reference, caplog):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_chunked_descriptors_equal_one_computation_and_are_joined_as_before(tmp_path, monkeypatch, reference, caplog, workers):
     calls = _count_chunks(monkeypatch)
     with caplog.at_level(logging.INFO, logger="dgl_graphtx"):
-        values, names, _ = _descriptors(tmp_path, SMILES, "corpus-a", PretrainConfig(), write=True)
+        values, names, _ = _descriptors(tmp_path, SMILES, "corpus-a", PretrainConfig(workers=workers), write=True)
     assert calls == [3, 3, 3, 2] and names == feature_names(["rdkit2d"])
     np.testing.assert_array_equal(values, reference)
     with np.load(tmp_path / "descriptors.npz") as stored:
