@@ -14,7 +14,6 @@ import json
 import logging
 import platform
 import random
-import time
 import zipfile
 import shutil
 import sys
@@ -33,12 +32,13 @@ from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
-from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
+from ..featurize.descriptors import FeatureScaler, feature_names
 from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
 from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_safe, masked_loss, seed_everything
 from ..validation import check_number
+from .descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
 from .folder import RunFolder
 
 logger = logging.getLogger("dgl_graphtx")
@@ -173,24 +173,35 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
     return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
 
 
+def _cached_descriptors(cache: Path, corpus_sha: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
+    """The raw descriptors and seconds stored in ``cache`` for this corpus and these names, if any."""
+    if not cache.is_file():
+        return None
+    with np.load(cache, allow_pickle=False) as stored:
+        if str(stored["corpus_sha256"]) != corpus_sha or list(stored["names"]) != names:
+            return None
+        return stored["values"], float(stored["seconds"])
+
+
 def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig,
                  write: bool = True) -> Tuple[np.ndarray, List[str], float]:
-    """Raw descriptors of the corpus (cached in ``out`` for resumed runs and the other processes
-    of a distributed run; only a ``write``-ing process stores them) and seconds spent."""
+    """Raw descriptors of the corpus and seconds spent, cached in ``out`` for resumed runs and the
+    other processes of a distributed run. Only a ``write``-ing process stores them: in resumable
+    chunks (:mod:`~dgl_graphtx.runs.descriptor_chunks`) while computing, joined in the end."""
     cache = out / DESCRIPTOR_CACHE
     names = feature_names([config.generator])
-    if cache.is_file():
-        stored = np.load(cache, allow_pickle=False)
-        if str(stored["corpus_sha256"]) == corpus_sha and list(stored["names"]) == names:
-            return stored["values"], names, float(stored["seconds"])
-    start = time.perf_counter()
-    values = compute_features([config.generator], molecules, workers=config.workers)
-    seconds = time.perf_counter() - start
+    cached = _cached_descriptors(cache, corpus_sha, names)
+    if cached is not None:
+        return cached[0], names, cached[1]
+    chunks = out / CHUNK_FOLDER
+    values, seconds = chunked_descriptors(chunks, molecules, ChunkKey.of(corpus_sha, names, len(molecules)),
+                                          config.generator, config.workers, write)
     if not write:
         return values, names, seconds
     tmp = out / (DESCRIPTOR_CACHE + ".tmp.npz")
     np.savez(tmp, values=values, names=np.array(names), corpus_sha256=np.array(corpus_sha), seconds=np.array(seconds))
     tmp.replace(cache)
+    shutil.rmtree(chunks)
     return values, names, seconds
 
 
