@@ -110,15 +110,16 @@ def _write_chunk(path: Path, key: ChunkKey, values: np.ndarray, seconds: float) 
     tmp.replace(path)
 
 
-def _compute(generator: str, molecules: Sequence[Any], workers: int) -> np.ndarray:
-    """The descriptors of one chunk, cut into :data:`PIECES_PER_WORKER` pieces per process.
+def _compute(generator: str, molecules: Sequence[Any], workers: int, first_row: int = 0) -> np.ndarray:
+    """The descriptors of one chunk (its first row ``first_row`` of the corpus, which errors
+    name), cut into :data:`PIECES_PER_WORKER` pieces per process.
 
     Example:
         >>> _compute("morgan_counts:radius=0:size=4", ["C", "CC", "CCC"], 2).sum(axis=1).tolist()
         [1.0, 2.0, 3.0]
     """
     piece = max(1, -(-len(molecules) // (PIECES_PER_WORKER * workers)))
-    return compute_features([generator], molecules, workers=workers, chunk_size=piece)
+    return compute_features([generator], molecules, workers=workers, chunk_size=piece, first_row=first_row)
 
 
 def _duration(seconds: float) -> str:
@@ -180,7 +181,7 @@ def chunked_descriptors(folder: Path, molecules: Sequence[Any], key: ChunkKey, g
             values[rows], spent = _read_chunk(stored[start])
         else:
             began = time.perf_counter()
-            values[rows] = _compute(generator, molecules[rows], workers)
+            values[rows] = _compute(generator, molecules[rows], workers, start)
             spent = time.perf_counter() - began
             if write:
                 _write_chunk(_chunk_path(folder, start), key, values[rows], spent)

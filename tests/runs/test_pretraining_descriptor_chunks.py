@@ -131,3 +131,11 @@ def test_a_pretraining_run_killed_in_the_descriptor_step_resumes_it(tmp_path, mo
     assert run(resume=True).card.corpus.molecules == len(SMILES) and calls == [3, 2]
     with np.load(tmp_path / "run" / "descriptors.npz") as stored:
         np.testing.assert_array_equal(stored["values"], reference)
+
+
+def test_an_unreadable_molecule_is_named_by_its_row_in_the_corpus(tmp_path):
+    from dgl_graphtx.errors import InvalidMoleculeError
+
+    corpus = SMILES[:7] + ["C1CC"] + SMILES[8:]  # row 7, in the third chunk (rows 6-8)
+    with pytest.raises(InvalidMoleculeError, match=r"molecule 7 \('C1CC'\)"):
+        _descriptors(tmp_path / "run", corpus, "corpus-a", PretrainConfig(), write=True)
