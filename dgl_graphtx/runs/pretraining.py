@@ -173,6 +173,17 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
     return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
 
 
+def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
+    """What the descriptor cache is keyed by: the corpus file's SHA-256, and the subset drawn from it
+    with its seed, so that a rerun in the same folder with another draw never reuses the cache.
+
+    Example:
+        >>> _molecules_key("ab12", None, 0), _molecules_key("ab12", 500, 3)
+        ('ab12', 'ab12 subset=500 seed=3')
+    """
+    return corpus_sha if subset is None else f"{corpus_sha} subset={subset} seed={seed}"
+
+
 def _cached_descriptors(cache: Path, corpus_sha: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
     """The raw descriptors and seconds stored in ``cache`` for this corpus and these names, if any."""
     if not cache.is_file():
@@ -250,7 +261,8 @@ def _descriptor_corpus(source: PathLike, out: Path, preset: Preset, smiles_col: 
     ``out``), split it and label it with the scaled descriptors of :func:`descriptor_targets`."""
     dataset, molecules, corpus_sha = _corpus(source, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
     with hooks.main_first():
-        raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
+        raw, names, descriptor_seconds = _descriptors(out, molecules, _molecules_key(corpus_sha, config.subset, train_config.seed),
+                                                      config, write=hooks.is_main)
     split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
     if not split.train or not split.valid:
         raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "

@@ -139,3 +139,20 @@ def test_an_unreadable_molecule_is_named_by_its_row_in_the_corpus(tmp_path):
     corpus = SMILES[:7] + ["C1CC"] + SMILES[8:]  # row 7, in the third chunk (rows 6-8)
     with pytest.raises(InvalidMoleculeError, match=r"molecule 7 \('C1CC'\)"):
         _descriptors(tmp_path / "run", corpus, "corpus-a", PretrainConfig(), write=True)
+
+
+def test_another_subset_draw_in_the_same_folder_does_not_reuse_the_descriptors(tmp_path, monkeypatch):
+    (tmp_path / "c.smi").write_text("\n".join(SMILES))
+    preset = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+
+    def run(seed):
+        pretrain(tmp_path / "c.smi", tmp_path / "run", preset, TrainConfig(epochs=1, batch_size=8, progress=False, seed=seed),
+                 PretrainConfig(valid_share=0.25, subset=8), overwrite=True)
+        with np.load(tmp_path / "run" / "descriptors.npz") as stored:
+            return stored["values"]
+
+    first = run(seed=0)
+    calls = _count_chunks(monkeypatch)
+    second = run(seed=1)
+    assert calls, "the second draw reused the first draw's descriptors"
+    assert not np.array_equal(first, second)
