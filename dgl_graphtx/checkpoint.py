@@ -15,7 +15,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Union
 
 import torch
 
@@ -35,14 +35,87 @@ FEATURIZATION_VERSION = 2
 PathLike = Union[str, Path]
 
 
+@dataclass(frozen=True)
+class CheckpointExtras:
+    """What a checkpoint records about its training run, as plain data (tensors, lists, dicts):
+    stored as the checkpoint's ``extra`` entry (:meth:`to_dict`), read back by :meth:`from_dict`.
+    A field is ``None`` when the checkpoint does not record it (older files, or a run without it);
+    keys this version does not know stay in ``other``, so saving a loaded checkpoint loses nothing.
+    Change a field with :func:`dataclasses.replace`.
+
+    Example:
+        >>> extras = CheckpointExtras.from_dict({"epoch": 3, "added_later": {"a": 1}})
+        >>> extras.epoch, extras.train_config, extras.other
+        (3, None, {'added_later': {'a': 1}})
+        >>> dataclasses.replace(extras, epoch=4).to_dict()
+        {'epoch': 4, 'added_later': {'a': 1}}
+    """
+
+    #: How the data were split: a split name (``random``, ``scaffold``...) or ``predefined``.
+    split: Optional[str] = None
+    #: The train / valid / test fractions of the split.
+    fractions: Optional[List[float]] = None
+    #: The training data's record (:func:`~dgl_graphtx.datasets.data_record.training_data_record`).
+    data: Optional[Dict[str, Any]] = None
+    #: The training molecules' domain (:meth:`~dgl_graphtx.inference.Domain.to_dict`).
+    domain: Optional[Dict[str, Any]] = None
+    #: The run folder's identifier.
+    run_id: Optional[str] = None
+    #: Per classification target mapped from text classes: ``target``, ``negative``, ``positive``.
+    class_labels: Optional[List[Dict[str, str]]] = None
+    #: The uncertainty settings, with the ``calibration`` and ``calibrated_on`` record once calibrated.
+    uncertainty: Optional[Dict[str, Any]] = None
+    #: The extra features and their fitted scalers (:class:`~dgl_graphtx.datasets.extra_features.FittedExtraFeatures`).
+    extra_features: Optional[Dict[str, Any]] = None
+    #: The backbone fine-tuned from: ``source``, ``name``, ``sha256``, ``newly_initialised``.
+    pretrained: Optional[Dict[str, Any]] = None
+    #: A pretrained backbone's descriptor ``targets``, their ``scaler`` and the ``recipe``.
+    pretraining: Optional[Dict[str, Any]] = None
+    #: The training part's packed fingerprints (``[N, 256]`` uint8), for similarity-binned calibration.
+    training_fingerprints: Optional[torch.Tensor] = None
+    #: The epoch of these weights.
+    epoch: Optional[int] = None
+    #: The validation metrics of the best epoch so far.
+    valid_metrics: Optional[Dict[str, float]] = None
+    #: The run's training settings (``TrainConfig`` as a dict), compared on resumption.
+    train_config: Optional[Dict[str, Any]] = None
+    #: Stored keys this version does not know, kept as they were.
+    other: Dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, stored: Mapping[str, Any]) -> CheckpointExtras:
+        """The record of a checkpoint's ``extra`` entry (a key stored as ``None`` reads as absent)."""
+        if not isinstance(stored, Mapping):
+            raise TypeError(f"extra must be a dict, got {type(stored).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)} - {"other"}
+        return cls(**{k: v for k, v in stored.items() if k in known},
+                   other={k: v for k, v in stored.items() if k not in known})
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The checkpoint's ``extra`` entry: the recorded fields, then the unknown keys."""
+        recorded = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "other"}
+        return {**{k: v for k, v in recorded.items() if v is not None}, **self.other}
+
+
 @dataclass
 class CheckpointMeta:
-    """What, besides the weights, is needed to run a model on new molecules."""
+    """What, besides the weights, is needed to run a model on new molecules. ``extra`` may be
+    given as a plain dict (as before :class:`CheckpointExtras` existed); it is read into one.
+
+    Example:
+        >>> meta = CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["y"], {"epoch": 2})
+        >>> meta.extra.epoch
+        2
+    """
 
     featurizer: FeaturizerConfig
     relation: RelationConfig
     target_names: List[str]
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: CheckpointExtras = field(default_factory=CheckpointExtras)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.extra, Mapping):
+            self.extra = CheckpointExtras.from_dict(self.extra)
 
 
 class LoadedCheckpoint(NamedTuple):
@@ -88,7 +161,7 @@ def save_checkpoint(path: PathLike, model: MoleculeModel, meta: CheckpointMeta,
         "featurizer": meta.featurizer.to_dict(),
         "relation": dataclasses.asdict(meta.relation),
         "target_names": list(meta.target_names),
-        "extra": dict(meta.extra),
+        "extra": meta.extra.to_dict(),
         "featurization_version": FEATURIZATION_VERSION,
     }
     if training_state is not None:
@@ -153,6 +226,9 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
         raise ConfigError(f"target names must be distinct, got {list(names)}")
     if not isinstance(meta.featurizer, FeaturizerConfig) or not isinstance(meta.relation, RelationConfig):
         raise ConfigError("meta.featurizer / meta.relation must be a FeaturizerConfig / RelationConfig")
+    if not isinstance(meta.extra, CheckpointExtras):
+        raise ConfigError(f"meta.extra must be a CheckpointExtras (CheckpointExtras.from_dict reads a dict), "
+                          f"got {type(meta.extra).__name__}")
     expected = {**MoleculeFeaturizer(meta.featurizer, meta.relation).model_inputs, "virtual_node": meta.relation.virtual_node}
     for key, value in expected.items():
         if getattr(config, key) != value:
@@ -223,7 +299,7 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
             FeaturizerConfig(**payload["featurizer"]),
             RelationConfig(**payload["relation"]),
             list(target_names),
-            dict(payload.get("extra", {})),
+            CheckpointExtras.from_dict(payload.get("extra", {})),
         )
         validate_meta(config, meta)
         state = payload["state_dict"]

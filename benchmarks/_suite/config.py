@@ -142,11 +142,15 @@ TOOL_ORDER = [t.name for t in TOOLS]
 #: The two halves of the suite and their titles in the report.
 HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test half (run only to report)"}
 
-#: The recipe the docs recommend, and the pairs the paired test is run for (A, B: does A beat B?).
-RECOMMENDED = "pretrained+descriptors"
+#: The candidate recipe, chosen on the development half only (issue 28): among the default, dropout
+#: 0.3, a sum readout, RDKit descriptors and descriptors with dropout 0.3, descriptors lowered the
+#: mean relative error over the four 2-D sets x 3 seeds most (0.834 of the default's; lower in 11 of
+#: 12 set-seed pairs). The test half says whether it holds; the pretrained tools join once the 500k
+#: backbone is chosen. The pairs the paired test is run for (A, B: does A beat B?):
+RECOMMENDED = "descriptors"
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
-    (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), ("pretrained", "default"), ("descriptors", "default"),
-    ("default", "chemprop"),
+    (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), (RECOMMENDED, "default"), ("pretrained", "default"),
+    ("pretrained+descriptors", "descriptors"), ("default", "chemprop"),
     ("moire-3d", "default"), ("moire-3d", "RF-coulomb"),
 )
 

@@ -153,7 +153,7 @@ def markdown(frame: pd.DataFrame, results: Path) -> str:
              "`benchmarks/_suite/config.py`; results per run (JSON and test predictions) in `benchmarks/suite_results/`. "
              "Scaffold splits 80/10/10 (random for FreeSolv and QM9), one split file per seed given unchanged to every "
              "tool; equal epochs; metrics computed by the suite from each tool's test predictions; mean ± std over "
-             f"seeds, best per set in bold. Recommended recipe: `{RECOMMENDED}`.", "", *sets_markdown(results),
+             f"seeds, best per set in bold. Candidate recipe, chosen on the development half: `{RECOMMENDED}`.", "", *sets_markdown(results),
              "", *TOOLS_MARKDOWN]
     for half, title in HALVES.items():
         part = frame[frame.half == half]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
@@ -27,7 +27,7 @@ SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, presets,
 class OneLineErrorParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         message = " ".join(line.strip() for line in message.splitlines())  # a value may hold line breaks
         self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
 

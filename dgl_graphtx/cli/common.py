@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
+from ..datasets import read_molecules
 from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
 from ..devices import resolve_device
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
+from ..inference import Predictor
 from ..models import ModelConfig
 from ..models.settings import DEFAULT_MODEL, TASKS
 from ..models.variants import VARIANT_NAMES
@@ -26,6 +29,25 @@ from ..validation import check_number, describe_range
 
 #: The ``--model`` choices: the variants of the registry.
 MODELS = VARIANT_NAMES
+
+
+def library_default(function: Callable[..., Any], parameter: str) -> Any:
+    """The default of ``function``'s ``parameter``: what an option defaults to when it passes its
+    value to that parameter, read from the library rather than restated.
+
+    Example:
+        >>> library_default(read_molecules, "smiles_col")
+        'smiles'
+    """
+    return inspect.signature(function).parameters[parameter].default
+
+
+#: The SMILES column of a molecule file when ``--smiles-col`` is not given (``train`` leaves it to
+#: its configuration, so the option itself defaults to ``None``).
+SMILES_COL = library_default(read_molecules, "smiles_col")
+
+#: The device of the commands that load models to predict when ``--device`` is not given.
+PREDICTOR_DEVICE = library_default(Predictor.__init__, "device")
 
 
 def split_targets(text: str) -> List[str]:
@@ -135,7 +157,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help=f"splits with seeds seed..seed+R-1; metrics as mean +/- std (default: {EnsembleConfig.replicates})")),
     ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help=f"uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: {UncertaintyConfig.method})")),
     ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
-    ("--calibration-bins", "uncertainty.calibration_bins", dict(choices=CALIBRATION_BINS, help="with --uncertainty (regression, one model): 'similarity' fits one conformal quantile per third of the calibration molecules by nearest-neighbour Tanimoto similarity to the training part, so that molecules unlike the training set get wider intervals (scaffold or series shift; stores the training fingerprints in the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md (default: none)")),
+    ("--calibration-bins", "uncertainty.calibration_bins", dict(choices=CALIBRATION_BINS, help=f"with --uncertainty (regression, one model): 'similarity' fits one conformal quantile per third of the calibration molecules by nearest-neighbour Tanimoto similarity to the training part, so that molecules unlike the training set get wider intervals (scaffold or series shift; stores the training fingerprints in the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md (default: {UncertaintyConfig.calibration_bins})")),
     ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
     ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"coverage of the conformal prediction intervals (default: {UncertaintyConfig.coverage})")),
     ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help=f"stochastic passes of MC dropout (default: {UncertaintyConfig.mc_samples})")),
@@ -162,9 +184,15 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     """How to read molecule files: ``--smiles-col`` and ``--delimiter``."""
-    parser.add_argument("--smiles-col", default=None, help="SMILES column of a CSV/TSV (default: smiles)")
+    parser.add_argument("--smiles-col", default=None, help=f"SMILES column of a CSV/TSV (default: {SMILES_COL})")
     parser.add_argument("--delimiter", default=None, type=parse_delimiter,
                         help="delimiter of a table: one character, 'tab' or '\\t' (default: sniffed)")
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device`` of the commands that load models to predict (``train`` has it among :data:`TRAIN_FLAGS`)."""
+    parser.add_argument("--device", type=device_option, default=PREDICTOR_DEVICE,
+                        help=f"auto, cpu, cuda, cuda:1 ... (default: {PREDICTOR_DEVICE})")
 
 
 def add_logging_options(parser: argparse.ArgumentParser) -> None:

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
           "(642 molecules, hydration free energy, kcal/mol, random 80/10/10 split)")
     print("  " + " ".join(train_argv(args)))
     config = apply_threads(resolve_run_config(flags=train_flags(args)))
-    print_run(train_from_config(config, args.out, overwrite=True), config, Path(args.out))
+    result = train_from_config(config, args.out, overwrite=True)
+    assert result is not None, "the demo trains in this one process, which reports"
+    print_run(result, config, Path(args.out))
     print(f"learning curve: {Path(args.out) / 'learning_curve.png'}")
     table = Predictor(Path(args.out) / "best.pt").predict(DEMO_SMILES)
     print("predictions (kcal/mol):")

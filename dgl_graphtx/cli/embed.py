@@ -10,7 +10,7 @@ import pandas as pd
 from ..errors import GraphTxError
 from ..inference.predictor import BATCH_SIZE, Embeddings
 from ..inference.table_output import TABLE_FORMATS, table_format, write_table
-from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, verbosity
+from .common import add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
 FORMATS = TABLE_FORMATS + (".npy",)
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_carry_options(embed)
     embed.add_argument("--output", required=True, help="output file: .csv, .tsv, .npy or .parquet")
     embed.add_argument("--atoms", help="also write per-atom states to this .npz (array 'mol_<row>' per valid molecule)")
-    embed.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
+    add_device_option(embed)
     add_threads_option(embed)
     embed.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
     add_logging_options(embed)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.atoms:
         states = {f"mol_{row}": a for row, a in enumerate(embeddings.atoms or []) if a is not None}
         Path(args.atoms).parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.atoms, **states)
+        np.savez_compressed(args.atoms, **states)  # type: ignore[arg-type]  # numpy's stub fears **states holds its allow_pickle flag; the keys are mol_<row>
     invalid = int(embeddings.table["error"].notna().sum())
     print(f"wrote {len(embeddings.table)} embeddings of size {embeddings.molecules.shape[1]} ({invalid} invalid) to {output}")
     return 0

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from ..datasets import featurize_file
-from ..datasets.sharded_store import SHARD_SIZE
+from ..datasets.sharded_store import SHARD_SIZE, featurize_to_store
 from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
 from ..models import get_preset
 from ..runs.config import default_preset_name
 from ..runs.store_recipe import write_store_recipe
-from .common import DEFAULT_MODEL, MODELS, add_input_options, bounded, split_targets
+from .common import DEFAULT_MODEL, MODELS, SMILES_COL, add_input_options, bounded, library_default, split_targets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     featurize.add_argument("--preset", default=None, help="preset of the model (as for train)")
     featurize.add_argument("--atom-features", choices=ATOM_FEATURES, default=FeaturizerConfig.atom_features,
                            help=f"atom/bond featurizer (default: {FeaturizerConfig.atom_features})")
-    featurize.add_argument("--workers", type=bounded(int, 1), default=1, help="featurizing processes (default: 1; use the number of cores)")
+    workers = library_default(featurize_to_store, "workers")
+    featurize.add_argument("--workers", type=bounded(int, 1), default=workers,
+                           help=f"featurizing processes (default: {workers}; use the number of cores)")
     featurize.add_argument("--shard-size", type=bounded(int, 1), default=SHARD_SIZE,
                            help=f"molecules per shard, the unit of resumption (default: {SHARD_SIZE})")
     featurize.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``featurize`` with parsed ``args``."""
     targets = split_targets(args.targets)
     preset = get_preset(args.model, args.preset, num_tasks=max(len(targets), 1), atom_features=args.atom_features)
-    store = featurize_file(args.input, args.out, args.smiles_col or "smiles", targets, featurizer=preset.featurizer,
+    store = featurize_file(args.input, args.out, args.smiles_col or SMILES_COL, targets, featurizer=preset.featurizer,
                            delimiter=args.delimiter,
                            relation=preset.relation, workers=args.workers, shard_size=args.shard_size,
                            progress=not args.no_progress)

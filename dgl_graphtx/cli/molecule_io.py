@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..inference.backbones import get_pretrained, is_pretrained_reference
 from ..inference.checkpoint_paths import resolve_checkpoints, single_checkpoint
 from ..inference.predictor import Predictor
-from .common import split_targets
+from .common import SMILES_COL, split_targets
 
 CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
 
@@ -51,7 +51,7 @@ def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrai
 
 def read_input(args: argparse.Namespace, path: str, predictor: Predictor) -> MoleculeTable:
     """The molecule file ``path``, read with the checkpoint's hydrogen setting and ``args``'s table options."""
-    return read_molecules(path, args.smiles_col or "smiles", args.delimiter, predictor.meta.featurizer)
+    return read_molecules(path, args.smiles_col or SMILES_COL, args.delimiter, predictor.meta.featurizer)
 
 
 def carried_columns(args: argparse.Namespace, table: Optional[MoleculeTable]) -> Optional[pd.DataFrame]:

@@ -20,7 +20,7 @@ from ..insight import (
     plot_parity_residuals,
     plot_start_points,
 )
-from .common import add_input_options, add_logging_options, bounded, device_option, verbosity
+from .common import add_device_option, add_input_options, add_logging_options, bounded, verbosity
 from .molecule_io import add_checkpoint_option, load_predictors, read_input
 
 KINDS = ("attention", "focus", "decay", "parity")
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi, .xyz)")
     plot.add_argument("--target", help="parity: which target (default: the first)")
     add_input_options(plot)
-    plot.add_argument("--device", type=device_option, default="auto", help="auto, cpu, cuda, cuda:1 ... (default: auto)")
+    add_device_option(plot)
     add_logging_options(plot)
     plot.set_defaults(func=run)
 

@@ -8,7 +8,7 @@ from ..featurize import SizeLimits
 from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
-from .common import add_input_options, add_logging_options, add_threads_option, bounded, device_option, print_table, verbosity
+from .common import SMILES_COL, add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, print_table, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_options(predict)
     add_carry_options(predict)
     predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
-    predict.add_argument("--device", type=device_option, default="auto")
+    add_device_option(predict)
     add_threads_option(predict)
     predict.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
     predict.add_argument("--batch-edges", type=bounded(int, 1), default=BATCH_EDGES,
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     options = dict(device=args.device, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
                    chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
-    job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or "smiles",
+    job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
                         delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols, output=args.output,
                         resume=args.resume, predictor=options, progress=show)
     done = run_prediction(job)

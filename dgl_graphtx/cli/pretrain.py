@@ -10,7 +10,7 @@ from ..runs.config import apply_threads, resolve_run_config
 from ..runs.distributed import launch_local
 from ..runs.from_config import check_pretraining, pretrain_from_config
 from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
-from .common import TRAIN_FLAGS, add_logging_options, bounded, without_option
+from .common import SMILES_COL, TRAIN_FLAGS, add_logging_options, bounded, without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "wheel in --moses-dir)")
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
-    run.add_argument("--smiles-col", default=None, help="SMILES column of a table (default: smiles; SMILES for moses)")
+    run.add_argument("--smiles-col", default=None, help=f"SMILES column of a table (default: {SMILES_COL}; SMILES for moses)")
     run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
     run.add_argument("--mask-share", type=bounded(float, 0, 1), default=PretrainConfig.mask_share,
                      help=f"share of descriptor targets left out of each step's loss (default: {PretrainConfig.mask_share})")
@@ -68,7 +68,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if args.no_progress or args.quiet:
         flags["train.progress"] = False
     config = apply_threads(resolve_run_config(args.config, args.set, flags))
-    corpus, smiles_col, name, licence = args.corpus, args.smiles_col or "smiles", args.corpus_name, args.corpus_licence
+    corpus, smiles_col, name, licence = args.corpus, args.smiles_col or SMILES_COL, args.corpus_name, args.corpus_licence
     if args.corpus == "moses":
         corpus = moses_corpus(args.moses_dir, args.moses_dir)
         smiles_col, name, licence = args.smiles_col or "SMILES", name or "MOSES", licence or MOSES_LICENCE
@@ -81,7 +81,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     out = Path(args.out)
     result = pretrain_from_config(config, corpus, out, settings, name=args.name, smiles_col=smiles_col,
                                   overwrite=args.overwrite, resume=args.resume)
-    if result is None:  # not the main process of a distributed job
+    if result is None or result.card is None:  # not the main process of a distributed job
         return 0
     print(describe(result.card))
     print(f"backbone: {out / 'backbone.pt'}; model card: {out / 'card.json'}")

@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
     scale = train.add_argument_group("distributed training (see docs/scaling.md)")
     scale.add_argument("--nproc", type=bounded(int, 1), default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
-    scale.add_argument("--backend", choices=BACKENDS, default="auto", help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
+    scale.add_argument("--backend", choices=BACKENDS, default=DistributedConfig.backend, help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
     scale.add_argument("--dist-timeout", type=bounded(float, 0, low_open=True), default=DistributedConfig.timeout_s,
                        help=f"seconds a process waits for the others before the job fails (default: {DistributedConfig.timeout_s:g})")
     train.set_defaults(func=run)

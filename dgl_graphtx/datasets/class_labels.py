@@ -176,14 +176,15 @@ def check_usable_targets(frame: pd.DataFrame, source: Any, task: str) -> None:
                           f"not numbers; {fix}")
 
 
-def class_labels_from_meta(extra: Mapping[str, Any]) -> Tuple[ClassLabels, ...]:
-    """The class mapping stored in a checkpoint's metadata (empty when the labels were 0/1).
+def class_labels_from_meta(stored: Optional[Sequence[Mapping[str, Any]]]) -> Tuple[ClassLabels, ...]:
+    """The class mapping a checkpoint's metadata stores (its ``extra.class_labels``; ``None`` or
+    empty when the labels were 0/1).
 
     Example:
-        >>> class_labels_from_meta({"class_labels": [{"target": "y", "negative": "no", "positive": "yes"}]})[0].positive
+        >>> class_labels_from_meta([{"target": "y", "negative": "no", "positive": "yes"}])[0].positive
         'yes'
     """
-    return tuple(ClassLabels(**item) for item in extra.get("class_labels", []) or [])
+    return tuple(ClassLabels(**item) for item in stored or [])
 
 
 def apply_class_labels(frame: pd.DataFrame, classes: Sequence[ClassLabels]) -> pd.DataFrame:

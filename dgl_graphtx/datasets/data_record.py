@@ -8,13 +8,14 @@ from typing import Any, Dict
 import numpy as np
 import torch
 
+from .molecule_dataset import MoleculeDataset
 from .splits import Split
 
 #: The parts of a split, in the order they are reported.
 PARTS = ("train", "valid", "test")
 
 
-def content_digest(dataset: Any) -> str:
+def content_digest(dataset: MoleculeDataset) -> str:
     """SHA-256 (hex) of what training reads of ``dataset`` (a :class:`~dgl_graphtx.datasets.MoleculeDataset`):
     the molecules' identifiers and input rows in order, the labels, and the per-row extras it may
     carry (loss weights, censoring codes, groups, extra feature values).
@@ -30,7 +31,7 @@ def content_digest(dataset: Any) -> str:
     digest.update("\n".join(dataset.identifiers).encode())
     digest.update(dataset.rows.numpy().astype(np.int64).tobytes())
     digest.update(dataset.raw_labels.numpy().astype(np.float32).tobytes())
-    extras = getattr(dataset, "extra_values", None)
+    extras = dataset.extra_values
     arrays = [dataset.sample_weights, dataset.censor, extras.molecule if extras else None, extras.atom if extras else None]
     for array in arrays:
         digest.update(b"|" if array is None else np.ascontiguousarray(array).tobytes())
@@ -38,7 +39,7 @@ def content_digest(dataset: Any) -> str:
     return digest.hexdigest()
 
 
-def training_data_record(dataset: Any, split: Split) -> Dict[str, Any]:
+def training_data_record(dataset: MoleculeDataset, split: Split) -> Dict[str, Any]:
     """The record a run's checkpoints keep of its data: size, :func:`content_digest` and, per part
     of ``split`` (indices into ``dataset``), the input rows of its molecules (int64 tensors).
 

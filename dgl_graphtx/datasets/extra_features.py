@@ -33,7 +33,7 @@ from rdkit import Chem
 from ..errors import ConfigError
 from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
 from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, prepare_input, to_mol
-from .molecule_dataset import FLOAT32_MAX
+from .float32_range import FLOAT32_MAX
 from .packed import PackedGraphs
 from .report import FEATURE_MASKED, RowIssue
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -12,7 +12,7 @@ import pandas as pd
 from ..checksums import file_sha256
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
-from .class_labels import check_usable_targets, encode_class_labels
+from .class_labels import ClassLabels, check_usable_targets, encode_class_labels
 from .extra_features import ExtraFeatures, add_extra_features
 from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
@@ -79,51 +79,29 @@ def load_labelled(
         raise ConfigError("give both a validation and a test file, or neither")
     if split_col is not None and valid is not None:
         raise ConfigError("give either a split column or separate validation/test files, not both")
-    featurizer = dataset_kwargs.get("featurizer", FeaturizerConfig())
-
-    def read(file: PathLike) -> MoleculeTable:
-        return read_molecules(file, smiles_col, delimiter, featurizer)
-
-    tables: List[MoleculeTable] = [read(path)]
-    if valid is not None:
-        tables += [read(valid), read(cast(PathLike, test))]  # both or neither (checked above)
-    labels: Optional[np.ndarray] = None
-    if split_col is not None:
-        labels = split_labels(tables[0].column(split_col), tables[0].source, split_col)
-    elif valid is not None:
-        labels = np.concatenate([np.full(len(t), part) for t, part in zip(tables, PARTS)])
-        logger.info("training rows 0-%d from %s, validation rows %d-%d from %s, test rows %d-%d from %s",
-                    len(tables[0]) - 1, tables[0].source, len(tables[0]), len(tables[0]) + len(tables[1]) - 1,
-                    tables[1].source, len(tables[0]) + len(tables[1]), len(labels) - 1, tables[2].source)
+    tables = _read_tables(path, valid, test, smiles_col, delimiter, dataset_kwargs.get("featurizer", FeaturizerConfig()))
+    row_parts = _row_parts(tables, split_col)
     if positive_label is not None and task != "classification":
         raise ConfigError(f"--positive-label {positive_label!r} applies to --task classification only")
-    target_frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
-    censor = None
-    if censored and target_frame is not None:
-        target_frame, censor = split_censored(target_frame)
-    classes: tuple = ()
-    if target_frame is not None:
-        if task == "classification":
-            target_frame, classes = encode_class_labels(target_frame, positive_label)
-        check_usable_targets(target_frame, tables[0].source, task)  # before any featurization
+    labels = _read_targets(tables, targets, task, positive_label, censored)
     # per-row columns are read (and checked) before the molecules are featurized
     weights = None if weight_col is None else np.concatenate(
         [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
     groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
     fingerprint = "|".join(f"{file_sha256(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
-    fingerprint += "".join(f"|{c.to_dict()}" for c in classes)
+    fingerprint += "".join(f"|{c.to_dict()}" for c in labels.classes)
     fingerprint += "|censored" if censored else ""
     dataset = MoleculeDataset(
         [m for t in tables for m in t.molecules],
-        target_frame,
+        labels.frame,
         target_names=list(targets),
         identifiers=[i for t in tables for i in t.identifiers],
         **{"fingerprint": fingerprint, **dataset_kwargs},
     )
-    dataset.class_labels = classes
+    dataset.class_labels = labels.classes
     kept_rows = dataset.rows.numpy()
-    if censor is not None:
-        dataset.censor = censor[kept_rows]
+    if labels.censor is not None:
+        dataset.censor = labels.censor[kept_rows]
     if weights is not None:
         dataset.sample_weights = weights[kept_rows]
     if groups is not None:
@@ -132,11 +110,59 @@ def load_labelled(
         frame = pd.concat([t.columns for t in tables], ignore_index=True) if extra_features.columns else None
         add_extra_features(dataset, extra_features, [m for t in tables for m in t.molecules], frame,
                            source=" / ".join(str(t.source) for t in tables))
-    if labels is None:
-        return dataset, None
-    kept = labels[dataset.rows.numpy()]
-    split = Split(*(np.flatnonzero(kept == part).tolist() for part in PARTS))
+    return dataset, (None if row_parts is None else _data_split(row_parts[kept_rows], split_col))
+
+
+class LabelledTargets(NamedTuple):
+    """The targets of labelled files: their ``frame`` (``None`` without targets), the censoring
+    codes of censored labels and the text classes mapped to 0/1 (classification)."""
+
+    frame: Optional[pd.DataFrame]
+    censor: Optional[np.ndarray]
+    classes: Tuple[ClassLabels, ...]
+
+
+def _read_tables(path: PathLike, valid: Optional[PathLike], test: Optional[PathLike], smiles_col: str,
+                 delimiter: Optional[str], featurizer: FeaturizerConfig) -> List[MoleculeTable]:
+    """The training file, and the validation and test files when given (both or neither)."""
+    files = [path] if valid is None else [path, valid, cast(PathLike, test)]  # both or neither (checked by the caller)
+    return [read_molecules(file, smiles_col, delimiter, featurizer) for file in files]
+
+
+def _row_parts(tables: Sequence[MoleculeTable], split_col: Optional[str]) -> Optional[np.ndarray]:
+    """The part (``train``, ``valid`` or ``test``) of every row of ``tables``, as the split column or
+    the separate files say; ``None`` when the data defines no split."""
+    if split_col is not None:
+        return split_labels(tables[0].column(split_col), tables[0].source, split_col)
+    if len(tables) == 1:
+        return None
+    parts = np.concatenate([np.full(len(t), part) for t, part in zip(tables, PARTS)])
+    logger.info("training rows 0-%d from %s, validation rows %d-%d from %s, test rows %d-%d from %s",
+                len(tables[0]) - 1, tables[0].source, len(tables[0]), len(tables[0]) + len(tables[1]) - 1,
+                tables[1].source, len(tables[0]) + len(tables[1]), len(parts) - 1, tables[2].source)
+    return parts
+
+
+def _read_targets(tables: Sequence[MoleculeTable], targets: Sequence[str], task: str, positive_label: Optional[str],
+                  censored: bool) -> LabelledTargets:
+    """The target columns of all ``tables``: censored cells split into numbers and codes (with
+    ``censored``), text classes encoded (classification), checked usable before any featurization."""
+    frame = pd.concat([t.targets(targets) for t in tables], ignore_index=True) if targets else None
+    censor = None
+    if censored and frame is not None:
+        frame, censor = split_censored(frame)
+    classes: Tuple[ClassLabels, ...] = ()
+    if frame is not None:
+        if task == "classification":
+            frame, classes = encode_class_labels(frame, positive_label)
+        check_usable_targets(frame, tables[0].source, task)
+    return LabelledTargets(frame, censor, classes)
+
+
+def _data_split(parts: np.ndarray, split_col: Optional[str]) -> Split:
+    """The split (indices into the dataset) by the part each molecule is in (``parts``); refused when a part holds none."""
+    split = Split(*(np.flatnonzero(parts == part).tolist() for part in PARTS))
     empty = [part for part, indices in zip(PARTS, split) if not indices]
     if empty:
         raise ConfigError(f"the {' and '.join(empty)} part(s) of the split hold no valid molecule; check {split_col or 'the files'}")
-    return dataset, split
+    return split

@@ -27,7 +27,9 @@ from ..relation_graph import RelationConfig
 from .class_labels import ClassLabels
 from .cache import cache_path, load_cached, save_cached
 from .collate import MoleculeBatch, Sample, labels_and_mask
+from .extra_features import ExtraFeatureValues
 from .featurized import featurize_and_pack
+from .float32_range import FLOAT32_MAX
 from .packed import Indices, PackedGraphs
 from .readers import MoleculeTable, check_unique, read_molecules, smiles_column
 from .report import LABEL_MASKED, InputReport, RowIssue, show_value
@@ -35,10 +37,6 @@ from .report import LABEL_MASKED, InputReport, RowIssue, show_value
 logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
-
-#: Largest finite float32: labels are stored as float32, so larger magnitudes would become inf.
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
 
 def coerce_targets(
     targets: Any, names: Optional[Sequence[str]], ids: Sequence[str], report: InputReport
@@ -171,6 +169,9 @@ class MoleculeDataset(Dataset):
     censor: Optional[np.ndarray] = None
     sample_weights: Optional[np.ndarray] = None
     groups: Optional[List[str]] = None
+    #: Raw extra features per molecule and atom, set by :func:`~dgl_graphtx.datasets.add_extra_features`
+    #: (``None`` without them; a training run fits their scalers on its training part).
+    extra_values: Optional[ExtraFeatureValues] = None
 
     def __init__(
         self,

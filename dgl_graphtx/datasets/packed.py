@@ -155,4 +155,4 @@ class PackedGraphs:
     @classmethod
     def from_state_dict(cls, state: Dict[str, object]) -> "PackedGraphs":
         """Inverse of :meth:`state_dict`."""
-        return cls(**state)  # type: ignore[arg-type]
+        return cls(**state)  # type: ignore[arg-type]  # state_dict's values, typed object there, are this class's fields

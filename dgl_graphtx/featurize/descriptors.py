@@ -19,20 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
-from rdkit import Chem, rdBase
+from rdkit import rdBase
 from rdkit.Chem import Descriptors, rdFingerprintGenerator
 
 from ..errors import ConfigError, InvalidMoleculeError
-from .molecule import MoleculeLike, to_mol
+from .molecule import MoleculeLike, to_heavy_atom_mol
 
 SCALING_METHODS = ("standard", "robust")
-
-
-def _heavy_atom_mol(molecule: MoleculeLike) -> Chem.Mol:
-    """The molecule with implicit hydrogens (explicit ones from SDF files are removed), so that a
-    SMILES and an SD record of the same molecule give the same descriptors."""
-    mol = to_mol(molecule)
-    return Chem.RemoveHs(mol) if any(atom.GetAtomicNum() == 1 for atom in mol.GetAtoms()) else mol
 
 
 @dataclass(frozen=True)
@@ -54,7 +47,7 @@ class RDKit2D:
 
     def compute(self, molecule: MoleculeLike) -> np.ndarray:
         """One float64 row; NaN where RDKit fails or returns a non-finite value."""
-        mol = _heavy_atom_mol(molecule)
+        mol = to_heavy_atom_mol(molecule)
         row = np.full(len(Descriptors._descList), np.nan)
         for column, (_, function) in enumerate(Descriptors._descList):
             try:
@@ -91,7 +84,7 @@ class MorganCounts:
     def compute(self, molecule: MoleculeLike) -> np.ndarray:
         """Counts per bin as one float64 row."""
         generator = rdFingerprintGenerator.GetMorganGenerator(radius=self.radius, fpSize=self.size)
-        return generator.GetCountFingerprintAsNumPy(_heavy_atom_mol(molecule)).astype(np.float64)
+        return generator.GetCountFingerprintAsNumPy(to_heavy_atom_mol(molecule)).astype(np.float64)
 
 
 #: Generator classes by name.

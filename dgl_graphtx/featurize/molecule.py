@@ -34,7 +34,9 @@ class RejectedMolecule:
     reason: str
 
 
-MoleculeLike = Union[str, Chem.Mol, RejectedMolecule]
+#: One molecule as featurization takes it: a SMILES string, an RDKit molecule, a rejected one, or
+#: ``None`` (a file record RDKit could not read); :func:`to_mol` turns the last two into an error.
+MoleculeLike = Union[str, Chem.Mol, RejectedMolecule, None]
 
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
@@ -94,6 +96,19 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     if molecule is None:
         raise InvalidMoleculeError("missing molecule (None); RDKit may have failed to read this record")
     return parse_smiles(molecule)
+
+
+def to_heavy_atom_mol(molecule: MoleculeLike) -> Chem.Mol:
+    """:func:`to_mol` with only the heavy atoms: hydrogen atoms the molecule carries (SDF files,
+    ``Chem.AddHs``) become implicit, so that a SMILES and an SD record of the same molecule give the
+    same descriptors and fingerprints.
+
+    Example:
+        >>> to_heavy_atom_mol(Chem.AddHs(Chem.MolFromSmiles("CO"))).GetNumAtoms(), to_heavy_atom_mol("CO").GetNumAtoms()
+        (2, 2)
+    """
+    mol = to_mol(molecule)
+    return Chem.RemoveHs(mol) if any(atom.GetAtomicNum() == 1 for atom in mol.GetAtoms()) else mol
 
 
 def prepare_input(molecule: MoleculeLike, config: FeaturizerConfig) -> MoleculeLike:

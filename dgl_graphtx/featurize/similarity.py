@@ -12,8 +12,7 @@ from rdkit import rdBase
 from rdkit.Chem import rdFingerprintGenerator
 
 from ..errors import InvalidMoleculeError
-from .descriptors import _heavy_atom_mol
-from .molecule import MoleculeLike
+from .molecule import MoleculeLike, to_heavy_atom_mol
 
 #: Morgan radius and bit count of the similarity fingerprints.
 FINGERPRINT_RADIUS = 2
@@ -39,7 +38,7 @@ def packed_fingerprints(molecules: Iterable[MoleculeLike]) -> np.ndarray:
     with rdBase.BlockLogs():
         for molecule in molecules:
             try:
-                bits = generator.GetFingerprintAsNumPy(_heavy_atom_mol(molecule)).astype(bool)
+                bits = generator.GetFingerprintAsNumPy(to_heavy_atom_mol(molecule)).astype(bool)
             except (InvalidMoleculeError, ValueError, RuntimeError):
                 bits = np.zeros(FINGERPRINT_BITS, bool)
             rows.append(np.packbits(bits))

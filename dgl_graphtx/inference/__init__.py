@@ -7,6 +7,7 @@ from .cross_conformal import CVPlus, stored_cv_plus
 from .domain import Domain
 from .ensemble import ensemble_chunks, ensemble_predict, stored_calibration
 from .evaluation import Evaluation, evaluate_table
+from .model_card import ModelCard
 from .prediction_job import PredictionJob, PredictionSummary, run_prediction
 from .predictor import Embeddings, Predictor, predict_smiles
 
@@ -15,6 +16,7 @@ __all__ = [
     "Domain",
     "Embeddings",
     "Evaluation",
+    "ModelCard",
     "PredictionJob",
     "PredictionSummary",
     "Predictor",

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..checksums import file_sha256
 from ..errors import CheckpointError, ConfigError
+from .model_card import ModelCard
 
 PathLike = Union[str, Path]
 
@@ -25,19 +26,19 @@ class Pretrained(NamedTuple):
     """A pretrained backbone: its checkpoint, model card, file and the name or path it was asked by."""
 
     checkpoint: LoadedCheckpoint
-    card: Dict[str, Any]
+    card: ModelCard
     path: Path
     source: str
 
 
-def list_pretrained() -> List[Dict[str, Any]]:
+def list_pretrained() -> List[ModelCard]:
     """The model cards of the shipped pretrained models, by name.
 
     Example:
-        >>> all(card["name"] for card in list_pretrained())
-        True
+        >>> [card.name for card in list_pretrained()]
+        ['gradformer-moses50k', 'gradformer-tiny-moses3k', 'grpe-tiny-moses20k']
     """
-    return [json.loads((folder / CARD_FILE).read_text()) for folder in sorted(PRETRAINED_DIR.iterdir())
+    return [read_card(folder / CARD_FILE, folder.name) for folder in sorted(PRETRAINED_DIR.iterdir())
             if (folder / CARD_FILE).is_file() and (folder / BACKBONE_FILE).is_file()]
 
 
@@ -63,7 +64,7 @@ def _locate(name_or_path: PathLike) -> Tuple[Path, Path]:
         return path / BACKBONE_FILE, path / CARD_FILE
     if path.is_file():
         return path, path.with_name(CARD_FILE)
-    names = [card["name"] for card in list_pretrained()]
+    names = [card.name for card in list_pretrained()]
     raise ConfigError(f"no pretrained model {text!r}: give one of {names} (see 'dgl-graphtx pretrained') or the "
                       "folder / backbone.pt written by 'dgl-graphtx pretrain'")
 
@@ -98,16 +99,16 @@ def get_pretrained(name_or_path: PathLike) -> Pretrained:
                           "a backbone without a card cannot be checked")
     card = read_card(card_path, name_or_path)
     actual = file_sha256(backbone)
-    if actual != card.get("sha256"):
+    if actual != card.sha256:
         raise CheckpointError(f"pretrained model {str(name_or_path)!r}: {backbone} has SHA-256 {actual[:12]}..., its card "
-                              f"says {str(card.get('sha256'))[:12]}...; the file is damaged or replaced: reinstall "
+                              f"says {card.sha256[:12]}...; the file is damaged or replaced: reinstall "
                               "dgl_graphtx or re-run 'dgl-graphtx pretrain'")
     return Pretrained(load_checkpoint(backbone), card, backbone, str(name_or_path))
 
 
-def read_card(path: Path, name_or_path: PathLike) -> Dict[str, Any]:
+def read_card(path: Path, name_or_path: PathLike) -> ModelCard:
     """The model card at ``path`` of the backbone asked for as ``name_or_path``, or one
-    :class:`ConfigError` saying what is wrong with it.
+    :class:`ConfigError` saying what is wrong with it (not JSON, not an object, a field missing).
 
     Example:
         >>> import tempfile, pathlib
@@ -126,21 +127,22 @@ def read_card(path: Path, name_or_path: PathLike) -> Dict[str, Any]:
                           f"(line {err.lineno}, column {err.colno}: {err.msg}); {fix}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {path} is not text; {fix}") from None
-    if not isinstance(card, dict):
-        raise ConfigError(f"pretrained model {str(name_or_path)!r}: its model card {path} is not a JSON object "
-                          f"(it holds a {type(card).__name__}); {fix}")
-    return card
+    try:
+        return ModelCard.from_dict(card, f"pretrained model {str(name_or_path)!r}: its model card {path}")
+    except ConfigError as err:
+        raise ConfigError(f"{err}; {fix}") from None
 
 
-def describe(card: Dict[str, Any]) -> str:
+def describe(card: ModelCard) -> str:
     """One line about a pretrained model.
 
     Example:
-        >>> describe({"name": "m", "variant": "grpe", "parameters": 1000, "corpus": {"name": "MOSES", "molecules": 10},
-        ...           "heldout_r2": 0.5, "epochs": 2})
-        'm: grpe, 1,000 parameters, pretrained on 10 molecules of MOSES for 2 epochs, held-out descriptor R2 0.500'
+        >>> print(describe(read_card(PRETRAINED_DIR / "gradformer-tiny-moses3k" / CARD_FILE, "gradformer-tiny-moses3k")))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        gradformer-tiny-moses3k: gradformer, 35,069 parameters, pretrained on 3,000 molecules of MOSES for 40 epochs,
+        held-out descriptor R2 0.574
     """
-    return f"{card.get('name')}: {_facts(card)}"
+    return f"{card.name}: {_facts(card)}"
 
 
 def describe_loaded(pretrained: Pretrained) -> str:
@@ -150,15 +152,13 @@ def describe_loaded(pretrained: Pretrained) -> str:
         >>> describe_loaded(get_pretrained("gradformer-tiny-moses3k"))  # doctest: +ELLIPSIS
         'pretrained backbone gradformer-tiny-moses3k (SHA-256 ..., as its card says): gradformer, ... parameters, pretrained on ...'
     """
-    sha = str(pretrained.card.get("sha256"))[:12]
+    sha = pretrained.card.sha256[:12]
     return f"pretrained backbone {pretrained.source} (SHA-256 {sha}, as its card says): {_facts(pretrained.card)}"
 
 
-def _facts(card: Dict[str, Any]) -> str:
-    corpus = card.get("corpus", {})
-    return (f"{card.get('variant')}, {card.get('parameters', 0):,} parameters, pretrained on "
-            f"{corpus.get('molecules', 0):,} molecules of {corpus.get('name')} for {card.get('epochs')} epochs, "
-            f"held-out descriptor R2 {_number(card.get('heldout_r2'))}")
+def _facts(card: ModelCard) -> str:
+    return (f"{card.variant}, {card.parameters:,} parameters, pretrained on {card.corpus.molecules:,} molecules of "
+            f"{card.corpus.name} for {card.epochs} epochs, held-out descriptor R2 {_number(card.heldout_r2)}")
 
 
 def _number(value: Optional[float]) -> str:

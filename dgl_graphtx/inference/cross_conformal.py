@@ -76,13 +76,14 @@ class CVPlus:
         """CV+ ``(lo, hi)`` of target ``name`` for molecules predicted ``fold_means`` ``[K, M]``
         (and ``fold_stds`` with normalised scores) by the fold models; NaN where a fold model
         gave no prediction (an invalid molecule)."""
-        if self.normalised and fold_stds is None:
+        stds = fold_stds if self.normalised else None
+        if self.normalised and stds is None:
             raise ConfigError("these CV+ scores are normalised by the models' std; predict with it (no --uncertainty none)")
         lo, hi = np.full(fold_means.shape[1], np.nan), np.full(fold_means.shape[1], np.nan)
-        ok = np.isfinite(fold_means).all(0) & (np.isfinite(fold_stds).all(0) if self.normalised else True)
+        ok = np.isfinite(fold_means).all(0) & (np.isfinite(stds).all(0) if stds is not None else True)
         if ok.any():
             lo[ok], hi[ok] = cv_plus_intervals(fold_means[:, ok], self.scores[name], self.folds, self.coverage,
-                                               fold_stds[:, ok] if self.normalised else None)
+                                               stds[:, ok] if stds is not None else None)
         return lo, hi
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -70,7 +70,8 @@ class Domain:
     @classmethod
     def from_molecules(cls, molecules: Iterable[Any]) -> "Domain":
         """The domain spanned by ``molecules`` (SMILES or RDKit molecules; unreadable ones ignored)."""
-        elements, atoms, fragments = set(), 0, 1
+        elements: Set[int] = set()
+        atoms, fragments = 0, 1
         for molecule in molecules:
             try:
                 mol = to_mol(molecule)
@@ -91,10 +92,10 @@ class Domain:
             >>> Domain().with_feature_values(ds.graphs, [0]).atom_values[1]  # chirality: none only
             (0.0,)
         """
-        rows = np.asarray(list(rows), dtype=np.int64)
+        training_rows = np.asarray(list(rows), dtype=np.int64)
 
         def picked(offsets: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-            parts = [torch.arange(int(offsets[r]), int(offsets[r] + counts[r])) for r in rows]
+            parts = [torch.arange(int(offsets[r]), int(offsets[r] + counts[r])) for r in training_rows]
             return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
         atoms = graphs.ndata["feat"][picked(graphs.node_offsets, graphs.num_nodes)]
@@ -159,9 +160,10 @@ class Domain:
             if recorded is None or not len(features):
                 continue
             for column, values in enumerate(seen_values(features)):
-                if column >= len(recorded) or recorded[column] is None or values is None:
+                seen = recorded[column] if column < len(recorded) else None
+                if seen is None or values is None:
                     continue
-                words = [describe(level, column, v) for v in values if v not in recorded[column]]
+                words = [describe(level, column, v) for v in values if v not in seen]
                 named = [w for w in words if w is not None]
                 if named:
                     reasons.append(f"{', '.join(named)} never seen in training")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -116,6 +116,7 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
     if cv_plus is not None and len(predictors) != len(cv_plus.checkpoints):
         raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(predictors)}")
+    members: List[Iterable[pd.DataFrame]]
     if len(molecules):
         members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)
                    for i, p in enumerate(predictors)]

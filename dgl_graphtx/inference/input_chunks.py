@@ -2,7 +2,7 @@
 prediction and embedding whatever the input size."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Sized, Tuple, Union
 
 import pandas as pd
 from rdkit import Chem
@@ -28,13 +28,15 @@ def input_chunks(
         >>> [(start, names) for start, _, names in input_chunks(["C", "CC", "CCC"], 2)]
         [(0, ['C', 'CC']), (2, ['CCC'])]
     """
-    single = isinstance(molecules, (str, bytes, Chem.Mol))
-    try:
-        items = iter([molecules] if single else molecules)
-    except TypeError:
+    if isinstance(molecules, (str, bytes, Chem.Mol)):
+        inputs: Iterable[MoleculeLike] = [molecules]
+    elif isinstance(molecules, Iterable):
+        inputs = molecules
+    else:
         raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
-                          f"got {type(molecules).__name__} {molecules!r}") from None
-    total = 1 if single else (len(molecules) if hasattr(molecules, "__len__") else None)
+                          f"got {type(molecules).__name__} {molecules!r}")
+    items = iter(inputs)
+    total = len(inputs) if isinstance(inputs, Sized) else None
     if identifiers is not None and total is not None and len(identifiers) != total:
         raise ConfigError(f"got {len(identifiers)} identifiers for {total} molecules")
     if carried is not None and total is not None and len(carried) != total:

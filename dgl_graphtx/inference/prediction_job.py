@@ -16,7 +16,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -99,7 +99,7 @@ class PredictionJob:
                   else hashlib.sha256(json.dumps(list(self.smiles)).encode()).hexdigest())
         options = {k: self.predictor.get(k) for k in ROW_SHAPING_OPTIONS}
         limits = options.get("limits") or SizeLimits()
-        options["limits"] = dataclasses.asdict(limits) if dataclasses.is_dataclass(limits) else limits
+        options["limits"] = dataclasses.asdict(limits) if isinstance(limits, SizeLimits) else limits
         return {"input": digest, "checkpoint": [file_sha256(p) for p in checkpoints], "smiles_col": self.smiles_col,
                 "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options}
 
@@ -154,7 +154,7 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     """
     paths = resolve_checkpoints(job.checkpoints)
     writer = None
-    if job.streamed:
+    if job.output is not None and job.streamed:
         writer = ProgressiveCSV(job.output, resume=job.resume, sep=table_separator(job.output), source=job.source(paths))
     elif job.output is not None:
         check_writable(job.output)
@@ -166,10 +166,10 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     chunks = _chunks(predictors, job, table, start)
     if writer is None:
         whole = pd.concat(list(chunks), ignore_index=True)
-        counts = _counts(whole)
+        invalid, unusual = _counts(whole)
         if job.output is None:
-            return PredictionSummary(len(whole), *counts, models=len(predictors), table=whole)
-        return PredictionSummary(len(whole), *counts, models=len(predictors), output=write_table(whole, job.output))
+            return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), table=whole)
+        return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), output=write_table(whole, job.output))
     invalid = unusual = 0
     for chunk in chunks:
         writer.append(chunk)
@@ -178,9 +178,9 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), start, Path(writer.finish()))
 
 
-def _counts(table: pd.DataFrame) -> List[int]:
+def _counts(table: pd.DataFrame) -> Tuple[int, int]:
     """Rows with an ``error``, and rows with a ``warning`` (outside the training domain)."""
-    return [int(table["error"].notna().sum()), int(table["warning"].notna().sum())]
+    return int(table["error"].notna().sum()), int(table["warning"].notna().sum())
 
 
 def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[MoleculeTable], start: int) -> Iterator[pd.DataFrame]:

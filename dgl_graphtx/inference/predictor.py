@@ -179,8 +179,9 @@ class Predictor:
         self.model = loaded.model.to(self.device).eval()
         self.meta = loaded.meta
         self.featurizer = MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation, limits)
-        self.domain = Domain.from_dict(loaded.meta.extra.get("domain"))
-        self.uncertainty, stored = stored_settings(loaded.meta.extra, uncertainty, mc_samples)
+        extras = loaded.meta.extra
+        self.domain = Domain.from_dict(extras.domain)
+        self.uncertainty, calibration = stored_settings(extras.to_dict(), uncertainty, mc_samples)
         check_method_fits(self.uncertainty.method, self.model.config.task)
         method = uncertainty_method(self.uncertainty.method)
         if method.std == "members":
@@ -188,15 +189,14 @@ class Predictor:
         if method.has_head and method.name != self.model.config.uncertainty_head:
             raise ConfigError(f"uncertainty {method.name!r} needs a model trained with it; this checkpoint has "
                               f"head {self.model.config.uncertainty_head!r} (use mc_dropout or none)")
-        self.calibration = Calibration.from_dict(stored)
-        fingerprints = loaded.meta.extra.get("training_fingerprints")
+        self.calibration = Calibration.from_dict(calibration)
+        fingerprints = extras.training_fingerprints
         #: The training part's packed fingerprints (``[N, 256]`` uint8), when the checkpoint stores them.
         self.training_fingerprints = fingerprints.numpy() if isinstance(fingerprints, torch.Tensor) else None
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
-        stored = loaded.meta.extra.get("extra_features")
-        self.extras = FittedExtraFeatures.from_dict(stored) if stored else None
+        self.extras = FittedExtraFeatures.from_dict(extras.extra_features) if extras.extra_features else None
         self.atom_function = atom_function
 
     @property
@@ -208,7 +208,7 @@ class Predictor:
     def class_labels(self) -> Tuple[ClassLabels, ...]:
         """Text classes the training labels were mapped from (classification; empty for 0/1 labels):
         predictions are probabilities of each target's ``positive`` class."""
-        return class_labels_from_meta(self.meta.extra)
+        return class_labels_from_meta(self.meta.extra.class_labels)
 
     def predict(
         self,
@@ -302,7 +302,7 @@ class Predictor:
             for batch in self._batches(done):
                 for positions, result, error in self._forward(done, batch, functools.partial(self._embed_batch, atoms=atoms)):
                     rows = [done.rows[p] for p in positions]
-                    if error is not None:
+                    if result is None:
                         for row in rows:
                             done.errors[row] = error
                         continue
@@ -343,7 +343,7 @@ class Predictor:
         feature values were masked (as at training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
         masked: List[Optional[str]] = [None] * len(molecules)
-        if self.extras is not None and done.rows:
+        if self.extras is not None and done.graphs is not None:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
             notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
                                                    [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
@@ -368,7 +368,7 @@ class Predictor:
         for batch in self._batches(done):
             for positions, values, error in self._forward(done, batch, self._predict_batch):
                 for position, row in enumerate(done.rows[p] for p in positions):
-                    if error is not None:
+                    if values is None:
                         errors[row] = error
                     elif not np.isfinite(values[position]).all():
                         errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
@@ -401,6 +401,7 @@ class Predictor:
         if rows:
             similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
         return similarity
+
     def _unseen_features(self, done: Featurized) -> List[List[str]]:
         """Per input row, the atom and bond feature values of its graph that training never saw."""
         out: List[List[str]] = [[] for _ in done.errors]
@@ -420,7 +421,7 @@ class Predictor:
 
     def _batches(self, done: Featurized) -> Iterable[List[int]]:
         """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""
-        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.rows else []
+        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.relations is not None else []
 
     def _predict_batch(self, graph, relation) -> np.ndarray:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
@@ -440,6 +441,7 @@ class Predictor:
         """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
         result, None)``; on running out of memory the batch is split in halves, and a single
         molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
+        assert done.graphs is not None and done.relations is not None, "batches hold featurized molecules"
         index = torch.tensor(batch, dtype=torch.int64)
         try:
             result = step(on_device(done.graphs.batch(index), self.device, self.compute),

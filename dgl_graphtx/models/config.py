@@ -49,9 +49,6 @@ class ModelConfig(ModelSettings):
         super().__post_init__()
         if self.variant not in VARIANTS:
             raise ConfigError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        spec = variant_spec(self.variant)
-        if spec.check is not None:
-            spec.check(self, self.options)
         if self.model_architecture == "gps":
             _check_gps(self)
 

@@ -158,8 +158,6 @@ class VariantSpec:
         default_preset: the preset used when none is named (``dgl-graphtx presets NAME`` lists
             them; a variant without paper presets gets the library-size ``tiny``).
         ffn_multiplier: default feed-forward width in units of ``hidden_dim``.
-        check: extra checks of a config using this variant, from the same two arguments (raise
-            ``ConfigError``).
         uses_coordinates: whether a config of this variant reads 3-D distances (then its
             checkpoints need a featurizer with coordinates), from the same two arguments.
         search: its own knobs for ``dgl-graphtx hpopt``, searched after the shared ones
@@ -178,7 +176,6 @@ class VariantSpec:
     architecture: str = "transformer"
     default_preset: str = "tiny"
     ffn_multiplier: int = 1
-    check: Optional[Callable[[ModelSettings, Any], None]] = None
     uses_coordinates: Callable[[ModelSettings, Any], bool] = lambda settings, options: False
     search: Tuple[Param, ...] = ()
 

@@ -175,6 +175,18 @@ class DataConfig:
         """Whether the data is QM9 from :func:`~dgl_graphtx.datasets.qm9` (``path == "qm9"``)."""
         return self.path == "qm9"
 
+    @property
+    def training_path(self) -> str:
+        """``path``, or a :class:`~dgl_graphtx.errors.ConfigError` when the run names no training data.
+
+        Example:
+            >>> DataConfig(path="d.csv").training_path
+            'd.csv'
+        """
+        if self.path is None:
+            raise ConfigError("no training data: give the DATA file (or data.path in --config)")
+        return self.path
+
     @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
         """The extra features these settings ask for (checked once, when the settings are made)."""
@@ -293,9 +305,10 @@ class RunConfig:
             True
         """
         data = self.data
-        paths = {name: str(Path(getattr(data, name)).resolve()) for name in ("path", "valid", "test", "calibration", "cache_dir")
-                 if getattr(data, name) is not None and not (name == "path" and data.is_qm9)}
-        return dataclasses.replace(self, data=dataclasses.replace(data, **paths))
+        data = dataclasses.replace(data, path=data.path if data.is_qm9 else _absolute(data.path), valid=_absolute(data.valid),
+                                   test=_absolute(data.test), calibration=_absolute(data.calibration),
+                                   cache_dir=_absolute(data.cache_dir))
+        return dataclasses.replace(self, data=data)
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain nested dict in the file layout (derived model fields left out; tuples as lists)."""
@@ -332,6 +345,11 @@ class RunConfig:
 
 
 # -- reading (the generic layer is dgl_graphtx.runs.settings_files) --------------------------------
+def _absolute(path: Optional[str]) -> Optional[str]:
+    """``path`` made absolute (``None`` stays ``None``)."""
+    return None if path is None else str(Path(path).resolve())
+
+
 def load_config_file(path: PathLike) -> Dict[str, Any]:
     """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) config file of run sections into a nested dict.
 
@@ -400,24 +418,39 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
 
 
 def check_active_sections(model: Mapping[str, Any], variant: str, base: Mapping[str, Any]) -> None:
-    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer):
-    they would be ignored. Values equal to the preset's (a saved ``config.yaml`` holds every
-    section) are accepted.
+    """Refuse settings of another variant's option section (``model.moire.*`` on a Gradformer),
+    and GPS block settings (``model.gps.*``) on a model of another architecture: they would be
+    ignored. Values equal to the preset's (a saved ``config.yaml`` holds every section) are accepted.
 
     Example:
         >>> check_active_sections({"moire": {"focus": "laplacian"}}, "gradformer", {"moire": {"focus": "cauchy"}})
         Traceback (most recent call last):
         ...
         dgl_graphtx.errors.ConfigError: model.moire.focus=laplacian is a setting of the moire model, but the active model is gradformer (preset.model / --model); drop it or train with --model moire
+        >>> check_active_sections({"gps": {"norm": "layer"}}, "moire", {"architecture": None, "gps": {"norm": "batch"}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: model.gps.norm=layer is a setting of the GPS architecture, but the model's architecture is transformer (model.architecture, or the variant's own); drop it or set model.architecture=gps
     """
     sections = option_sections()
     for section, values in model.items():
         if section == variant or section not in sections or not isinstance(values, Mapping):
             continue
-        for name, value in values.items():
-            if value != base.get(section, {}).get(name):
-                raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
-                                  f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+        for name, value in _changed_settings(values, base.get(section, {})):
+            raise ConfigError(f"model.{section}.{name}={value} is a setting of the {section} model, but the active model "
+                              f"is {variant} (preset.model / --model); drop it or train with --model {section}")
+    architecture = model.get("architecture", base.get("architecture")) or VARIANT_SPECS[variant].architecture
+    gps = model.get("gps")
+    if architecture == "gps" or not isinstance(gps, Mapping):
+        return
+    for name, value in _changed_settings(gps, base.get("gps", {})):
+        raise ConfigError(f"model.gps.{name}={value} is a setting of the GPS architecture, but the model's architecture is "
+                          f"{architecture} (model.architecture, or the variant's own); drop it or set model.architecture=gps")
+
+
+def _changed_settings(values: Mapping[str, Any], preset: Mapping[str, Any]) -> List[Tuple[str, Any]]:
+    """The ``(name, value)`` pairs of ``values`` that differ from the ``preset``'s."""
+    return [(name, value) for name, value in values.items() if value != preset.get(name)]
 
 
 def resolve_run_config(

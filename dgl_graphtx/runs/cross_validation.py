@@ -7,7 +7,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Hashable, List, Optional, Sequence, Union
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -64,7 +64,7 @@ def fold_metrics(result: ExperimentResult, preset: Preset, names: Sequence[str],
             values = compute_metrics(task, table[[name]].to_numpy(dtype=np.float64), predicted, metrics)
             rows += [{"target": name, "metric": k, "value": v} for k, v in values.items()]
         if f"{name}_lo" in table:
-            interval = uncertainty_metrics(*(table[c].to_numpy(float) for c in (name, prediction_column(name))),
+            interval = uncertainty_metrics(table[name].to_numpy(float), table[prediction_column(name)].to_numpy(float),
                                            lo=table[f"{name}_lo"].to_numpy(float), hi=table[f"{name}_hi"].to_numpy(float))
             rows += [{"target": name, "metric": k, "value": v} for k, v in interval.items()]
     return pd.DataFrame(rows)
@@ -154,10 +154,11 @@ def _write(out: Path, per_fold: pd.DataFrame, summary: pd.DataFrame, folds: int,
     wide.columns = [f"fold_{k}" for k in wide.columns]
     table = summary.merge(wide.reset_index(), on=["target", "metric"])
     atomic_to_csv(table, out / "cv_metrics.csv", index=False)
-    report = {"folds": folds, "kind": kind, "task": task, "targets": {}}
+    targets: Dict[str, Dict[str, Any]] = {}
+    report: Dict[str, Any] = {"folds": folds, "kind": kind, "task": task, "targets": targets}
     if uncertainty.active:
         report["uncertainty"] = {"method": uncertainty.method, "coverage": uncertainty.coverage}
     for row in table.to_dict("records"):
         values = json_safe({"mean": row["mean"], "std": row["std"], **{f"fold_{k}": row[f"fold_{k}"] for k in range(folds)}})
-        report["targets"].setdefault(row["target"], {})[row["metric"]] = values
+        targets.setdefault(row["target"], {})[row["metric"]] = values
     atomic_write_text(json.dumps(report, indent=2, allow_nan=False), out / CV_REPORT)

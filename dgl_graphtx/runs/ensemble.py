@@ -8,7 +8,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -73,6 +73,59 @@ def member_seed(seed: int, replicate: int, member: int, size: int) -> int:
     return seed + replicate * size + member
 
 
+@dataclass(frozen=True)
+class EnsemblePlan:
+    """The settings of :func:`train_ensemble` (see there), checked when made."""
+
+    dataset: MoleculeDataset
+    preset: Preset
+    train_config: TrainConfig
+    split: Union[str, Split]
+    fractions: Tuple[float, float, float]
+    ensemble_size: int
+    replicates: int
+    out: Optional[Path]
+    uncertainty: Optional[UncertaintyConfig]
+    backbone: Optional[Pretrained]
+    calibration: GivenCalibration
+
+    def __post_init__(self) -> None:
+        if self.ensemble_size < 1 or self.replicates < 1:
+            raise ConfigError(f"ensemble size and replicates must be >= 1, got {self.ensemble_size} and {self.replicates}")
+        if isinstance(self.split, Split) and self.replicates > 1:
+            raise ConfigError("replicates need random or scaffold splits; the data defines a single split")
+        if self.calibrates_spread and (self.ensemble_size < 2 or self.preset.model.task != "regression"):
+            raise ConfigError("uncertainty 'ensemble' calibrates the spread of >= 2 regression models; raise the ensemble size "
+                              "(or use mc_dropout for classification)")
+        if self.uncertainty is not None and self.uncertainty.calibration_bins != "none" and self.ensemble_size > 1:
+            raise ConfigError(f"--calibration-bins {self.uncertainty.calibration_bins} bins one model's split-conformal intervals; an "
+                              "ensemble's intervals are calibrated on its members' spread: drop the option or use --ensemble-size 1")
+
+    @property
+    def calibrates_spread(self) -> bool:
+        """Whether the uncertainty is the members' spread (method ``ensemble``), calibrated here."""
+        return self.uncertainty is not None and uncertainty_method(self.uncertainty.method).std == "members"
+
+    @property
+    def names(self) -> List[str]:
+        """The target names."""
+        return list(self.dataset.target_names)
+
+
+@dataclass
+class ReplicateResult:
+    """One replicate: its members' runs, the ensemble's test ``table`` (with a ``replicate``
+    column), its ``metrics`` row (with the members' mean), per-target metrics and, when the
+    spread is calibrated, the ``calibration`` and its ``uncertainty`` report."""
+
+    runs: List[ExperimentResult]
+    table: pd.DataFrame
+    metrics: Dict[str, float]
+    per_target: Dict[str, Dict[str, float]]
+    calibration: Optional[Calibration] = None
+    uncertainty: Optional[Dict[str, Any]] = None
+
+
 def train_ensemble(
     dataset: MoleculeDataset,
     preset: Preset,
@@ -112,73 +165,77 @@ def train_ensemble(
         >>> len(r.metrics), sorted(r.summary["rmse"]), "expt_std" in r.predictions
         (2, ['mean', 'std'], True)
     """
-    if ensemble_size < 1 or replicates < 1:
-        raise ConfigError(f"ensemble size and replicates must be >= 1, got {ensemble_size} and {replicates}")
-    if isinstance(split, Split) and replicates > 1:
-        raise ConfigError("replicates need random or scaffold splits; the data defines a single split")
-    calibrate = uncertainty is not None and uncertainty_method(uncertainty.method).std == "members"
-    if calibrate and (ensemble_size < 2 or preset.model.task != "regression"):
-        raise ConfigError("uncertainty 'ensemble' calibrates the spread of >= 2 regression models; raise the ensemble size "
-                          "(or use mc_dropout for classification)")
-    if uncertainty is not None and uncertainty.calibration_bins != "none" and ensemble_size > 1:
-        raise ConfigError(f"--calibration-bins {uncertainty.calibration_bins} bins one model's split-conformal intervals; an "
-                          "ensemble's intervals are calibrated on its members' spread: drop the option or use --ensemble-size 1")
-    member_uncertainty = None if uncertainty is None or calibrate else uncertainty
-    calibrations: List[Calibration] = []
-    uncertainty_rows = []
-    out = Path(out_dir) if out_dir is not None else None
-    names = list(dataset.target_names)
-    members: List[List[ExperimentResult]] = []
-    predictions, rows, target_rows = [], [], []
-    for replicate in range(replicates):
-        seed = train_config.seed + replicate
-        parts, part = calibration_part(dataset, make_split(dataset, split, fractions, seed), uncertainty or UncertaintyConfig(),
-                                       seed, given=calibration, kind=split)
-        given = (part.indices if part.dataset is dataset else part.dataset) if part is not None and not calibrate else None
-        runs = []
-        for member in range(ensemble_size):
-            seed = member_seed(train_config.seed, replicate, member, ensemble_size)
-            logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, replicates, member + 1, ensemble_size, seed)
-            member_dir = out / f"replicate_{replicate}" / f"member_{member}" if out is not None else None
-            runs.append(train_and_evaluate(dataset, preset, dataclasses.replace(train_config, seed=seed), parts,
-                                           fractions, member_dir, uncertainty=member_uncertainty, calibration=given, backbone=backbone))
-        members.append(runs)
-        table = combine_members([r.test_predictions for r in runs], names)
-        if calibrate and part is not None and uncertainty is not None:
-            calibration_fit = _calibrate_spread(runs, part, uncertainty, train_config)
-            calibrations.append(calibration_fit)
-            table = with_intervals(table, names, calibration_fit)
-            uncertainty_rows.append({"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
-                                     "test": _interval_metrics(table, names)})
-            if out is not None:
-                (out / f"replicate_{replicate}" / "calibration.json").write_text(
-                    json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
-        table.insert(0, "replicate", replicate)
-        predictions.append(table)
-        labels = table[names].to_numpy(dtype=float)
-        predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
-        metrics = compute_metrics(preset.model.task, labels, predicted)
-        member_means = {f"member_{k}": float(np.mean([r.test_metrics[k] for r in runs])) for k in metrics}
-        rows.append({"replicate": replicate, **metrics, **member_means})
-        target_rows.append(per_target_metrics(preset.model.task, labels, predicted, names))
-    frame = pd.concat(predictions, ignore_index=True)
-    metrics_frame = pd.DataFrame(rows)
+    plan = EnsemblePlan(dataset, preset, train_config, split, fractions, ensemble_size, replicates,
+                        Path(out_dir) if out_dir is not None else None, uncertainty, backbone, calibration)
+    done = [_train_replicate(plan, replicate) for replicate in range(replicates)]
+    result = _ensemble_result(plan, done)
+    if plan.out is not None:
+        _write_report(plan, result, done)
+    return result
+
+
+def _train_replicate(plan: EnsemblePlan, replicate: int) -> ReplicateResult:
+    """Split with the replicate's seed, train its members, and evaluate their ensemble on the test part."""
+    names, config, size = plan.names, plan.train_config, plan.ensemble_size
+    seed = config.seed + replicate
+    parts, part = calibration_part(plan.dataset, make_split(plan.dataset, plan.split, plan.fractions, seed),
+                                   plan.uncertainty or UncertaintyConfig(), seed, given=plan.calibration, kind=plan.split)
+    given = (part.indices if part.dataset is plan.dataset else part.dataset) if part is not None and not plan.calibrates_spread else None
+    member_uncertainty = None if plan.calibrates_spread else plan.uncertainty
+    runs = []
+    for member in range(size):
+        seed = member_seed(config.seed, replicate, member, size)
+        logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, plan.replicates, member + 1, size, seed)
+        member_dir = plan.out / f"replicate_{replicate}" / f"member_{member}" if plan.out is not None else None
+        runs.append(train_and_evaluate(plan.dataset, plan.preset, dataclasses.replace(config, seed=seed), parts, plan.fractions,
+                                       member_dir, uncertainty=member_uncertainty, calibration=given, backbone=plan.backbone))
+    table = combine_members([r.test_predictions for r in runs], names)
+    calibration_fit = uncertainty_row = None
+    if plan.calibrates_spread and part is not None and plan.uncertainty is not None:
+        calibration_fit = _calibrate_spread(runs, part, plan.uncertainty, config)
+        table = with_intervals(table, names, calibration_fit)
+        uncertainty_row = {"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
+                           "test": _interval_metrics(table, names)}
+        if plan.out is not None:
+            (plan.out / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
+    table.insert(0, "replicate", replicate)
+    labels = table[names].to_numpy(dtype=float)
+    predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
+    metrics = compute_metrics(plan.preset.model.task, labels, predicted)
+    member_means = {f"member_{k}": float(np.mean([r.test_metrics[k] for r in runs])) for k in metrics}
+    return ReplicateResult(runs, table, {"replicate": replicate, **metrics, **member_means},
+                           per_target_metrics(plan.preset.model.task, labels, predicted, names), calibration_fit, uncertainty_row)
+
+
+def _ensemble_result(plan: EnsemblePlan, done: Sequence[ReplicateResult]) -> EnsembleResult:
+    """The replicates together: their predictions and metrics, the metrics' mean and spread over
+    replicates, and the Spearman rho of the first target's std vs its absolute error."""
+    names = plan.names
+    frame = pd.concat([r.table for r in done], ignore_index=True)
+    metrics_frame = pd.DataFrame([r.metrics for r in done])
     summary = {k: _mean_std(metrics_frame[k]) for k in metrics_frame.columns if k != "replicate"}
-    per_target = {name: {k: _mean_std(pd.Series([r[name][k] for r in target_rows])) for k in target_rows[0][name]}
+    per_target = {name: {k: _mean_std(pd.Series([r.per_target[name][k] for r in done])) for k in done[0].per_target[name]}
                   for name in names}
     first = names[0]
     errors = (frame[prediction_column(first)] - frame[first]).abs()
     keep = errors.notna() & frame[f"{first}_std"].notna()
-    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if ensemble_size > 1 and keep.sum() > 2 else float("nan")
-    if out is not None:
-        frame.to_csv(out / "ensemble_test_predictions.csv", index=False)
-        report = {"ensemble_size": ensemble_size, "replicates": replicates, "summary": json_ready(summary),
-                  "per_target": json_ready(per_target),
-                  "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready(rows)}
-        if calibrate:
-            report["uncertainty"] = json_ready(uncertainty_rows)
-        (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
-    return EnsembleResult(members, frame, metrics_frame, summary, rho, calibrations, per_target)
+    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if plan.ensemble_size > 1 and keep.sum() > 2 else float("nan")
+    calibrations = [r.calibration for r in done if r.calibration is not None]
+    return EnsembleResult([r.runs for r in done], frame, metrics_frame, summary, rho, calibrations, per_target)
+
+
+def _write_report(plan: EnsemblePlan, result: EnsembleResult, done: Sequence[ReplicateResult]) -> None:
+    """``ensemble_test_predictions.csv`` and ``ensemble_metrics.json`` into ``plan.out``."""
+    out = plan.out
+    assert out is not None, "only a run with a folder writes its report"
+    result.predictions.to_csv(out / "ensemble_test_predictions.csv", index=False)
+    rho = result.spearman
+    report = {"ensemble_size": plan.ensemble_size, "replicates": plan.replicates, "summary": json_ready(result.summary),
+              "per_target": json_ready(result.per_target),
+              "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready([r.metrics for r in done])}
+    if plan.calibrates_spread:
+        report["uncertainty"] = json_ready([r.uncertainty for r in done if r.uncertainty is not None])
+    (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
 
 
 def _interval_metrics(table: pd.DataFrame, names: Sequence[str]) -> Dict[str, Dict[str, float]]:

@@ -5,7 +5,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -13,9 +13,10 @@ import torch
 from torch.utils.data import Subset
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
-from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, load_checkpoint, save_checkpoint
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
+from ..datasets.extra_features import FittedExtraFeatures
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
@@ -151,44 +152,117 @@ def train_and_evaluate(
         labels = part.dataset.raw_labels[part.indices].double().numpy()
         check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], uncertainty.coverage)
     hooks = hooks if hooks is not None else ProcessHooks()
+    plan = ExperimentPlan(dataset, preset, train_config, split, fractions, parts, uncertainty, part)
     if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(dataset, preset, train_config, split, fractions, parts, out_dir, hooks, resume, uncertainty, part, backbone)
+        return _run(plan, out_dir, hooks, resume, backbone)
     with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(dataset, preset, train_config, split, fractions, parts, run, hooks, resume, uncertainty, part, backbone)
+        return _run(plan, run, hooks, resume, backbone)
 
 
-def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, split: Union[str, Split],
-         fractions: Tuple[float, float, float], parts: Split, out_dir: Union[None, PathLike, RunFolder],
-         hooks: ProcessHooks, resume: Union[None, bool, PathLike], uncertainty: UncertaintyConfig,
-         part: Optional[CalibrationPart], backbone: Optional[Pretrained]) -> ExperimentResult:
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """What one experiment trains and evaluates, once :func:`train_and_evaluate` has checked it.
+
+    Attributes:
+        dataset: the molecules.
+        preset: the model (with the uncertainty head the method needs), featurization and recipe.
+        train_config: the training settings.
+        split: the split as asked for: a kind (``random``, ``scaffold``, ...) or the given :class:`Split`.
+        fractions: the parts' shares, for a kind of split.
+        parts: the split (indices into ``dataset``), without the calibration molecules.
+        uncertainty: the uncertainty method and its calibration settings.
+        calibration: the molecules that calibrate the uncertainty (``None`` without a method).
+    """
+
+    dataset: MoleculeDataset
+    preset: Preset
+    train_config: TrainConfig
+    split: Union[str, Split]
+    fractions: Tuple[float, float, float]
+    parts: Split
+    uncertainty: UncertaintyConfig
+    calibration: Optional[CalibrationPart]
+
+
+@dataclass
+class EvaluationOnTest:
+    """The trained model on the test part (``labels``, mean predictions ``predicted``, their
+    ``metrics``, ``notes``, ``per_target`` metrics and prediction ``table``) and, with an
+    uncertainty method, its ``calibration``, the calibrated test predictions
+    (``with_uncertainty``), the calibration molecules' table and, with similarity bins, the
+    molecules' similarity to the training part (``near``)."""
+
+    labels: np.ndarray
+    predicted: np.ndarray
+    metrics: Dict[str, float]
+    notes: List[str]
+    per_target: Dict[str, Dict[str, float]]
+    table: pd.DataFrame
+    calibration: Optional[Calibration] = None
+    with_uncertainty: Optional[UncertainPredictions] = None
+    calibration_table: Optional[pd.DataFrame] = None
+    near: Optional[TrainingSimilarity] = None
+
+
+def _run(plan: ExperimentPlan, out_dir: Union[None, PathLike, RunFolder], hooks: ProcessHooks,
+         resume: Union[None, bool, PathLike], backbone: Optional[Pretrained]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
+    dataset, parts = plan.dataset, plan.parts
     run = out_dir if isinstance(out_dir, RunFolder) else None
-    out = run.path if run is not None else (Path(out_dir) if out_dir is not None else None)
-    seed_everything(train_config.seed)
-    extras = getattr(dataset, "extra_values", None)  # set by dgl_graphtx.datasets.add_extra_features
-    fitted = extras.fit(parts.train) if extras is not None else None
+    out = out_dir.path if isinstance(out_dir, RunFolder) else (Path(out_dir) if out_dir is not None else None)
+    seed_everything(plan.train_config.seed)
+    fitted = _fit_extra_features(plan)
+    model = build_model(plan.preset.model if fitted is None else dataclasses.replace(
+        plan.preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
+    if backbone is None and plan.train_config.from_pretrained:
+        backbone = get_pretrained(plan.train_config.from_pretrained)
+    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
+    meta = CheckpointMeta(plan.preset.featurizer, plan.preset.relation, dataset.target_names,
+                          _checkpoint_extra(plan, run, fitted, pretrained))
+    trainer = Trainer(model, plan.train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=plan.uncertainty)
+    result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
+    tested = _evaluate_test(plan, trainer)
+    if run is not None:
+        _write_outputs(plan, run, result, tested, model)
+        run.finish()
+    return ExperimentResult(model, parts, result, tested.metrics, tested.table, out, tested.notes, tested.per_target,
+                            tested.calibration, plan.calibration, tested.calibration_table)
+
+
+def _fit_extra_features(plan: ExperimentPlan) -> Optional[FittedExtraFeatures]:
+    """The dataset's extra features (if any) with their scalers fitted on the training part, and
+    attached, scaled alike, to the calibration molecules of a dataset of their own."""
+    dataset, part = plan.dataset, plan.calibration
+    extras = dataset.extra_values  # set by dgl_graphtx.datasets.add_extra_features
+    fitted = extras.fit(plan.parts.train) if extras is not None else None
     if fitted is not None and part is not None and part.dataset is not dataset:  # a calibration file: the same scalers
         values = part.dataset.extra_values
+        if values is None:
+            raise ConfigError("the model reads extra features, but the calibration dataset has none: compute them on it "
+                              "as on the training data (add_extra_features with the same settings)")
         fitted.attach(values.graphs, values.molecule, values.atom)
-    model = build_model(preset.model if fitted is None else dataclasses.replace(
-        preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
-    if backbone is None and train_config.from_pretrained:
-        backbone = get_pretrained(train_config.from_pretrained)
-    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
+    return fitted
+
+
+def _checkpoint_extra(plan: ExperimentPlan, run: Optional[RunFolder], fitted: Optional[FittedExtraFeatures],
+                      pretrained: Optional[Dict[str, Any]]) -> CheckpointExtras:
+    """What the run's checkpoints record beside the model: split, data, applicability domain,
+    run id, class labels, uncertainty settings, extra features and the pretrained start."""
+    dataset, parts, split, uncertainty = plan.dataset, plan.parts, plan.split, plan.uncertainty
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
-    extra = {"split": "predefined" if isinstance(split, Split) else split, "fractions": list(fractions),
-             "data": training_data_record(dataset, parts),
-             "domain": domain.to_dict(), **({"run_id": run.run_id} if run is not None else {}),
-             **({"class_labels": [c.to_dict() for c in dataset.class_labels]} if dataset.class_labels else {}),
-             **({"uncertainty": dataclasses.asdict(uncertainty)} if uncertainty.active else {}),
-             **({"extra_features": fitted.to_dict()} if fitted is not None else {}),
-             **({"pretrained": pretrained} if pretrained is not None else {})}
-    meta = CheckpointMeta(preset.featurizer, preset.relation, dataset.target_names, extra)
-    trainer = Trainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=uncertainty)
-    result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
-    test_set = Subset(dataset, parts.test)
-    predicted = trainer.predict(test_set)
+    return CheckpointExtras(split="predefined" if isinstance(split, Split) else split, fractions=list(plan.fractions),
+                            data=training_data_record(dataset, parts), domain=domain.to_dict(),
+                            run_id=run.run_id if run is not None else None,
+                            class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,
+                            uncertainty=dataclasses.asdict(uncertainty) if uncertainty.active else None,
+                            extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained)
+
+
+def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> EvaluationOnTest:
+    """Predict the test part (calibrated, with an uncertainty method) and score the predictions."""
+    dataset, parts, preset, uncertainty, part = plan.dataset, plan.parts, plan.preset, plan.uncertainty, plan.calibration
+    predicted = trainer.predict(Subset(dataset, parts.test))
     labels = dataset.raw_labels[parts.test].double().numpy()
     calibration = with_uncertainty = calibration_table = None
     near = _similarity_to_training(dataset, parts, part) if part is not None and uncertainty.calibration_bins == "similarity" else None
@@ -197,39 +271,62 @@ def _run(dataset: MoleculeDataset, preset: Preset, train_config: TrainConfig, sp
         predicted = with_uncertainty.mean
         calibration_table = prediction_table(part.dataset, part.indices, preset, calibrated_part,
                                              near.calibration if near is not None else None)
-    metrics = compute_metrics(preset.model.task, labels, predicted, train_config.metrics)
-    notes = metric_notes(preset.model.task, labels, dataset.target_names)
-    per_target = per_target_metrics(preset.model.task, labels, predicted, dataset.target_names, preset.model.num_classes)
+    task, names = preset.model.task, dataset.target_names
     table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
                              near.test if near is not None else None)
-    if run is not None:
-        atomic_to_csv(table, out / "test_predictions.csv", index=False)
-        dataset.report.to_csv(out / "input_report.csv")
-        summary = {"run_id": run.run_id, "test": json_safe(metrics),
-                   "test_per_target": {name: json_safe(values) for name, values in per_target.items()},
-                   "valid": json_safe(result.best_metrics),
-                   "best_epoch": result.best_epoch, "notes": notes,
-                   "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test),
-                             **({"calibration": len(part.indices)} if part is not None else {})}}
-        if calibration is not None and part is not None and with_uncertainty is not None:
-            calibrated_on = part.record()
-            summary["uncertainty"] = json_ready({
-                "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
-                "test": report_metrics(preset.model.task, labels, with_uncertainty, dataset.target_names),
-                "expected_test_coverage": _expected_coverage(part, labels, dataset.target_names, uncertainty.coverage),
-                **({"test_by_similarity_bin": coverage_by_bin(calibration.similarity_bins, near.test, labels, with_uncertainty.lo,
-                                                              with_uncertainty.hi, dataset.target_names)}
-                   if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None
-                   and with_uncertainty.hi is not None else {})})
-            atomic_to_csv(calibration_table, out / "calibration_predictions.csv", index=False)
-            best = load_checkpoint(out / "best.pt")
-            extra = {**best.meta.extra, "uncertainty": {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(),
-                                                        "calibrated_on": calibrated_on},
-                     **({"training_fingerprints": torch.from_numpy(near.fingerprints)} if near is not None else {})}
-            save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
-        atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
-        run.finish()
-    return ExperimentResult(model, parts, result, metrics, table, out, notes, per_target, calibration, part, calibration_table)
+    return EvaluationOnTest(labels, predicted, compute_metrics(task, labels, predicted, plan.train_config.metrics),
+                            metric_notes(task, labels, names),
+                            per_target_metrics(task, labels, predicted, names, preset.model.num_classes),
+                            table, calibration, with_uncertainty, calibration_table, near)
+
+
+def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
+                   model: MoleculeModel) -> None:
+    """``test_predictions.csv``, ``input_report.csv`` and ``metrics.json`` into the run folder;
+    with an uncertainty method also ``calibration_predictions.csv`` and the calibration in ``best.pt``."""
+    out, parts, part = run.path, plan.parts, plan.calibration
+    atomic_to_csv(tested.table, out / "test_predictions.csv", index=False)
+    plan.dataset.report.to_csv(out / "input_report.csv")
+    summary = {"run_id": run.run_id, "test": json_safe(tested.metrics),
+               "test_per_target": {name: json_safe(values) for name, values in tested.per_target.items()},
+               "valid": json_safe(result.best_metrics),
+               "best_epoch": result.best_epoch, "notes": tested.notes,
+               "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test),
+                         **({"calibration": len(part.indices)} if part is not None else {})}}
+    if tested.calibration is not None and part is not None and tested.with_uncertainty is not None:
+        calibrated_on = part.record()
+        summary["uncertainty"] = _uncertainty_summary(plan, tested, calibrated_on)
+        atomic_to_csv(tested.calibration_table, out / "calibration_predictions.csv", index=False)
+        _store_calibration(out, model, plan.uncertainty, tested.calibration, calibrated_on, tested.near)
+    atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
+
+
+def _uncertainty_summary(plan: ExperimentPlan, tested: EvaluationOnTest, calibrated_on: Dict[str, Any]) -> Dict[str, Any]:
+    """The ``uncertainty`` entry of ``metrics.json``: the calibration, which molecules made it, the
+    test metrics of the uncertainty, the test coverage to expect and, with similarity bins, per bin."""
+    uncertainty, labels, near, names = plan.uncertainty, tested.labels, tested.near, plan.dataset.target_names
+    calibration, with_uncertainty = tested.calibration, tested.with_uncertainty
+    assert plan.calibration is not None and calibration is not None and with_uncertainty is not None, (
+        "only a run calibrated on a calibration part has an uncertainty summary")
+    return json_ready({
+        "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
+        "test": report_metrics(plan.preset.model.task, labels, with_uncertainty, names),
+        "expected_test_coverage": _expected_coverage(plan.calibration, labels, names, uncertainty.coverage),
+        **({"test_by_similarity_bin": coverage_by_bin(calibration.similarity_bins, near.test, labels, with_uncertainty.lo,
+                                                      with_uncertainty.hi, names)}
+           if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None
+           and with_uncertainty.hi is not None else {})})
+
+
+def _store_calibration(out: Path, model: MoleculeModel, uncertainty: UncertaintyConfig, calibration: Calibration,
+                       calibrated_on: Dict[str, Any], near: Optional[TrainingSimilarity]) -> None:
+    """Rewrite ``best.pt`` with the calibration, the molecules that made it and, with similarity
+    bins, the training part's fingerprints (which prediction bins new molecules by)."""
+    best = load_checkpoint(out / "best.pt")
+    recorded = {**dataclasses.asdict(uncertainty), "calibration": calibration.to_dict(), "calibrated_on": calibrated_on}
+    fingerprints = torch.from_numpy(near.fingerprints) if near is not None else best.meta.extra.training_fingerprints
+    extra = dataclasses.replace(best.meta.extra, uncertainty=recorded, training_fingerprints=fingerprints)
+    save_checkpoint(out / "best.pt", model, dataclasses.replace(best.meta, extra=extra))
 
 
 def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Preset,

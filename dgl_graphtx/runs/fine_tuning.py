@@ -70,13 +70,15 @@ def pretrained_run_config(run: RunConfig, pretrained: Optional[Pretrained] = Non
         >>> tuned.model.variant, tuned.model.hidden_dim, tuned.model.num_tasks, tuned.train.from_pretrained
         ('gradformer', 32, 1, 'gradformer-tiny-moses3k')
     """
-    pretrained = pretrained if pretrained is not None else get_pretrained(run.train.from_pretrained)
+    source = run.train.from_pretrained
+    if source is None:
+        raise ConfigError("the run names no pretrained model to fine-tune: set train.from_pretrained (--from-pretrained)")
+    pretrained = pretrained if pretrained is not None else get_pretrained(source)
     base = get_preset(run.preset.model, run.preset.name)
     check_pretrained_settings(pretrained, run.featurizer, run.relation, (base.featurizer, base.relation))
     meta = pretrained.checkpoint.meta
     model = _with_head(pretrained, run.model)
-    text = str(run.train.from_pretrained)
-    train = dataclasses.replace(run.train, from_pretrained=text if is_shipped(text) else str(Path(text).resolve()))
+    train = dataclasses.replace(run.train, from_pretrained=source if is_shipped(source) else str(Path(source).resolve()))
     return dataclasses.replace(run, preset=PresetChoice(model.variant, None), model=model, featurizer=meta.featurizer,
                                relation=meta.relation, train=train)
 
@@ -111,5 +113,5 @@ def start_from_pretrained(model: MoleculeModel, backbone: Union[PathLike, Pretra
     dataset.check_featurized_as(meta.featurizer, meta.relation, f"pretrained model {pretrained.source!r}",
                                 "featurize it with the pretrained model's settings", name="the fine-tuning data")
     fresh = load_backbone(model, pretrained)
-    return {"source": pretrained.source, "name": pretrained.card.get("name"), "sha256": pretrained.card.get("sha256"),
+    return {"source": pretrained.source, "name": pretrained.card.name, "sha256": pretrained.card.sha256,
             "newly_initialised": fresh}

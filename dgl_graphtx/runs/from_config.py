@@ -62,15 +62,14 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
         >>> check_run(resolve_run_config(overrides=["data.targets=y"]), tempfile.mkdtemp())
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.GraphTxError: no training data: give the DATA file (or data.path in --config)
+        dgl_graphtx.errors.ConfigError: no training data: give the DATA file (or data.path in --config)
     """
     data = config.data
-    if data.path is None:
-        raise GraphTxError("no training data: give the DATA file (or data.path in --config)")
+    training_path = data.training_path
     if not data.targets:
         raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
-    for path in (data.path, data.valid, data.test, data.calibration):
-        if path is not None and not (path == data.path and data.is_qm9) and not Path(path).exists():
+    for path in (training_path, data.valid, data.test, data.calibration):
+        if path is not None and not (path == training_path and data.is_qm9) and not Path(path).exists():
             raise GraphTxError(f"data file not found: {path}")
     backbone = get_pretrained(config.train.from_pretrained) if config.train.from_pretrained else None
     if backbone is not None:
@@ -214,7 +213,7 @@ def pretrain_from_config(config: RunConfig, corpus: PathLike, out_dir: PathLike,
         >>> _ = (folder / "c.smi").write_text("\\n".join(["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCN", "c1ccncc1"]))
         >>> run = resolve_run_config(overrides=["preset.model=vanilla", "model.num_layers=1", "model.hidden_dim=16",
         ...                                     "model.num_heads=2", "train.epochs=1", "train.batch_size=8", "train.progress=false"])
-        >>> pretrain_from_config(run, folder / "c.smi", folder / "run", PretrainConfig(valid_share=0.25)).card["epochs"]
+        >>> pretrain_from_config(run, folder / "c.smi", folder / "run", PretrainConfig(valid_share=0.25)).card.epochs
         1
     """
     check_pretraining(config, corpus, out_dir, overwrite, resume)

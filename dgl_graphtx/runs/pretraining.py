@@ -28,15 +28,16 @@ from torch.utils.data import Subset
 
 from .._version import __version__
 from ..atomic_io import atomic_write_text
-from ..checkpoint import CheckpointMeta, save_checkpoint
+from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
-from ..datasets import MoleculeBatch, MoleculeDataset, is_store, load_store, random_split, read_molecules
+from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
 from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
-from ..inference.backbones import BACKBONE_FILE, CARD_FILE
+from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
+from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
-from ..training import ProcessHooks, Trainer, TrainConfig, json_safe, masked_loss, seed_everything
+from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_safe, masked_loss, seed_everything
 from ..validation import check_number
 from .folder import RunFolder
 
@@ -121,9 +122,10 @@ def heldout_r2(y_true: np.ndarray, y_pred: np.ndarray) -> Tuple[float, int]:
 
 
 class PretrainResult(NamedTuple):
-    """The card written next to ``backbone.pt``, and the trained model."""
+    """The card written next to ``backbone.pt`` (``None`` on the other processes than the main one
+    of a distributed run, which write nothing), and the trained model."""
 
-    card: Dict[str, Any]
+    card: Optional[ModelCard]
     model: torch.nn.Module
     out_dir: Path
 
@@ -143,7 +145,7 @@ def descriptor_targets(raw: np.ndarray, names: Sequence[str], train_rows: Sequen
     with np.errstate(invalid="ignore"):
         spread = np.nanmax(part, axis=0) - np.nanmin(part, axis=0) if len(part) else np.zeros(raw.shape[1])
     keep = np.flatnonzero(np.nan_to_num(spread) > 0)
-    kept = [names[i] for i in keep]
+    kept = [names[i] for i in keep.tolist()]
     scaler = FeatureScaler.fit(raw[list(train_rows)][:, keep], kept, method="robust")
     values = scaler.transform(raw[:, keep]).astype(np.float32)
     values[~np.isfinite(raw[:, keep])] = np.nan
@@ -198,6 +200,87 @@ def _hardware(device: torch.device) -> str:
     return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)"
 
 
+@dataclass
+class DescriptorCorpus:
+    """The featurized corpus of a pretraining run with its descriptor targets.
+
+    Attributes:
+        dataset: the featurized molecules, labelled with ``targets``.
+        source: the corpus file's name.
+        sha256: SHA-256 of the corpus file (of a store's manifest).
+        split: the training and held-out parts (indices into ``dataset``).
+        targets: scaled descriptors ``[M, D]`` (NaN where RDKit gave none).
+        names: the ``D`` descriptors kept (those with a spread on the training part).
+        scaler: what scaled them.
+        descriptor_seconds: time spent computing the raw descriptors.
+    """
+
+    dataset: MoleculeDataset
+    source: str
+    sha256: str
+    split: Split
+    targets: np.ndarray
+    names: List[str]
+    scaler: FeatureScaler
+    descriptor_seconds: float
+
+
+class HeldOutScores(NamedTuple):
+    """How well the pretrained backbone predicts the held-out part's descriptors."""
+
+    r2: float
+    r2_descriptors: int
+    rmse: float
+
+
+def _descriptor_corpus(source: PathLike, out: Path, preset: Preset, smiles_col: str, config: PretrainConfig,
+                       train_config: TrainConfig, hooks: ProcessHooks) -> DescriptorCorpus:
+    """Featurize the corpus, compute its descriptors (the main process first, which caches them in
+    ``out``), split it and label it with the scaled descriptors of :func:`descriptor_targets`."""
+    dataset, molecules, corpus_sha = _corpus(source, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
+    with hooks.main_first():
+        raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
+    split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
+    if not split.train or not split.valid:
+        raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "
+                          f"valid_share={config.valid_share}; use more molecules")
+    values, kept, scaler = descriptor_targets(raw, names, split.train)
+    dataset.raw_labels = torch.from_numpy(values)
+    dataset.target_names = kept
+    return DescriptorCorpus(dataset, Path(source).name, corpus_sha, split, values, kept, scaler, descriptor_seconds)
+
+
+def _open_run_folder(opened: contextlib.ExitStack, out: Path, overwrite: bool, resume: bool,
+                     hooks: ProcessHooks) -> Optional[RunFolder]:
+    """The run folder, opened (and kept open by ``opened``) in the main process; ``None`` in the others."""
+    with hooks.main_first():  # a refused folder stops every process of a job at once
+        if not hooks.is_main:
+            return None
+        run = opened.enter_context(RunFolder(out, overwrite, resume=resume))
+        if not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
+            for stale in (BACKBONE_FILE, CARD_FILE):
+                (out / stale).unlink(missing_ok=True)
+        return run
+
+
+def _fit_and_score(trainer: Trainer, corpus: DescriptorCorpus, resume: bool) -> Tuple[TrainResult, HeldOutScores]:
+    """Train on the corpus's training part (resuming ``last.pt`` with ``resume``) and score the held-out part."""
+    quiet = _UndefinedR2Filter()
+    logger.addFilter(quiet)
+    try:
+        result = trainer.fit(Subset(corpus.dataset, corpus.split.train), Subset(corpus.dataset, corpus.split.valid), resume=resume)
+    finally:
+        logger.removeFilter(quiet)
+    valid = Subset(corpus.dataset, corpus.split.valid)
+    r2, defined = heldout_r2(corpus.targets[corpus.split.valid], trainer.predict(valid))
+    return result, HeldOutScores(r2, defined, trainer.evaluate(valid)["rmse"])
+
+
+def _pretraining_recipe(config: PretrainConfig, train_config: TrainConfig) -> Dict[str, Any]:
+    """The settings of a pretraining run, as its checkpoints and card record them."""
+    return {"pretrain": dataclasses.asdict(config), "train": dataclasses.asdict(train_config)}
+
+
 def pretrain(
     corpus: PathLike,
     out_dir: PathLike,
@@ -224,88 +307,74 @@ def pretrain(
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
         >>> r = pretrain(folder / "c.smi", folder / "run", p, TrainConfig(epochs=1, batch_size=8, progress=False),
         ...              PretrainConfig(valid_share=0.25))
-        >>> r.card["epochs"], r.card["corpus"]["molecules"], (folder / "run" / "backbone.pt").is_file()
+        >>> r.card.epochs, r.card.corpus.molecules, (folder / "run" / "backbone.pt").is_file()
         (1, 8, True)
     """
     out = Path(out_dir)
     hooks = hooks if hooks is not None else ProcessHooks()
     with contextlib.ExitStack() as opened:
-        run = None
-        with hooks.main_first():  # a refused folder stops every process of a job at once
-            if hooks.is_main:
-                run = opened.enter_context(RunFolder(out, overwrite, resume=resume))
-                if not resume:  # RunFolder refused a folder holding a run unless overwrite: these are stale
-                    for stale in (BACKBONE_FILE, CARD_FILE):
-                        (out / stale).unlink(missing_ok=True)
-        dataset, molecules, corpus_sha = _corpus(corpus, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
-        with hooks.main_first():
-            raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
-        split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
-        if not split.train or not split.valid:
-            raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "
-                              f"valid_share={config.valid_share}; use more molecules")
-        values, kept, scaler = descriptor_targets(raw, names, split.train)
-        dataset.raw_labels = torch.from_numpy(values)
-        dataset.target_names = kept
+        run = _open_run_folder(opened, out, overwrite, resume, hooks)
+        data = _descriptor_corpus(corpus, out, preset, smiles_col, config, train_config, hooks)
         seed_everything(train_config.seed)
-        model_config = dataclasses.replace(preset.model, num_tasks=len(kept), task="regression", molecule_features=0,
+        model_config = dataclasses.replace(preset.model, num_tasks=len(data.names), task="regression", molecule_features=0,
                                            atom_extra_features=0)
-        model = build_model(model_config)
-        recipe = {"pretrain": dataclasses.asdict(config), "train": dataclasses.asdict(train_config)}
-        meta = CheckpointMeta(preset.featurizer, preset.relation, kept,
-                              {"pretraining": {"targets": config.generator, "scaler": scaler.to_dict(), "recipe": recipe}})
-        trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share)
-        quiet = _UndefinedR2Filter()
-        logger.addFilter(quiet)
-        try:
-            result = trainer.fit(Subset(dataset, split.train), Subset(dataset, split.valid), resume=resume)
-        finally:
-            logger.removeFilter(quiet)
-        valid = Subset(dataset, split.valid)
-        r2, defined = heldout_r2(values[split.valid], trainer.predict(valid))
-        heldout = trainer.evaluate(valid)
+        recipe = _pretraining_recipe(config, train_config)
+        meta = CheckpointMeta(preset.featurizer, preset.relation, data.names,
+                              CheckpointExtras(pretraining={"targets": config.generator, "scaler": data.scaler.to_dict(), "recipe": recipe}))
+        trainer = MaskedDescriptorTrainer(build_model(model_config), train_config, out_dir=out, meta=meta, hooks=hooks,
+                                          mask_share=config.mask_share)
+        result, scores = _fit_and_score(trainer, data, resume)
         if not hooks.is_main:
-            return PretrainResult({}, trainer.model, out)
+            return PretrainResult(None, trainer.model, out)
+        assert run is not None, "the main process opened the run folder"
         backbone = out / BACKBONE_FILE
         save_checkpoint(backbone, trainer.model, meta)
-        card = {
-            "name": name or out.name,
-            "variant": model_config.variant,
-            "architecture": model_config.to_dict(),
-            "parameters": sum(p.numel() for p in trainer.model.parameters()),
-            "corpus": {"name": config.corpus_name, "source": Path(corpus).name, "sha256": corpus_sha,
-                       "subset": config.subset, "subset_seed": train_config.seed,
-                       "molecules": len(dataset), "train": len(split.train), "heldout": len(split.valid),
-                       "licence": config.corpus_licence},
-            "targets": {"generator": config.generator, "count": len(kept), "names": kept,
-                        "normalisation": "robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"},
-            "recipe": recipe,
-            "epochs": int(result.history["epoch"].max()) if len(result.history) else 0,
-            "best_epoch": result.best_epoch,
-            "wall_time_s": round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
-            "descriptor_time_s": round(descriptor_seconds, 1),
-            "hardware": _hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
-            **json_safe({"heldout_r2": r2, "heldout_rmse": heldout["rmse"]}),  # undefined: null
-            "heldout_r2_descriptors": defined,
-            "library_version": __version__,
-            "torch_version": torch.__version__,
-            "created_with": " ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
-            "notes": config.notes,
-            "sha256": file_sha256(backbone),
-        }
-        atomic_write_text(json.dumps(card, indent=2, allow_nan=False), out / CARD_FILE)
+        card = _model_card(name or out.name, config, train_config, data, trainer, result, scores, file_sha256(backbone))
+        atomic_write_text(json.dumps(card.to_dict(), indent=2, allow_nan=False), out / CARD_FILE)
         run.finish()
-    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card["name"], card["heldout_r2"],
-                card["epochs"], backbone)
+    logger.info("pretrained %s: held-out descriptor R2 %s after %d epochs; %s", card.name, card.heldout_r2,
+                card.epochs, backbone)
     return PretrainResult(card, trainer.model, out)
+
+
+def _model_card(name: str, config: PretrainConfig, train_config: TrainConfig, corpus: DescriptorCorpus,
+                trainer: Trainer, result: TrainResult, scores: HeldOutScores, sha256: str) -> ModelCard:
+    """The model card of a pretrained backbone whose ``backbone.pt`` has SHA-256 ``sha256``:
+    what it was trained on, how, and how well it predicts the held-out descriptors."""
+    model_config, hooks = trainer.model.config, trainer.hooks
+    fit = json_safe({"r2": scores.r2, "rmse": scores.rmse})  # undefined: null
+    return ModelCard(
+        name=name,
+        variant=model_config.variant,
+        architecture=model_config.to_dict(),
+        parameters=sum(p.numel() for p in trainer.model.parameters()),
+        corpus=CardCorpus(name=config.corpus_name, source=corpus.source, sha256=corpus.sha256,
+                          subset=config.subset, subset_seed=train_config.seed,
+                          molecules=len(corpus.dataset), train=len(corpus.split.train), heldout=len(corpus.split.valid),
+                          licence=config.corpus_licence),
+        targets=CardTargets(generator=config.generator, count=len(corpus.names), names=corpus.names,
+                            normalisation="robust (median, IQR/1.349), clipped to +-10; NaN left out of the loss"),
+        recipe=_pretraining_recipe(config, train_config),
+        epochs=int(result.history["epoch"].max()) if len(result.history) else 0,
+        best_epoch=result.best_epoch,
+        wall_time_s=round(float(result.history["seconds"].sum()), 1) if len(result.history) else 0.0,
+        descriptor_time_s=round(corpus.descriptor_seconds, 1),
+        hardware=_hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
+        heldout_r2=fit["r2"], heldout_rmse=fit["rmse"], heldout_r2_descriptors=scores.r2_descriptors,
+        library_version=__version__,
+        torch_version=torch.__version__,
+        created_with=" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",
+        notes=config.notes,
+        sha256=sha256,
+    )
 
 
 def ship(run_dir: PathLike, folder: PathLike) -> Path:
     """Copy a pretraining run's ``backbone.pt`` and ``card.json`` to ``folder`` (e.g.
     ``dgl_graphtx/pretrained/<name>/``), checking the hash first."""
     source, target = Path(run_dir), Path(folder)
-    card = json.loads((source / CARD_FILE).read_text())
-    if file_sha256(source / BACKBONE_FILE) != card["sha256"]:
+    card = read_card(source / CARD_FILE, source)
+    if file_sha256(source / BACKBONE_FILE) != card.sha256:
         raise ConfigError(f"{source / BACKBONE_FILE} does not match its card")
     target.mkdir(parents=True, exist_ok=True)
     for file in (BACKBONE_FILE, CARD_FILE):

@@ -6,6 +6,7 @@ merges layers of settings.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import typing
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
@@ -44,11 +45,11 @@ def read_settings_file(path: PathLike, sections: Sequence[str]) -> Dict[str, Any
     text = path.read_text()
     try:
         if suffix == ".toml":
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ModuleNotFoundError:  # Python 3.10
+            else:
                 try:
-                    import tomli as tomllib  # type: ignore[no-redef]
+                    import tomli as tomllib
                 except ModuleNotFoundError:
                     raise ConfigError(f"reading {path} needs Python >= 3.11 or the 'tomli' package; or use YAML") from None
             data = tomllib.loads(text)
@@ -158,7 +159,7 @@ def _converted(value: Any, hint: Any) -> Any:
             return value
         text = str(value).strip().lower() if isinstance(value, (str, int)) else None
         return {"true": True, "yes": True, "1": True, "on": True,
-                "false": False, "no": False, "0": False, "off": False}.get(text, _WRONG)  # type: ignore[arg-type]
+                "false": False, "no": False, "0": False, "off": False}.get(text, _WRONG)  # type: ignore[arg-type]  # text None (not str/int) finds _WRONG
     if hint in (int, float):
         return _number(value, hint)
     if hint is str:
@@ -209,7 +210,7 @@ def section_dict(cls: type, values: Mapping[str, Any], prefix: str,
         if check_field is not None:
             check_field(cls, name, key)
         hint = hints[name]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             out[name] = section_dict(hint, value, key, check_field, origin)
         else:
             out[name] = coerce(value, hint, key, origin)

@@ -3,7 +3,7 @@ reader (with the extra features it asks for), a store written by ``dgl-graphtx f
 from its DFT geometries. The command line, hyperparameter search and Python read it the same way."""
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
 from ..errors import GraphTxError
@@ -38,11 +38,11 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
             raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
                                f"use --targets {','.join(dataset.target_names)}")
         return dataset, None
-    kwargs = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
-                  progress=config.train.progress)
+    kwargs: Dict[str, Any] = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
+                                  progress=config.train.progress)
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
-    dataset, split = load_labelled(data.path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
+    dataset, split = load_labelled(data.training_path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
                                    split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
                                    positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
                                    weight_col=data.weight_col, group_col=data.group_col,

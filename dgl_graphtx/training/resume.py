@@ -193,4 +193,4 @@ def check_resumable_run(out_dir: Path, config: Any) -> None:
     """
     path = Path(out_dir) / "last.pt"
     if path.is_file():
-        check_resume_settings(path, load_checkpoint(path, map_location="cpu").meta.extra.get("train_config", {}), config)
+        check_resume_settings(path, load_checkpoint(path, map_location="cpu").meta.extra.train_config or {}, config)

@@ -4,7 +4,7 @@ from ``last.pt`` after checking that the run continues with the same settings.""
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Dict, Optional, Union, cast
 
@@ -59,11 +59,12 @@ class RunCheckpoints:
         assert self.out_dir is not None, "only a run that writes checkpoints has a folder"
         return self.out_dir / name
 
-    def checkpoint_meta(self, **extra: Any) -> CheckpointMeta:
-        """``meta`` with ``extra`` and the run's settings (``train_config``) added to its extras."""
+    def checkpoint_meta(self, epoch: int, valid_metrics: Dict[str, float]) -> CheckpointMeta:
+        """``meta`` with the ``epoch`` of the weights, its validation metrics and the run's settings
+        (``train_config``) added to its extras."""
         assert self.meta is not None, "checkpoint_meta needs the run's meta"
-        extra = {**self.meta.extra, **extra, "train_config": asdict(self.config)}
-        return CheckpointMeta(self.meta.featurizer, self.meta.relation, self.meta.target_names, extra)
+        extra = replace(self.meta.extra, epoch=epoch, valid_metrics=valid_metrics, train_config=asdict(self.config))
+        return replace(self.meta, extra=extra)
 
     def save_best(self, model: MoleculeModel, epoch: int, metrics: Dict[str, float]) -> None:
         """``best.pt``: the weights of ``epoch``, the new best one."""
@@ -99,8 +100,8 @@ class RunCheckpoints:
             raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
         if loaded.model.config != model.config:
             raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
-        check_resume_settings(path, loaded.meta.extra.get("train_config", {}), self.config)
-        check_resume_data(path, loaded.meta.extra.get("data"), self.meta.extra.get("data") if self.meta is not None else None)
+        check_resume_settings(path, loaded.meta.extra.train_config or {}, self.config)
+        check_resume_data(path, loaded.meta.extra.data, self.meta.extra.data if self.meta is not None else None)
         raw = loaded.training_state
         model.load_state_dict(loaded.model.state_dict())
         optimizer.load_state_dict(raw["optimizer"])

@@ -1,4 +1,9 @@
-"""Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint."""
+"""Training loop: AdamW, warm-up + decay schedule, clipping, early stopping, best checkpoint.
+
+The :class:`Trainer` runs the epochs; what it records after each (``log.csv``, the best epoch,
+checkpoints, early stopping) is :mod:`.epoch_bookkeeping`'s, what it learns from the training
+labels first :mod:`.label_statistics`', and its optimizer's parameter groups :mod:`.parameter_groups`'.
+"""
 from __future__ import annotations
 
 import functools
@@ -15,21 +20,23 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 
-from ..atomic_io import atomic_to_csv
 from ..checkpoint import CheckpointMeta
 from ..datasets import EdgeBudgetBatchSampler, MoleculeBatch, collate_molecule_tensors, collate_molecules, relation_edge_counts
 from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
 from ..models import MoleculeModel, TrainRecipe
-from ..models.atom_reference import fit_atom_references
 from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
+from .epoch_bookkeeping import EpochBookkeeping
 from .hooks import ProcessHooks
+from .label_statistics import fit_atom_reference, normalization_statistics, refuse_unlabelled_targets
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
 from .losses import LOSSES, resolve_loss, weighted_loss
 from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
+from .parameter_groups import backbone_depths as backbone_depths  # importable from here as before the split
+from .parameter_groups import backbone_parameters, parameter_groups
 from .plots import plot_learning_curve
 from .resume import TrainingState
 from .run_checkpoints import RunCheckpoints
@@ -245,19 +252,18 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
     return weighted_loss(resolve_loss(task, "auto"), output, target, mask, pos_weight=pos_weight)
 
 
-def backbone_depths(model: torch.nn.Module) -> Dict[int, int]:
-    """Depth of the parameters of each block in ``model.blocks`` (1 for the block next to the
-    input, ``L`` for the last), keyed by ``id(parameter)``; parameters outside the blocks are at
-    depth 0 (the input encoders) when absent from the result.
+@dataclass
+class FitRun:
+    """What one :meth:`Trainer.fit` call trains with: the model as the processes step it (wrapped
+    for DDP), the training batches and their sampler, the optimizer, its learning-rate schedule,
+    and the bookkeeping of the finished epochs (which holds the run's progress)."""
 
-    Example:
-        >>> from dgl_graphtx.models import build_model, get_preset
-        >>> model = build_model(get_preset("gradformer", num_layers=2, hidden_dim=16, num_heads=2).model)
-        >>> sorted(set(backbone_depths(model).values()))
-        [1, 2]
-    """
-    blocks = getattr(model, "blocks", None) or []
-    return {id(p): depth for depth, block in enumerate(blocks, start=1) for p in block.parameters()}
+    module: torch.nn.Module
+    loader: DataLoader
+    sampler: Optional[Sampler]
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    bookkeeping: EpochBookkeeping
 
 
 class Trainer:
@@ -349,57 +355,48 @@ class Trainer:
     def _target_names(self, count: int) -> List[str]:
         return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
 
+    def _check_labels(self, train_set: Dataset, valid_set: Optional[Dataset]) -> None:
+        """Refuse labels the task cannot train on; warn about validation labels some metric cannot score."""
+        names = self.meta.target_names if self.meta is not None else None
+        for part in (train_set, valid_set):
+            if part is not None and self.task == "classification":
+                check_binary_labels(dataset_labels(part).double().numpy(), names)
+            elif part is not None and self.task == "multiclass":
+                check_class_labels(dataset_labels(part).double().numpy(), self.model.config.num_classes, names)
+        if valid_set is not None and self.hooks.is_main:
+            for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
+                logger.warning("validation set: %s", note)
+
     def _prepare_labels(self, train_set: Dataset) -> None:
         """Refuse targets without a training label (any task); then the regression targets'
-        normalization or the classification loss's ``pos_weight``."""
+        reference values and normalization, or the classification loss's ``pos_weight``."""
         labels = dataset_labels(train_set).double()
-        observed = ~torch.isnan(labels)
-        if not observed.any(dim=0).all():
-            empty = torch.nonzero(~observed.any(dim=0)).flatten().tolist()
-            names = [self._target_names(labels.shape[1])[t] for t in empty]
-            raise ConfigError(
-                f"no observed training label for {names}: every value of the training part is blank or not a number; "
-                "check the column / SD property values (see input_report.csv) or choose other targets"
-            )
+        names = self._target_names(labels.shape[1])
+        refuse_unlabelled_targets(labels, names)
         if self.task != "classification" and self.config.pos_weight is not None:
             raise ConfigError(f"pos_weight={self.config.pos_weight!r} (--pos-weight) applies to classification only")
         if self.task == "classification":
-            weight = self.config.pos_weight
-            if weight == "auto":
-                self.pos_weight = positive_weights(labels, self._target_names(labels.shape[1])).to(self.device)
-                if self.hooks.is_main:
-                    logger.info("pos_weight auto (negatives/positives on the training part): %s",
-                                ", ".join(f"{n} {w:.3g}" for n, w in zip(self._target_names(labels.shape[1]), self.pos_weight.tolist())))
-            elif weight is not None:
-                self.pos_weight = torch.full((labels.shape[1],), float(weight), device=self.device)
+            self.pos_weight = self._positive_weight(labels, names)
         if self.task != "regression":
             return
-        if getattr(self.model, "atom_reference", None) is not None:
-            labels = self._fit_atom_reference(train_set)
-            observed = ~torch.isnan(labels)
-        filled = torch.where(observed, labels, torch.zeros_like(labels))
-        count = observed.sum(0)
-        mean = filled.sum(0) / count
-        var = (torch.where(observed, labels - mean, torch.zeros_like(labels)) ** 2).sum(0) / count.clamp_min(1)
-        self.model.set_target_normalization(mean.float(), var.sqrt().float())
+        reference = getattr(self.model, "atom_reference", None)
+        if reference is not None:
+            labels = fit_atom_reference(self.model, self.loader(train_set))
+            if self.hooks.is_main:
+                for line in reference.describe(names):
+                    logger.info("atom reference values (least squares on the training part) of %s", line)
+        self.model.set_target_normalization(*normalization_statistics(labels))
 
-    def _fit_atom_reference(self, train_set: Dataset) -> torch.Tensor:
-        """Fit the model's per-element reference values to the training labels by least squares
-        (see :mod:`~dgl_graphtx.models.atom_reference`); returns the labels ``[M, T]`` minus them
-        (NaN where missing), whose statistics standardise the targets."""
-        reference = self.model.atom_reference
-        assert reference is not None  # called only for a model with one
-        count_parts, label_parts = [], []
-        for batch in self.loader(train_set):
-            count_parts.append(reference.counts(batch.graph).double())
-            label_parts.append(torch.where(batch.mask, batch.labels.double(), torch.full_like(batch.labels.double(), math.nan)))
-        counts, labels = torch.cat(count_parts), torch.cat(label_parts)
-        values = fit_atom_references(counts, labels)
-        self.model.set_atom_reference(values)
-        if self.hooks.is_main:
-            for line in reference.describe(self._target_names(labels.shape[1])):
-                logger.info("atom reference values (least squares on the training part) of %s", line)
-        return labels - counts @ values
+    def _positive_weight(self, labels: torch.Tensor, names: List[str]) -> Optional[torch.Tensor]:
+        """The classification loss's ``pos_weight`` ``[T]`` as ``config.pos_weight`` sets it."""
+        weight = self.config.pos_weight
+        if weight == "auto":
+            weights = positive_weights(labels, names).to(self.device)
+            if self.hooks.is_main:
+                logger.info("pos_weight auto (negatives/positives on the training part): %s",
+                            ", ".join(f"{n} {w:.3g}" for n, w in zip(names, weights.tolist())))
+            return weights
+        return None if weight is None else torch.full((labels.shape[1],), float(weight), device=self.device)
 
     # -- loop ---------------------------------------------------------------------------------
     def fit(
@@ -419,101 +416,73 @@ class Trainer:
         file exists (a fresh start otherwise). A resumed run ends with the same weights and
         metrics as an uninterrupted one (exactly on CPU with the same number of processes).
         """
-        cfg = self.config
-        hooks = self.hooks
-        if cfg.batch_edges is not None and hooks.world_size > 1:
+        cfg, show = self.config, self.config.progress and self.hooks.is_main
+        run = self._start_fit(self._prepare_fit(train_set, valid_set), train_sampler, resume)
+        state = run.bookkeeping.state
+        first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
+        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=show, interval=0,
+                       total=cfg.epochs, initial=min(first_epoch - 1, cfg.epochs))
+        for epoch in bar:
+            row, metrics, score = self._run_epoch(run, epoch, valid_set)
+            if show:
+                bar.set_postfix(  # type: ignore[attr-defined]  # progress() gives a bar when progress is on
+                    loss=f"{row['train_loss']:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
+            if run.bookkeeping.end_epoch(epoch, row, metrics, score):
+                break
+        if state.best_weights is not None:
+            self.model.load_state_dict(state.best_weights)
+        frame = pd.DataFrame(state.history)
+        if self.out_dir is not None and self.hooks.is_main:
+            plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
+        return TrainResult(frame, state.best_epoch, state.best_metrics)
+
+    def _prepare_fit(self, train_set: Dataset, valid_set: Optional[Dataset]) -> Dataset:
+        """Check the settings and labels, seed this process, fit the label statistics; the
+        training set as the loader reads it (rows indexed when the loss reads per-row inputs)."""
+        if self.config.batch_edges is not None and self.hooks.world_size > 1:
             raise ConfigError("batch_edges gives each process its own number of batches, which distributed training "
                               "cannot synchronise; train with one process, or without batch_edges")
-        torch.manual_seed(cfg.seed + hooks.rank)
-        names = self.meta.target_names if self.meta is not None else None
-        for part in (train_set, valid_set):
-            if part is not None and self.task == "classification":
-                check_binary_labels(dataset_labels(part).double().numpy(), names)
-            elif part is not None and self.task == "multiclass":
-                check_class_labels(dataset_labels(part).double().numpy(), self.model.config.num_classes, names)
-        if valid_set is not None and hooks.is_main:
-            for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
-                logger.warning("validation set: %s", note)
+        torch.manual_seed(self.config.seed + self.hooks.rank)
+        self._check_labels(train_set, valid_set)
         self._prepare_labels(train_set)
         self._loss_inputs = LossInputs.of(train_set)
         if self._loss_inputs is not None and self.uncertainty_head != "none":
             raise ConfigError(f"the {self.uncertainty_head} uncertainty head trains on its own likelihood, "
                               "without sample weights or censored labels: drop --weight-col / --loss bounded_mse")
-        if self._loss_inputs is not None:
-            train_set = RowIndexed(train_set)
+        return RowIndexed(train_set) if self._loss_inputs is not None else train_set
+
+    def _start_fit(self, train_set: Dataset, train_sampler: Optional[Sampler], resume: Union[None, bool, PathLike]) -> FitRun:
+        """The loader, optimizer and schedule of a fit, and its progress: fresh, or restored by ``resume``."""
+        cfg, hooks = self.config, self.hooks
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
-        optimizer = torch.optim.AdamW(self._parameter_groups(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        groups = parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay)
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
         )
         state = self.checkpoints.resume(resume, self.model, optimizer, scheduler) if resume else TrainingState()
-        module = hooks.wrap_model(self.model)
-        first_epoch = cfg.epochs + 1 if state.finished else state.epoch + 1
-        bar = progress(range(first_epoch, cfg.epochs + 1), "training", "epoch", enabled=cfg.progress and hooks.is_main, interval=0,
-                       total=cfg.epochs, initial=min(first_epoch - 1, cfg.epochs))
-        for epoch in bar:
-            start = time.perf_counter()
-            if hasattr(sampler, "set_epoch"):
-                sampler.set_epoch(epoch)
-            train_loss, last_lr, skipped = self._train_epoch(module, train_loader, optimizer, scheduler, epoch)
-            self._check_weights(epoch)
-            row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
-            if valid_set is not None:
-                metrics = self.evaluate(valid_set)
-                row.update({f"valid_{k}": v for k, v in metrics.items()})
-                score = metrics[self.metric]
-                improved = self._is_better(score, state.best_score)
-            else:
-                metrics, score, improved = {}, None, True
-            row["seconds"] = time.perf_counter() - start
-            state.history.append(row)
-            state.epoch = epoch
-            self._write_log(state.history)  # before the checkpoint: a run killed in between never has a best.pt from an unlogged epoch
-            if improved:
-                state.record_best(epoch, score, metrics, self.model.state_dict())
-                self.checkpoints.save_best(self.model, epoch, metrics)
-            if cfg.progress and hooks.is_main:
-                bar.set_postfix(  # type: ignore[attr-defined]  # progress() gives a bar when progress is on
-                    loss=f"{train_loss:.4f}", **({f"val_{self.metric}": f"{score:.4f}"} if score is not None else {}))
-            stop = bool(cfg.patience) and epoch - state.best_epoch >= cfg.patience
-            state.finished = stop or epoch == cfg.epochs
-            self.checkpoints.save_last(self.model, state, optimizer, scheduler)
-            hooks.end_epoch(epoch, row)
-            if stop:
-                if hooks.is_main:
-                    logger.info("early stopping at epoch %d (best epoch %d)", epoch, state.best_epoch)
-                break
-        if state.best_weights is not None:
-            self.model.load_state_dict(state.best_weights)
-        frame = pd.DataFrame(state.history)
-        if self.out_dir is not None and hooks.is_main:
-            plot_learning_curve(frame, self.metric, self.out_dir / "learning_curve.png")
-        return TrainResult(frame, state.best_epoch, state.best_metrics)
+        bookkeeping = EpochBookkeeping(state, self.checkpoints, self.model, optimizer, scheduler, self.direction,
+                                       cfg.patience, cfg.epochs)
+        return FitRun(hooks.wrap_model(self.model), train_loader, sampler, optimizer, scheduler, bookkeeping)
 
-    def _backbone_parameters(self) -> List[torch.nn.Parameter]:
-        head = {id(p) for p in self.model.head.parameters()}
-        return [p for p in self.model.parameters() if id(p) not in head]
-
-    def _parameter_groups(self) -> List[Dict[str, Any]]:
-        """One group; or the head at ``lr`` and the backbone at ``lr * backbone_lr_scale``, split by
-        depth with a rate of its own per block when ``layer_lr_decay`` < 1."""
-        config = self.config
-        if config.backbone_lr_scale == 1.0 and config.layer_lr_decay == 1.0:
-            return [{"params": list(self.model.parameters())}]
-        backbone_lr = config.lr * config.backbone_lr_scale
-        head = [{"params": list(self.model.head.parameters())}]
-        if config.layer_lr_decay == 1.0:
-            return [{"params": self._backbone_parameters(), "lr": backbone_lr}] + head
-        depths = backbone_depths(self.model)
-        top = max(depths.values(), default=0) + 1
-        groups: Dict[int, List[torch.nn.Parameter]] = {}
-        for parameter in self._backbone_parameters():
-            groups.setdefault(depths.get(id(parameter), 0), []).append(parameter)
-        return [{"params": params, "lr": backbone_lr * config.layer_lr_decay ** (top - depth)}
-                for depth, params in sorted(groups.items())] + head
+    def _run_epoch(self, run: FitRun, epoch: int, valid_set: Optional[Dataset]
+                   ) -> Tuple[Dict[str, float], Dict[str, float], Optional[float]]:
+        """Train and validate one epoch: its ``log.csv`` row, its validation metrics and the
+        watched metric's score (empty and ``None`` without ``valid_set``)."""
+        start = time.perf_counter()
+        set_epoch = getattr(run.sampler, "set_epoch", None)  # a distributed or otherwise epoch-seeded sampler
+        if set_epoch is not None:
+            set_epoch(epoch)
+        train_loss, last_lr, skipped = self._train_epoch(run.module, run.loader, run.optimizer, run.scheduler, epoch)
+        self._check_weights(epoch)
+        row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
+        metrics = self.evaluate(valid_set) if valid_set is not None else {}
+        row.update({f"valid_{k}": v for k, v in metrics.items()})
+        row["seconds"] = time.perf_counter() - start
+        return row, metrics, (metrics[self.metric] if valid_set is not None else None)
 
     def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The training loss of one batch: the uncertainty head's distribution loss, or the chosen
@@ -525,13 +494,6 @@ class Trainer:
         extra = self._loss_inputs.at(rows, self.device) if rows is not None and self._loss_inputs is not None else {}
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
-
-    def _is_better(self, score: float, best: Optional[float]) -> bool:
-        if best is None or np.isnan(best):
-            return True
-        if np.isnan(score):
-            return False
-        return score < best if self.direction == "min" else score > best
 
     def _train_epoch(self, module: torch.nn.Module, loader: DataLoader, optimizer, scheduler, epoch: int) -> Tuple[float, float, int]:
         """Mean training loss (over all processes), the learning rate of the epoch's last step, and
@@ -551,7 +513,7 @@ class Trainer:
             if problem is None:
                 loss.backward()
                 if epoch <= self.config.freeze_backbone_epochs:  # AdamW leaves parameters without a gradient alone
-                    for parameter in self._backbone_parameters():
+                    for parameter in backbone_parameters(self.model):
                         parameter.grad = None
                 norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
                 problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
@@ -586,10 +548,6 @@ class Trainer:
         if bad:
             raise NonFiniteError(f"weights became non-finite after epoch {epoch} (first: {bad[0]}); "
                                  "nothing was saved from this epoch. Lower the learning rate")
-
-    def _write_log(self, history: List[Dict[str, float]]) -> None:
-        if self.out_dir is not None and self.hooks.is_main:
-            atomic_to_csv(pd.DataFrame(history), self.out_dir / "log.csv", index=False)
 
     # -- inference ----------------------------------------------------------------------------
     @torch.no_grad()

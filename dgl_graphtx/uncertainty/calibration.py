@@ -146,9 +146,10 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
     normalised = std is not None and uncertainty_method(method).scores == "normalised"
     scales, scores = [], []
     for t in range(labels.shape[1]):
+        scaled = None
         if std is not None:
             scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
-        scaled = std[:, t] * scales[-1] if normalised else None
+            scaled = std[:, t] * scales[-1] if normalised else None
         scores.append(out_of_fold_scores(labels[:, t], mean[:, t], scaled))
     quantiles = [conformal_quantile(target_scores, coverage) for target_scores in scores]
     if not all(math.isfinite(q) for q in quantiles):

@@ -6,11 +6,10 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequenc
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from .calibration import Calibration, fit_regression_calibration, fit_temperature
 from .config import UncertaintyConfig
-from .inference import predict_with_uncertainty
+from .inference import MoleculeModelLike, predict_with_uncertainty
 from .metrics import binary_nll, spearman_rho, uncertainty_metrics
 
 #: Yields the batches (:class:`~dgl_graphtx.datasets.MoleculeBatch`) of one dataset, in order.
@@ -27,7 +26,7 @@ class UncertainPredictions(NamedTuple):
     hi: Optional[np.ndarray] = None
 
 
-def predict_batches(model: nn.Module, batches: Iterable, device: torch.device, config: UncertaintyConfig,
+def predict_batches(model: MoleculeModelLike, batches: Iterable, device: torch.device, config: UncertaintyConfig,
                     temperature: Optional[Sequence[float]] = None) -> UncertainPredictions:
     """Means and stds of :func:`predict_with_uncertainty` over all ``batches``, concatenated."""
     means: List[np.ndarray] = []
@@ -42,7 +41,7 @@ def predict_batches(model: nn.Module, batches: Iterable, device: torch.device, c
 
 
 @torch.no_grad()
-def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) -> np.ndarray:
+def predict_logits(model: MoleculeModelLike, batches: Iterable, device: torch.device) -> np.ndarray:
     """Deterministic (eval-mode) outputs ``[M, T]`` in training space: logits for classification."""
     was_training = model.training
     model.eval()
@@ -52,7 +51,7 @@ def predict_logits(model: nn.Module, batches: Iterable, device: torch.device) ->
         model.train(was_training)
 
 
-def fit_calibration(model: nn.Module, batches: Batches, labels: np.ndarray, device: torch.device,
+def fit_calibration(model: MoleculeModelLike, batches: Batches, labels: np.ndarray, device: torch.device,
                     config: UncertaintyConfig, similarity: Optional[np.ndarray] = None) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
     calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
@@ -91,17 +90,21 @@ def report_metrics(task: str, labels: np.ndarray, predicted: UncertainPrediction
     """
     out: Dict[str, Dict[str, float]] = {}
     for t, name in enumerate(names):
-        column = (lambda a: None if a is None else a[:, t])
-        y, mean, std = labels[:, t], predicted.mean[:, t], column(predicted.std)
+        y, mean, std = labels[:, t], predicted.mean[:, t], _column(predicted.std, t)
         if task == "classification":
             keep = np.isfinite(y)
             metrics = {"nll": binary_nll(y, mean)}
             if std is not None:
                 metrics["spearman"] = spearman_rho(std[keep], np.abs(y - mean)[keep])
         else:
-            metrics = uncertainty_metrics(y, mean, std, column(predicted.lo), column(predicted.hi))
+            metrics = uncertainty_metrics(y, mean, std, _column(predicted.lo, t), _column(predicted.hi, t))
         out[name] = metrics
     return out
+
+
+def _column(values: Optional[np.ndarray], target: int) -> Optional[np.ndarray]:
+    """Column ``target`` of ``values``, or ``None`` where a method gives no such values."""
+    return None if values is None else values[:, target]
 
 
 def add_uncertainty_columns(table: pd.DataFrame, names: Sequence[str], predicted: UncertainPredictions,
@@ -140,6 +143,11 @@ def json_ready(value):
     return value
 
 
+def _table_column(table: pd.DataFrame, column: str) -> Optional[np.ndarray]:
+    """``table[column]`` as floats, or ``None`` where the table has no such column."""
+    return table[column].to_numpy(float) if column in table else None
+
+
 def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: float, predicted: Callable[[str], str]) -> str:
     """One line summarising a test-prediction table with the measured ``<t>``, the prediction
     column ``predicted(t)`` and uncertainty columns: interval coverage and mean width, and
@@ -153,8 +161,8 @@ def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: floa
     parts = []
     for name in names:
         y, m = table[name].to_numpy(float), table[predicted(name)].to_numpy(float)
-        column = (lambda suffix: table[f"{name}_{suffix}"].to_numpy(float) if f"{name}_{suffix}" in table else None)
-        metrics = uncertainty_metrics(y, m, column("std"), column("lo"), column("hi"))
+        std, lo, hi = (_table_column(table, f"{name}_{suffix}") for suffix in ("std", "lo", "hi"))
+        metrics = uncertainty_metrics(y, m, std, lo, hi)
         text = [f"{coverage:.0%} interval coverage {metrics['coverage']:.3f}, width {metrics['width']:.3f}"] if "coverage" in metrics else []
         if "spearman" in metrics:
             text.append(f"Spearman rho(std, |error|) {metrics['spearman']:.3f}")

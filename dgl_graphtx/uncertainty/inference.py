@@ -3,7 +3,7 @@ and calibrated probabilities (temperature) for classification."""
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Any, Iterator, NamedTuple, Optional, Protocol, Sequence, TypeVar
 
 import torch
 from torch import nn
@@ -12,6 +12,50 @@ from .methods import predictive_moments, uncertainty_method
 
 #: Seed of the dropout masks of MC-dropout passes (predictions repeat exactly on CPU).
 MC_SEED = 0
+
+
+class ModelTaskSettings(Protocol):
+    """The settings of a model's task these functions read (of a :class:`~dgl_graphtx.models.ModelConfig`)."""
+
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def uncertainty_head(self) -> str: ...
+
+
+class ModuleModes(Protocol):
+    """The parts of an :class:`torch.nn.Module` that switch and read its modes."""
+
+    training: bool
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def eval(self) -> Any: ...
+
+    def modules(self) -> Iterator[nn.Module]: ...
+
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
+
+
+class MoleculeModelLike(ModuleModes, Protocol):
+    """What these functions use of a :class:`~dgl_graphtx.models.MoleculeModel` (the models layer
+    sits above this one, so it is described here rather than imported)."""
+
+    target_std: torch.Tensor
+
+    @property
+    def config(self) -> ModelTaskSettings: ...
+
+    def __call__(self, graph: Any, relation_graph: Any, *, distribution: bool = False) -> torch.Tensor: ...
+
+    def predict(self, graph: Any, relation_graph: Any) -> torch.Tensor: ...
+
+    def to_target_space(self, output: torch.Tensor) -> torch.Tensor: ...
+
+
+#: A module, of whatever class, that :func:`dropout_active` hands back.
+ModuleT = TypeVar("ModuleT", bound=ModuleModes)
 
 
 class UncertainOutput(NamedTuple):
@@ -23,7 +67,7 @@ class UncertainOutput(NamedTuple):
 
 
 @contextlib.contextmanager
-def dropout_active(model: nn.Module) -> Iterator[nn.Module]:
+def dropout_active(model: ModuleT) -> Iterator[ModuleT]:
     """``model`` with dropout sampling (train mode) but batch statistics frozen (BatchNorm in eval
     mode); the previous modes are restored afterwards.
 
@@ -48,7 +92,7 @@ def dropout_active(model: nn.Module) -> Iterator[nn.Module]:
 
 
 @torch.no_grad()
-def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: str = "none", mc_samples: int = 20,
+def predict_with_uncertainty(model: MoleculeModelLike, graph, relation_graph, method: str = "none", mc_samples: int = 20,
                              temperature: Optional[Sequence[float]] = None) -> UncertainOutput:
     """Predictions of a :class:`~dgl_graphtx.models.MoleculeModel` for one batch, with the std of
     ``method`` (its ``std`` in :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`): the
@@ -86,11 +130,11 @@ def predict_with_uncertainty(model: nn.Module, graph, relation_graph, method: st
         model.train(was_training)
 
 
-def _to_output(model: nn.Module, output: torch.Tensor, temperature: Optional[Sequence[float]]) -> torch.Tensor:
+def _to_output(model: MoleculeModelLike, output: torch.Tensor, temperature: Optional[Sequence[float]]) -> torch.Tensor:
     if temperature is not None and model.config.task == "classification":
         output = output / torch.as_tensor(temperature, dtype=output.dtype, device=output.device)
     return model.to_target_space(output)
 
 
-def _cuda_devices(model: nn.Module) -> list:
+def _cuda_devices(model: ModuleModes) -> list:
     return [p.device.index or 0 for p in list(model.parameters())[:1] if p.device.type == "cuda"]

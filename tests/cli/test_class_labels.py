@@ -62,7 +62,7 @@ def test_two_text_classes_train_and_the_mapping_is_recorded(b3db, tmp_path, capl
     assert code == 0, stderr
     meta = load_checkpoint(out / "best.pt").meta
     negative = "BBB-" if positive == "BBB+" else "BBB+"
-    assert meta.extra["class_labels"] == [{"target": "BBB", "negative": negative, "positive": positive}]
+    assert meta.extra.class_labels == [{"target": "BBB", "negative": negative, "positive": positive}]
     tested = pd.read_csv(out / "test_predictions.csv")
     by_smiles = dict(zip(frame["smiles"], frame["BBB"]))
     assert tested["BBB"].tolist() == [1.0 if by_smiles[s] == positive else 0.0 for s in tested["smiles"]]
@@ -150,7 +150,7 @@ def test_pos_weight_auto_is_recorded_and_changes_training(b3db, tmp_path):
         runs[name] = pd.read_csv(out / "log.csv")["train_loss"].tolist()
     config = yaml.safe_load((tmp_path / "auto" / "config.yaml").read_text())
     assert config["train"]["pos_weight"] == "auto"
-    assert load_checkpoint(tmp_path / "auto" / "best.pt").meta.extra["train_config"]["pos_weight"] == "auto"
+    assert load_checkpoint(tmp_path / "auto" / "best.pt").meta.extra.train_config["pos_weight"] == "auto"
     assert runs["plain"] != runs["auto"]
 
 

@@ -9,12 +9,17 @@ import inspect
 import pytest
 
 from dgl_graphtx.cli import build_parser
-from dgl_graphtx.datasets.sharded_store import featurize_to_store
+from dgl_graphtx.cli.common import SMILES_COL
+from dgl_graphtx.datasets import read_molecules
+from dgl_graphtx.datasets.sharded_store import featurize_file, featurize_to_store
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import Predictor
+from dgl_graphtx.inference.prediction_job import PredictionJob
 from dgl_graphtx.runs.config import DataConfig
+from dgl_graphtx.runs.distributed import DistributedConfig
 from dgl_graphtx.runs.hpopt.search import SearchSettings
 from dgl_graphtx.runs.pretraining import PretrainConfig
+from dgl_graphtx.uncertainty import UncertaintyConfig
 
 
 def _defaults(function) -> dict:
@@ -28,6 +33,9 @@ def _field_defaults(settings) -> dict:
 @pytest.mark.parametrize("argv, library, options", [
     (["predict", "--checkpoint", "m.pt", "CCO"], _defaults(Predictor.__init__), ["batch_size", "batch_edges", "chunk_size", "device"]),
     (["embed", "--checkpoint", "m.pt", "--output", "e.npy", "CCO"], _defaults(Predictor.__init__), ["batch_size", "device"]),
+    (["evaluate", "--checkpoint", "m.pt", "d.csv"], _defaults(Predictor.__init__), ["device"]),
+    (["plot", "parity", "--checkpoint", "m.pt", "--out", "p.png"], _defaults(Predictor.__init__), ["device"]),
+    (["train", "d.csv", "--out", "o"], {"backend": DistributedConfig().backend}, ["backend"]),
     (["featurize", "d.csv", "--out", "s"], _defaults(featurize_to_store), ["shard_size", "workers"]),
     (["featurize", "d.csv", "--out", "s"], _field_defaults(FeaturizerConfig), ["atom_features"]),
     (["pretrain", "c.smi", "--out", "o"], _field_defaults(PretrainConfig), ["mask_share", "valid_share", "workers"]),
@@ -50,3 +58,17 @@ def test_train_help_states_the_library_defaults():
     helps = {a.dest: a.help for a in train._actions}
     assert "/".join(f"{f:g}" for f in DataConfig().fractions) in helps["split"]
     assert f"default: {FeaturizerConfig().atom_features}" in helps["atom_features"]
+
+
+def test_the_smiles_column_used_without_smiles_col_is_the_readers_default():
+    """Commands that read molecule files fall back on one column name, the library's."""
+    library = {_defaults(read_molecules)["smiles_col"], _defaults(featurize_file)["smiles_col"],
+               DataConfig().smiles_col, PredictionJob(["m.pt"], smiles=["C"]).smiles_col}
+    assert library == {SMILES_COL}
+    featurize = build_parser()._subparsers._group_actions[0].choices["featurize"]
+    assert f"default: {SMILES_COL}" in {a.dest: a.help for a in featurize._actions}["smiles_col"]
+
+
+def test_train_help_states_the_calibration_bins_default():
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    assert f"(default: {UncertaintyConfig().calibration_bins})" in {a.dest: a.help for a in train._actions}["calibration_bins"]

@@ -46,7 +46,7 @@ def trained(frame, tmp_path_factory):
 
 def test_scaler_is_fitted_on_training_rows_and_stored(frame, trained):
     result, path = trained
-    stored = load_checkpoint(path).meta.extra["extra_features"]
+    stored = load_checkpoint(path).meta.extra.extra_features
     raw = np.concatenate([compute_features(GENERATORS, frame["smiles"]), frame[["calc"]].to_numpy()], axis=1)
     expected = FeatureScaler.fit(raw[result.split.train], ExtraFeatures(GENERATORS, ("calc",)).molecule_names)
     assert FeatureScaler.from_dict(stored["molecule_scaler"]) == expected
@@ -57,7 +57,7 @@ def test_scaler_is_fitted_on_training_rows_and_stored(frame, trained):
 def test_prediction_reuses_stored_scaler_exactly(frame, trained):
     result, path = trained
     loaded = load_checkpoint(path)
-    scaler = FeatureScaler.from_dict(loaded.meta.extra["extra_features"]["molecule_scaler"])
+    scaler = FeatureScaler.from_dict(loaded.meta.extra.extra_features["molecule_scaler"])
     smiles = list(frame["smiles"][:5])
     got = Predictor(path).predict(smiles, features=frame[["calc"]][:5])["expt_pred"].to_numpy()
     # independent path: featurize, scale the raw values with the stored statistics, run the model
@@ -215,7 +215,7 @@ def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
     assert report[["row", "action"]].values.tolist() == [[3, FEATURE_MASKED], [7, FEATURE_MASKED]]
     assert "value 1e+308 of extra feature 'feat' is beyond float32's range" in report["reason"][0]
     assert "value -inf of extra feature 'feat' is not finite" in report["reason"][1]
-    scaler = load_checkpoint(out / "best.pt").meta.extra["extra_features"]["molecule_scaler"]
+    scaler = load_checkpoint(out / "best.pt").meta.extra.extra_features["molecule_scaler"]
     usable = np.linspace(-1.0, 1.0, len(table))[[r for r in range(30) if r not in (3, 7)]]  # the training rows kept
     assert scaler["center"][0] == pytest.approx(usable.mean()) and scaler["scale"][0] == pytest.approx(usable.std())
     # prediction masks the same values the same way, and says so
@@ -239,3 +239,34 @@ def test_training_data_with_extra_features_reads_each_file_once(frame, tmp_path,
     dataset, _ = load_training_data(config)
     assert [str(p) for p in reads] == [str(csv)]
     np.testing.assert_allclose(dataset.extra_values.molecule[:, -1], frame["calc"].to_numpy())
+
+
+def test_extra_values_is_a_declared_attribute_that_pickled_and_cached_datasets_read(frame, tmp_path):
+    """extra_values defaults to None on every dataset (one from the cache, or pickled before it
+    was declared) and travels with a pickled dataset that has it."""
+    import pickle
+
+    from dgl_graphtx.datasets.data_record import content_digest
+    plain = MoleculeDataset.from_dataframe(frame[:6], target_cols=["expt"], cache_dir=tmp_path, progress=False)
+    cached = MoleculeDataset.from_dataframe(frame[:6], target_cols=["expt"], cache_dir=tmp_path, progress=False)
+    assert plain.extra_values is None and cached.extra_values is None and "extra_values" not in vars(cached)
+    assert content_digest(plain) == content_digest(cached)
+    add_extra_features(plain, ExtraFeatures(columns=("calc",)), list(frame["smiles"][:6]), frame[:6])
+    restored = pickle.loads(pickle.dumps(plain))
+    np.testing.assert_allclose(restored.extra_values.molecule[:, 0], frame["calc"][:6].to_numpy())
+    assert content_digest(restored) == content_digest(plain) != content_digest(cached)
+
+
+def test_a_calibration_dataset_without_the_extra_features_is_refused_by_name(frame):
+    from dgl_graphtx.datasets import Split
+    from dgl_graphtx.runs.calibration_part import CalibrationPart
+    from dgl_graphtx.runs.experiment import ExperimentPlan, _fit_extra_features
+    from dgl_graphtx.uncertainty import UncertaintyConfig
+    preset = get_preset("vanilla", **TINY)
+    data = MoleculeDataset.from_dataframe(frame[:8], target_cols=["expt"], progress=False)
+    add_extra_features(data, ExtraFeatures(columns=("calc",)), list(frame["smiles"][:8]), frame[:8])
+    other = MoleculeDataset.from_dataframe(frame[8:12], target_cols=["expt"], progress=False)
+    plan = ExperimentPlan(data, preset, TrainConfig(), "random", (0.8, 0.1, 0.1), Split([0, 1, 2, 3], [4, 5], [6, 7]),
+                          UncertaintyConfig(), CalibrationPart(other, [0, 1, 2, 3], "a file of its own"))
+    with pytest.raises(ConfigError, match="calibration dataset has none"):
+        _fit_extra_features(plan)

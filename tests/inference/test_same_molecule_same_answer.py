@@ -80,8 +80,8 @@ def test_feature_values_never_seen_in_training_are_flagged(trained_without_stere
 def test_old_checkpoints_without_recorded_values_are_not_flagged(trained_without_stereo, tmp_path):
     from dgl_graphtx.checkpoint import load_checkpoint
     loaded = load_checkpoint(trained_without_stereo)
-    domain = {k: v for k, v in loaded.meta.extra["domain"].items() if k not in ("atom_values", "bond_values")}
-    meta = dataclasses.replace(loaded.meta, extra={**loaded.meta.extra, "domain": domain})
+    domain = {k: v for k, v in loaded.meta.extra.domain.items() if k not in ("atom_values", "bond_values")}
+    meta = dataclasses.replace(loaded.meta, extra=dataclasses.replace(loaded.meta.extra, domain=domain))
     old = save_checkpoint(tmp_path / "old.pt", loaded.model, meta)
     table = Predictor(old).predict(["C[C@H](N)CO"])
     assert table["error"].isna().all() and table["warning"].isna().all()

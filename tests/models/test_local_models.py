@@ -151,7 +151,7 @@ def test_gated_gcn_model_config_round_trips_through_a_checkpoint(tmp_path):
 
     p = tiny_preset("gradformer", "molhiv")
     net = seeded_model(p).eval()
-    meta = CheckpointMeta(p.featurizer, p.relation, ["y"], {})
+    meta = CheckpointMeta(p.featurizer, p.relation, ["y"])
     loaded = load_checkpoint(save_checkpoint(tmp_path / "m.pt", net, meta))
     assert loaded.model.config == p.model and loaded.model.config.gps.pe_gate
     batch = batch_of(dataset_for(p.featurizer, p.relation, 0, 4))

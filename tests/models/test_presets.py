@@ -177,6 +177,6 @@ def test_train_uses_the_recipe_and_explicit_flags_override_it(tmp_path):
     code, _, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "run", "--model", "gradformer",
                          "--preset", "nci1", "--epochs", "1", "--lr", "0.002", "--device", "cpu", "--no-progress"])
     assert code == 0, err
-    used = load_checkpoint(tmp_path / "run" / "best.pt").meta.extra["train_config"]
+    used = load_checkpoint(tmp_path / "run" / "best.pt").meta.extra.train_config
     assert (used["epochs"], used["lr"]) == (1, 0.002)  # explicit flags
     assert (used["batch_size"], used["weight_decay"], used["schedule"], used["grad_clip"]) == (128, 1e-5, "constant", 0.0)

@@ -53,7 +53,7 @@ def test_calibration_molecules_neither_train_nor_choose_the_epoch(data_csv, tmp_
     table = pd.read_csv(out / "calibration_predictions.csv")
     assert sorted(table["row"]) == sorted(record["rows"])
     scores = np.abs(table["expt"] - table["expt_pred"]) / table["expt_std"]
-    stored = load_checkpoint(out / "best.pt").meta.extra["uncertainty"]
+    stored = load_checkpoint(out / "best.pt").meta.extra.uncertainty
     assert stored["calibration"]["conformal"][0] == pytest.approx(conformal_quantile(scores.to_numpy(), 0.9), rel=1e-6)
     assert stored["calibrated_on"] == record
     spread = report["uncertainty"]["expected_test_coverage"]["expt"]

@@ -110,8 +110,8 @@ def test_a_trial_trains_as_train_does_with_its_uncertainty_and_pretrained_backbo
     space = [p for p in search_space("gradformer") if p.key == "train.lr"]
     hyperparameter_search(base, tmp_path / "s", SearchSettings(trials=1, pruner="none"), space=space)
     best = load_checkpoint(tmp_path / "s" / "trials" / "trial_0" / "best.pt")
-    assert best.meta.extra["uncertainty"]["coverage"] == 0.8
-    assert best.meta.extra["pretrained"]["name"] == "gradformer-tiny-moses3k"
+    assert best.meta.extra.uncertainty["coverage"] == 0.8
+    assert best.meta.extra.pretrained["name"] == "gradformer-tiny-moses3k"
 
 
 @pytest.mark.parametrize("resume", [False, True])

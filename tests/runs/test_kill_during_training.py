@@ -77,8 +77,8 @@ def _check_consistent(out):
         assert log["epoch"].tolist() == list(range(1, len(log) + 1))
     if "best.pt" in names:
         loaded = load_checkpoint(out / "best.pt")
-        run_ids["best.pt"] = loaded.meta.extra["run_id"]
-        assert "log.csv" in names and loaded.meta.extra["epoch"] in set(log["epoch"])
+        run_ids["best.pt"] = loaded.meta.extra.run_id
+        assert "log.csv" in names and loaded.meta.extra.epoch in set(log["epoch"])
         assert all(torch.isfinite(v).all() for v in loaded.model.state_dict().values() if v.is_floating_point())
     if "metrics.json" in names:
         run_ids["metrics.json"] = json.loads((out / "metrics.json").read_text())["run_id"]

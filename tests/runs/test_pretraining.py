@@ -56,7 +56,7 @@ def test_card_describes_the_run_and_hash_matches(backbone, corpus):
     assert set(card["targets"]["names"]) <= set(feature_names(["rdkit2d"]))
     loaded = get_pretrained(backbone)
     assert loaded.checkpoint.meta.target_names == card["targets"]["names"]
-    assert loaded.card["sha256"] == card["sha256"]
+    assert loaded.card.sha256 == card["sha256"] and loaded.card.to_dict() == card
 
 
 def test_descriptor_targets_are_robust_scaled_descriptors(corpus):
@@ -127,7 +127,7 @@ def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path):
     head = [k for k in tuned if k.startswith("head.")]
     assert head and all(k not in source or tuned[k].shape != source[k].shape or not torch.equal(tuned[k], source[k])
                         for k in head)  # a new head
-    assert load_checkpoint(tmp_path / "frozen" / "best.pt").meta.extra["pretrained"]["sha256"] == pretrained.card["sha256"]
+    assert load_checkpoint(tmp_path / "frozen" / "best.pt").meta.extra.pretrained["sha256"] == pretrained.card.sha256
     scaled = TrainConfig(epochs=2, batch_size=8, progress=False, from_pretrained=str(backbone), backbone_lr_scale=0.1)
     result = train_and_evaluate(ds, preset, scaled, out_dir=tmp_path / "scaled")
     assert not all(torch.equal(result.model.state_dict()[k], source[k]) for k in backbone_keys)
@@ -185,15 +185,15 @@ def test_embed_by_pretrained_path(backbone, tmp_path):
     assert vectors.shape == (2, model.model.config.hidden_dim) and np.isfinite(vectors).all()
 
 
-@pytest.mark.parametrize("card", list_pretrained(), ids=lambda card: card["name"])
+@pytest.mark.parametrize("card", list_pretrained(), ids=lambda card: card.name)
 def test_shipped_backbones_load_offline_with_a_correct_card(card, tmp_path):
-    loaded = get_pretrained(card["name"])  # checks the SHA-256 against the card
-    assert all(field in card for field in CARD_FIELDS)
-    assert loaded.checkpoint.model.config.variant == card["variant"]
-    assert loaded.checkpoint.meta.target_names == card["targets"]["names"]
+    loaded = get_pretrained(card.name)  # checks the SHA-256 against the card
+    assert all(field in card.to_dict() for field in CARD_FIELDS)
+    assert loaded.checkpoint.model.config.variant == card.variant
+    assert loaded.checkpoint.meta.target_names == card.targets.names
     code, stdout, _ = run_cli(["pretrained"])
-    assert code == 0 and card["name"] in stdout
-    code, _, err = run_cli(["embed", "--checkpoint", card["name"], "CCO", "--output", tmp_path / "e.npy", "-q"])
+    assert code == 0 and card.name in stdout
+    code, _, err = run_cli(["embed", "--checkpoint", card.name, "CCO", "--output", tmp_path / "e.npy", "-q"])
     assert code == 0, err
 
 
@@ -206,7 +206,7 @@ def test_pretraining_reads_a_featurized_store(corpus, tmp_path):
                                shard_size=8, progress=False)
     result = pretrain(store, tmp_path / "run", preset, TrainConfig(epochs=1, batch_size=8, progress=False),
                       PretrainConfig(valid_share=0.25))
-    assert result.card["corpus"]["molecules"] == 20
+    assert result.card.corpus.molecules == 20
     # the targets are the descriptors of the store's molecules, in store order
     stored = np.load(tmp_path / "run" / "descriptors.npz")["values"]
     np.testing.assert_array_equal(stored, compute_features(["rdkit2d"], smiles[:20]))
@@ -222,7 +222,7 @@ def test_cli_pretrain_writes_backbone_and_card(corpus, tmp_path):
     assert code == 0, err
     card = json.loads((out / "card.json").read_text())
     assert card["corpus"]["licence"] == "CC0" and card["notes"] == "cli test" and card["variant"] == "vanilla"
-    assert "held-out descriptor R2" in stdout and get_pretrained(out).card == card
+    assert "held-out descriptor R2" in stdout and get_pretrained(out).card.to_dict() == card
     assert_one_error_line(run_cli(["pretrain", "moses", "--moses-dir", tmp_path / "none", "--out", tmp_path / "m"]),
                           "no molsets wheel", "pip download --no-deps molsets")
     assert_one_error_line(run_cli(["pretrain", tmp_path / "missing.smi", "--out", tmp_path / "m"]), "not found")
@@ -243,7 +243,7 @@ def test_pretraining_in_two_processes_matches_one_process(corpus, tmp_path):
         logs[nproc] = np.loadtxt(out / "log.csv", delimiter=",", skiprows=1, usecols=4)
     assert abs(logs[1][1] - logs[1][0]) > 0.02 * logs[1][0]
     card = get_pretrained(tmp_path / "pt2").card
-    assert card["hardware"].endswith("x 2 processes") and len(logs[2]) == 2
+    assert card.hardware.endswith("x 2 processes") and len(logs[2]) == 2
     np.testing.assert_allclose(logs[2], logs[1], rtol=5e-3)
 
 
@@ -280,10 +280,10 @@ def test_a_fine_tuning_run_says_what_it_loaded_and_computed_and_records_it(tmp_p
             "train", csv, "--targets", "expt", "--out", out, "--from-pretrained", "gradformer-tiny-moses3k",
             "--features-generators", "rdkit2d", "--features-cols", "calc", "--epochs", "1", "--no-cache", "--device", "cpu"])
     assert code == 0, err
-    card = next(c for c in list_pretrained() if c["name"] == "gradformer-tiny-moses3k")
+    card = next(c for c in list_pretrained() if c.name == "gradformer-tiny-moses3k")
     log = (out / "train.log").read_text()
-    assert f"pretrained backbone gradformer-tiny-moses3k (SHA-256 {card['sha256'][:12]}" in log
-    assert f"{card['parameters']:,} parameters, pretrained on {card['corpus']['molecules']:,} molecules" in log
+    assert f"pretrained backbone gradformer-tiny-moses3k (SHA-256 {card.sha256[:12]}" in log
+    assert f"{card.parameters:,} parameters, pretrained on {card.corpus.molecules:,} molecules" in log
     descriptors = len(names_of(["rdkit2d"]))
     assert f"extra features of 40 molecules: {descriptors} molecule-level from rdkit2d, 1 molecule-level from the column calc" in log
     saved = yaml.safe_load((out / "config.yaml").read_text())

@@ -347,3 +347,13 @@ def test_extra_feature_widths_follow_the_data_section():
     assert resolve_run_config(overrides=["model.molecule_features=0", "data.features_cols=a"]).model.molecule_features == 1
     with pytest.raises(ConfigError, match="model.molecule_features=5 but the extra features of data give 0"):
         resolve_run_config(overrides=["model.molecule_features=5"])
+
+
+def test_a_run_without_data_or_backbone_is_a_config_error_in_the_library_too():
+    from dgl_graphtx.runs import pretrained_run_config
+    from dgl_graphtx.runs.training_data import load_training_data
+    run = resolve_run_config(overrides=["data.targets=y"])
+    with pytest.raises(ConfigError, match="no training data"):
+        load_training_data(run)  # was a TypeError from os.fspath(None)
+    with pytest.raises(ConfigError, match="train.from_pretrained"):
+        pretrained_run_config(run)

@@ -55,8 +55,8 @@ def _naive_quantile(scores, coverage=0.9):
 def test_predict_intervals_equal_a_naive_recomputation(run, data_csv, tmp_path):
     data = pd.read_csv(data_csv)
     extra = load_checkpoint(run / "best.pt").meta.extra
-    training = data["smiles"][extra["data"]["split"]["train"].numpy()].tolist()
-    assert tuple(extra["training_fingerprints"].shape) == (len(training), 256)
+    training = data["smiles"][extra.data["split"]["train"].numpy()].tolist()
+    assert tuple(extra.training_fingerprints.shape) == (len(training), 256)
     # the calibration molecules: similarity to the training part as RDKit gives it, terciles, per-bin scores
     calibration = pd.read_csv(run / "calibration_predictions.csv")
     similarity = _nearest(calibration["smiles"], training)
@@ -92,10 +92,10 @@ def test_predict_intervals_equal_a_naive_recomputation(run, data_csv, tmp_path):
 
 def test_a_checkpoint_without_the_record_predicts_plain_intervals(run, tmp_path):
     loaded = load_checkpoint(run / "best.pt")
-    extra = {k: v for k, v in loaded.meta.extra.items() if k != "training_fingerprints"}
-    stored = extra["uncertainty"]
+    stored = loaded.meta.extra.uncertainty
     calibration = {k: v for k, v in stored["calibration"].items() if k != "similarity_bins"}  # as before the option
-    extra["uncertainty"] = {k: v for k, v in stored.items() if k != "calibration_bins"} | {"calibration": calibration}
+    extra = dataclasses.replace(loaded.meta.extra, training_fingerprints=None,
+                                uncertainty={k: v for k, v in stored.items() if k != "calibration_bins"} | {"calibration": calibration})
     old = save_checkpoint(tmp_path / "old.pt", loaded.model, dataclasses.replace(loaded.meta, extra=extra))
     table = Predictor(old).predict(NEW)
     assert "similarity_to_training" not in table.columns

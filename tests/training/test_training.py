@@ -209,7 +209,7 @@ def test_model_after_fit_holds_the_best_validation_epoch_weights(regression_data
     assert any(not torch.equal(final[k], last[k]) for k in final), "weights moved after epoch 2"
     # best.pt holds the same weights and records its epoch
     loaded = load_checkpoint(tmp_path / "best.pt")
-    assert loaded.meta.extra["epoch"] == 2
+    assert loaded.meta.extra.epoch == 2
     assert all(torch.equal(loaded.model.state_dict()[k], best[k]) for k in best)
 
 
@@ -252,7 +252,7 @@ def test_out_dir_gets_log_curve_and_checkpoint(regression_data, tmp_path):
     image = matplotlib.image.imread(png)
     assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
     assert (out / "best.pt").is_file()
-    assert load_checkpoint(out / "best.pt").meta.extra["epoch"] == result.best_epoch
+    assert load_checkpoint(out / "best.pt").meta.extra.epoch == result.best_epoch
     assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
 
 

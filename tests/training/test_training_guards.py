@@ -157,11 +157,12 @@ def test_featurizer_config_rejects_bad_values():
 def test_layer_lr_decay_gives_each_block_its_rate():
     """Head at lr; block i of L at lr * scale * g**(L + 1 - i); encoders at lr * scale * g**(L + 1)."""
     from dgl_graphtx.models import build_model, get_preset
-    from dgl_graphtx.training import TrainConfig, Trainer
+    from dgl_graphtx.training import TrainConfig
+    from dgl_graphtx.training.parameter_groups import parameter_groups
 
     model = build_model(get_preset("gradformer", num_layers=3, hidden_dim=16, num_heads=2).model)
     config = TrainConfig(epochs=1, lr=1e-3, backbone_lr_scale=0.5, layer_lr_decay=0.5, progress=False)
-    groups = Trainer(model, config)._parameter_groups()
+    groups = parameter_groups(model, config.lr, config.backbone_lr_scale, config.layer_lr_decay)
     rate_of = {id(p): group.get("lr", config.lr) for group in groups for p in group["params"]}
     assert len(rate_of) == len(list(model.parameters()))  # every parameter once
     expected = {**{id(p): 1e-3 * 0.5 * 0.5 ** 4 for p in model.parameters()},

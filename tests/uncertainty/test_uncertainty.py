@@ -17,7 +17,7 @@ from scipy.optimize import minimize_scalar
 from conftest_models import batch_of, dataset_for, freesolv_rows, tiny_preset
 from cli_runner import assert_one_error_line, run_cli
 
-from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.checkpoint import CheckpointExtras, CheckpointMeta, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import smiles_to_graphs
@@ -254,7 +254,7 @@ def test_predictor_applies_a_stored_regression_calibration(tmp_path):
     preset = tiny_preset("vanilla")
     model = build_model(dataclasses.replace(preset.model, uncertainty_head="mve"))
     calibration = Calibration("mve", 0.9, z_scale=[2.0], conformal=[1.5], normalised=True)
-    extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mve")), "calibration": calibration.to_dict()}}
+    extra = CheckpointExtras(uncertainty={**dataclasses.asdict(UncertaintyConfig("mve")), "calibration": calibration.to_dict()})
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"], extra))
     table = Predictor(path).predict(["CCO", "c1ccccc1", "not a smiles"])
     assert list(table.columns) == ["smiles", "canonical_smiles", "y_pred", "y_std", "y_lo", "y_hi", "error", "warning"]
@@ -274,7 +274,8 @@ def test_predictor_applies_a_stored_temperature(tmp_path):
     preset = tiny_preset("vanilla", task="classification")
     model = build_model(preset.model)
     calibration = Calibration("mc_dropout", 0.9, temperature=[3.0])
-    extra = {"uncertainty": {**dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4)), "calibration": calibration.to_dict()}}
+    settings = dataclasses.asdict(UncertaintyConfig("mc_dropout", mc_samples=4))
+    extra = CheckpointExtras(uncertainty={**settings, "calibration": calibration.to_dict()})
     path = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["active"], extra))
     table = Predictor(path).predict(["CCO"])
     assert list(table.columns) == ["smiles", "canonical_smiles", "active_pred", "active_std", "error", "warning"]
@@ -314,7 +315,7 @@ def test_train_with_mve_then_predict_writes_calibrated_columns(tmp_path):
     assert "interval coverage" in stdout
     saved = load_checkpoint(out / "best.pt")
     assert saved.model.config.uncertainty_head == "mve"
-    calibration = saved.meta.extra["uncertainty"]["calibration"]
+    calibration = saved.meta.extra.uncertainty["calibration"]
     assert calibration["method"] == "mve" and calibration["coverage"] == 0.8 and math.isfinite(calibration["conformal"][0])
     metrics = json.loads((out / "metrics.json").read_text())["uncertainty"]["test"]["expt"]
     assert set(metrics) == {"nll", "miscalibration_area", "spearman", "coverage", "width"}
