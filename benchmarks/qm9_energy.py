@@ -55,7 +55,7 @@ STEPS: Tuple[Tuple[ToolSpec, str], ...] = (
     (_variant("3d-energy-no-H", "--set", "featurizer.explicit_hydrogens=false"),
      "`3d-energy` on heavy atoms only (hydrogens as atom features, as the `3d` preset)"),
     (ENERGY, "`3d-energy`: hydrogens as nodes, reference values, atomwise readout, 32 distance basis functions"),
-    (dataclasses.replace(TOOLS_BY_NAME["default"], name="default+ref", settings={"args": ["--set", "model.atom_reference=true"]}),
+    (TOOLS_BY_NAME["default+ref"],
      "the 2-D default (Gradformer, SMILES) with the same per-element reference values: is it 3-D or the references?"),
 )
 #: The suite's tools of the same split quoted beside the ladder.

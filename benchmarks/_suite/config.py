@@ -130,6 +130,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("pretrained+descriptors", "ours", {"args": ["--from-pretrained", BACKBONE, "--features-generators", "rdkit2d"]}),
     ToolSpec("ensemble", "ours", {"args": ["--ensemble-size", str(ENSEMBLE_SIZE)]}),
     ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d-energy"], "input": "sdf"}, three_d_only=True),
+    ToolSpec("default+ref", "ours", {"args": ["--set", "model.atom_reference=true"]}, three_d_only=True),
     ToolSpec("chemprop", "chemprop", {"args": []}),
     ToolSpec("chemprop+descriptors", "chemprop", {"args": ["--molecule-featurizers", "v1_rdkit_2d_normalized"]}),
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),
@@ -151,7 +152,7 @@ RECOMMENDED = "descriptors"
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
     (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), (RECOMMENDED, "default"), ("pretrained", "default"),
     ("pretrained+descriptors", "descriptors"), ("default", "chemprop"),
-    ("moire-3d", "default"), ("moire-3d", "RF-coulomb"),
+    ("moire-3d", "default"), ("moire-3d", "default+ref"), ("moire-3d", "RF-coulomb"),
 )
 
 

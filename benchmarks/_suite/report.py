@@ -122,6 +122,8 @@ TOOLS_MARKDOWN = [
     f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
+    "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "
+    "reference energies as `moire-3d`, so that the 3-D model is compared with a 2-D one of equal means",
     "- `chemprop` (v2.3.1, `.venv-bench`): `chemprop train --data-path data.csv --smiles-columns smiles --target-columns target "
     "--splits-column split --epochs E --data-seed k --pytorch-seed k --accelerator cpu --devices 1 --num-workers 0`; "
     "`chemprop+descriptors`: also `--molecule-featurizers v1_rdkit_2d_normalized`",
