@@ -1,7 +1,7 @@
 """The raw descriptors of a pretraining corpus, computed in resumable chunks.
 
 The corpus is cut into chunks of :data:`CHUNK_SIZE` molecules. A run that writes stores each chunk
-in ``descriptor_chunks/`` as soon as it is done (a temporary file, then renamed), so a killed run
+in ``descriptor_chunks/`` as soon as it is done (atomically), so a killed run
 computes only the missing chunks when started again. Each chunk records its :class:`ChunkKey` (the
 corpus file's SHA-256, the descriptor names, the molecule count and the chunk size); chunks with
 another key are deleted, never reused. One INFO line per computed chunk gives the molecules done,
@@ -17,6 +17,7 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..atomic_io import atomic_savez
 from ..featurize.descriptors import compute_features
 
 logger = logging.getLogger("dgl_graphtx")
@@ -103,11 +104,9 @@ def _read_chunk(path: Path) -> Tuple[np.ndarray, float]:
 
 
 def _write_chunk(path: Path, key: ChunkKey, values: np.ndarray, seconds: float) -> None:
-    """Store a chunk with its key: written to a temporary file, then renamed."""
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, values=values, seconds=np.array(seconds), corpus_sha256=np.array(key.corpus_sha256),
-             names=np.array(key.names), molecules=np.array(key.molecules), chunk_size=np.array(key.chunk_size))
-    tmp.replace(path)
+    """Store a chunk with its key, atomically."""
+    atomic_savez(path, values=values, seconds=np.array(seconds), corpus_sha256=np.array(key.corpus_sha256),
+                 names=np.array(key.names), molecules=np.array(key.molecules), chunk_size=np.array(key.chunk_size))
 
 
 def _compute(generator: str, molecules: Sequence[Any], workers: int, first_row: int = 0) -> np.ndarray:

@@ -26,7 +26,7 @@ import torch
 from torch.utils.data import Subset
 
 from .._version import __version__
-from ..atomic_io import atomic_write_text
+from ..atomic_io import atomic_path, atomic_savez, atomic_write_text
 from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
@@ -184,34 +184,34 @@ def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
     return corpus_sha if subset is None else f"{corpus_sha} subset={subset} seed={seed}"
 
 
-def _cached_descriptors(cache: Path, corpus_sha: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
-    """The raw descriptors and seconds stored in ``cache`` for this corpus and these names, if any."""
+def _cached_descriptors(cache: Path, corpus_key: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
+    """The raw descriptors and seconds stored in ``cache`` for these molecules (``corpus_key``, of
+    :func:`_molecules_key`) and these names, if any."""
     if not cache.is_file():
         return None
     with np.load(cache, allow_pickle=False) as stored:
-        if str(stored["corpus_sha256"]) != corpus_sha or list(stored["names"]) != names:
+        if str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
             return None
         return stored["values"], float(stored["seconds"])
 
 
-def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig,
+def _descriptors(out: Path, molecules: Sequence[Any], corpus_key: str, config: PretrainConfig,
                  write: bool = True) -> Tuple[np.ndarray, List[str], float]:
-    """Raw descriptors of the corpus and seconds spent, cached in ``out`` for resumed runs and the
-    other processes of a distributed run. Only a ``write``-ing process stores them: in resumable
-    chunks (:mod:`~dgl_graphtx.runs.descriptor_chunks`) while computing, joined in the end."""
+    """Raw descriptors of the corpus (its molecules named by ``corpus_key``, of :func:`_molecules_key`)
+    and seconds spent, cached in ``out`` for resumed runs and the other processes of a distributed
+    run. Only a ``write``-ing process stores them: in resumable chunks
+    (:mod:`~dgl_graphtx.runs.descriptor_chunks`) while computing, joined in the end."""
     cache = out / DESCRIPTOR_CACHE
     names = feature_names([config.generator])
-    cached = _cached_descriptors(cache, corpus_sha, names)
+    cached = _cached_descriptors(cache, corpus_key, names)
     if cached is not None:
         return cached[0], names, cached[1]
     chunks = out / CHUNK_FOLDER
-    values, seconds = chunked_descriptors(chunks, molecules, ChunkKey.of(corpus_sha, names, len(molecules)),
+    values, seconds = chunked_descriptors(chunks, molecules, ChunkKey.of(corpus_key, names, len(molecules)),
                                           config.generator, config.workers, write)
     if not write:
         return values, names, seconds
-    tmp = out / (DESCRIPTOR_CACHE + ".tmp.npz")
-    np.savez(tmp, values=values, names=np.array(names), corpus_sha256=np.array(corpus_sha), seconds=np.array(seconds))
-    tmp.replace(cache)
+    atomic_savez(cache, values=values, names=np.array(names), corpus_sha256=np.array(corpus_key), seconds=np.array(seconds))
     shutil.rmtree(chunks)
     return values, names, seconds
 
@@ -420,9 +420,6 @@ def moses_corpus(wheel_dir: PathLike, out_dir: PathLike) -> Path:
         raise ConfigError(f"no molsets wheel in {wheel_dir}: fetch it with 'pip download --no-deps molsets -d {wheel_dir}'")
     target = Path(out_dir) / "moses_train.csv.gz"
     if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheels[-1]) as archive, archive.open(MOSES_MEMBER) as raw:
-            tmp = target.with_name(target.name + ".tmp")
+        with zipfile.ZipFile(wheels[-1]) as archive, archive.open(MOSES_MEMBER) as raw, atomic_path(target) as tmp:
             tmp.write_bytes(raw.read())
-            tmp.replace(target)
     return target
