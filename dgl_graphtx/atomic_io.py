@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Union
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -170,6 +171,21 @@ def atomic_torch_save(obj: Any, path: PathLike) -> Path:
     """
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         torch.save(obj, handle)
+    return Path(path)
+
+
+def atomic_savez(path: PathLike, **arrays: Any) -> Path:
+    """``numpy.savez`` of ``arrays`` to ``path`` (no ``.npz`` appended) such that readers never
+    see a half-written file.
+
+    Example:
+        >>> import tempfile
+        >>> p = atomic_savez(tempfile.mkdtemp() + "/a.npz", x=np.arange(3))
+        >>> np.load(p)["x"].tolist()
+        [0, 1, 2]
+    """
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
     return Path(path)
 
 

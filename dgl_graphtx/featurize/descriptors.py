@@ -149,12 +149,13 @@ def _compute_rows(specs: Tuple[str, ...], molecules: Sequence[MoleculeLike]) -> 
 
 
 def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], workers: int = 1,
-                     chunk_size: int = 1000) -> np.ndarray:
+                     chunk_size: int = 1000, first_row: int = 0) -> np.ndarray:
     """Features ``[M, F]`` (float64) of ``molecules`` from the generators ``specs``, in the
     column order of :func:`feature_names`; NaN where a value cannot be computed (see the module
     notes). ``workers > 1`` computes chunks in that many processes.
 
-    Raises :class:`~dgl_graphtx.errors.InvalidMoleculeError` naming the first unreadable molecule.
+    Raises :class:`~dgl_graphtx.errors.InvalidMoleculeError` naming the first unreadable molecule
+    by its row, counted from ``first_row`` (the position of ``molecules`` in a larger corpus).
 
     Example:
         >>> compute_features(["morgan_counts:radius=0:size=4"], ["C", "CC"]).sum(axis=1).tolist()
@@ -172,7 +173,7 @@ def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], wo
     errors = [e for p in parts for e in p[1]]
     bad = next((row for row, error in enumerate(errors) if error is not None), None)
     if bad is not None:
-        raise InvalidMoleculeError(f"molecule {bad} ({molecules[bad]!r}) cannot be read for feature generators: {errors[bad]}")
+        raise InvalidMoleculeError(f"molecule {first_row + bad} ({molecules[bad]!r}) cannot be read for feature generators: {errors[bad]}")
     return values
 
 

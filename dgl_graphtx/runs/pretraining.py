@@ -14,7 +14,6 @@ import json
 import logging
 import platform
 import random
-import time
 import zipfile
 import shutil
 import sys
@@ -27,18 +26,19 @@ import torch
 from torch.utils.data import Subset
 
 from .._version import __version__
-from ..atomic_io import atomic_write_text
+from ..atomic_io import atomic_path, atomic_savez, atomic_write_text
 from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
 from ..errors import ConfigError
-from ..featurize.descriptors import FeatureScaler, compute_features, feature_names
+from ..featurize.descriptors import FeatureScaler, feature_names
 from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
 from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
 from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_safe, masked_loss, seed_everything
 from ..validation import check_number
+from .descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
 from .folder import RunFolder
 
 logger = logging.getLogger("dgl_graphtx")
@@ -173,24 +173,46 @@ def _corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optional[
     return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
 
 
-def _descriptors(out: Path, molecules: Sequence[Any], corpus_sha: str, config: PretrainConfig,
+def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
+    """What the descriptor cache is keyed by: the corpus file's SHA-256, and the subset drawn from it
+    with its seed, so that a rerun in the same folder with another draw never reuses the cache.
+
+    Example:
+        >>> _molecules_key("ab12", None, 0), _molecules_key("ab12", 500, 3)
+        ('ab12', 'ab12 subset=500 seed=3')
+    """
+    return corpus_sha if subset is None else f"{corpus_sha} subset={subset} seed={seed}"
+
+
+def _cached_descriptors(cache: Path, corpus_key: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
+    """The raw descriptors and seconds stored in ``cache`` for these molecules (``corpus_key``, of
+    :func:`_molecules_key`) and these names, if any."""
+    if not cache.is_file():
+        return None
+    with np.load(cache, allow_pickle=False) as stored:
+        if str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
+            return None
+        return stored["values"], float(stored["seconds"])
+
+
+def _descriptors(out: Path, molecules: Sequence[Any], corpus_key: str, config: PretrainConfig,
                  write: bool = True) -> Tuple[np.ndarray, List[str], float]:
-    """Raw descriptors of the corpus (cached in ``out`` for resumed runs and the other processes
-    of a distributed run; only a ``write``-ing process stores them) and seconds spent."""
+    """Raw descriptors of the corpus (its molecules named by ``corpus_key``, of :func:`_molecules_key`)
+    and seconds spent, cached in ``out`` for resumed runs and the other processes of a distributed
+    run. Only a ``write``-ing process stores them: in resumable chunks
+    (:mod:`~dgl_graphtx.runs.descriptor_chunks`) while computing, joined in the end."""
     cache = out / DESCRIPTOR_CACHE
     names = feature_names([config.generator])
-    if cache.is_file():
-        stored = np.load(cache, allow_pickle=False)
-        if str(stored["corpus_sha256"]) == corpus_sha and list(stored["names"]) == names:
-            return stored["values"], names, float(stored["seconds"])
-    start = time.perf_counter()
-    values = compute_features([config.generator], molecules, workers=config.workers)
-    seconds = time.perf_counter() - start
+    cached = _cached_descriptors(cache, corpus_key, names)
+    if cached is not None:
+        return cached[0], names, cached[1]
+    chunks = out / CHUNK_FOLDER
+    values, seconds = chunked_descriptors(chunks, molecules, ChunkKey.of(corpus_key, names, len(molecules)),
+                                          config.generator, config.workers, write)
     if not write:
         return values, names, seconds
-    tmp = out / (DESCRIPTOR_CACHE + ".tmp.npz")
-    np.savez(tmp, values=values, names=np.array(names), corpus_sha256=np.array(corpus_sha), seconds=np.array(seconds))
-    tmp.replace(cache)
+    atomic_savez(cache, values=values, names=np.array(names), corpus_sha256=np.array(corpus_key), seconds=np.array(seconds))
+    shutil.rmtree(chunks)
     return values, names, seconds
 
 
@@ -239,7 +261,8 @@ def _descriptor_corpus(source: PathLike, out: Path, preset: Preset, smiles_col: 
     ``out``), split it and label it with the scaled descriptors of :func:`descriptor_targets`."""
     dataset, molecules, corpus_sha = _corpus(source, preset, smiles_col, config.subset, train_config.seed, train_config.progress)
     with hooks.main_first():
-        raw, names, descriptor_seconds = _descriptors(out, molecules, corpus_sha, config, write=hooks.is_main)
+        raw, names, descriptor_seconds = _descriptors(out, molecules, _molecules_key(corpus_sha, config.subset, train_config.seed),
+                                                      config, write=hooks.is_main)
     split = random_split(len(dataset), (1.0 - config.valid_share, config.valid_share, 0.0), train_config.seed)
     if not split.train or not split.valid:
         raise ConfigError(f"a corpus of {len(dataset)} molecules leaves no training or held-out part with "
@@ -397,9 +420,6 @@ def moses_corpus(wheel_dir: PathLike, out_dir: PathLike) -> Path:
         raise ConfigError(f"no molsets wheel in {wheel_dir}: fetch it with 'pip download --no-deps molsets -d {wheel_dir}'")
     target = Path(out_dir) / "moses_train.csv.gz"
     if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheels[-1]) as archive, archive.open(MOSES_MEMBER) as raw:
-            tmp = target.with_name(target.name + ".tmp")
+        with zipfile.ZipFile(wheels[-1]) as archive, archive.open(MOSES_MEMBER) as raw, atomic_path(target) as tmp:
             tmp.write_bytes(raw.read())
-            tmp.replace(target)
     return target
