@@ -63,6 +63,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit(f"no set of half {args.half!r} among {args.sets}")
     store = Store(results, cache)
     runs = plan(store, sets, seeds, tools)
+    if not runs:
+        raise SystemExit(f"nothing to run: {', '.join(t.name for t in tools)} run on none of {', '.join(s.name for s in sets)} "
+                         "(3-D tools need a 3-D set; screened recipes run on the development half only)")
     if args.prepare:
         print(f"split files of {len(sets)} set(s) x {len(seeds)} seed(s) written under {cache / 'splits'}; "
               f"digests in {results / 'splits.json'}; {len(runs)} runs planned")

@@ -76,3 +76,27 @@ def test_figure_points_are_improvements_over_chemprop_on_the_same_split(tmp_path
     points = figure.improvements(frame)
     assert points[["seed", "tool", "improvement"]].values.tolist() == [[0, "default", 0.25]]
     assert figure.draw(frame, tmp_path / "suite.png").stat().st_size > 0
+
+
+def test_runs_of_changed_tools_are_left_out_of_the_report(tmp_path):
+    from _suite.config import TOOLS_BY_NAME
+    _result(tmp_path, "FreeSolv", 0, "default", 1.0)
+    _result(tmp_path, "FreeSolv", 0, "RF-morgan", 1.5)
+    stale = tmp_path / "runs" / "FreeSolv" / "seed0" / "pretrained.json"
+    stale.write_text(json.dumps({"set": "FreeSolv", "half": "dev", "seed": 0, "tool": "pretrained", "metric": "rmse",
+                                 "value": 0.5, "cpu_s": 1.0, "wall_s": 1.0, "epochs": 50,
+                                 "settings": {"args": ["--from-pretrained", "an-older-backbone"]}}))
+    current = dict(json.loads(stale.read_text()), tool="descriptors", value=0.8, settings=TOOLS_BY_NAME["descriptors"].settings)
+    (stale.parent / "descriptors.json").write_text(json.dumps(current))
+    frame = report.load_results(tmp_path)
+    assert sorted(frame.tool) == ["RF-morgan", "default", "descriptors"]
+
+
+def test_relative_errors_against_the_default_by_hand():
+    # FreeSolv RMSE default 2.0, descriptors 1.5 (0.75); BACE ROC-AUC default 0.8 (error 0.2), descriptors
+    # 0.75 (error 0.25: 1.25); mean 1.0, better in 1 of 2. The forest is not one of our recipes.
+    rows = [("FreeSolv", "rmse", "default", 2.0), ("FreeSolv", "rmse", "descriptors", 1.5), ("FreeSolv", "rmse", "RF-morgan", 1.0),
+            ("BACE", "rocauc", "default", 0.8), ("BACE", "rocauc", "descriptors", 0.75), ("BACE", "rocauc", "RF-morgan", 0.9)]
+    frame = pd.DataFrame([{"set": s, "seed": 0, "metric": m, "tool": t, "value": v} for s, m, t, v in rows])
+    table = report.relative_errors(frame)
+    assert table.to_dict("records") == [{"tool": "descriptors", "relative error": pytest.approx(1.0), "pairs": 2, "better": 1}]

@@ -57,3 +57,15 @@ def test_a_failed_run_stores_nothing_and_is_retried(tmp_path, monkeypatch):
     assert runner.run_all(store, runs) == 1 and store.finished(runs[0]) is None
     assert runner.run_all(store, runs) == 1  # tried again from an emptied working folder
     assert [p.name for p in store.work(runs[0]).iterdir()] == ["partial.txt"]
+
+
+def test_screened_recipes_and_3d_tools_run_only_where_they_belong():
+    dev_2d, test_2d, test_3d = (SETS_BY_NAME[name] for name in ("FreeSolv", "Solubility", "QM9-U0-heldout"))
+    screened = ToolSpec("screened", "ours", {"args": []}, development_only=True)
+    three_d = ToolSpec("3d", "ours", {"args": []}, three_d_only=True)
+    assert [screened.runs_on(s) for s in (dev_2d, test_2d, test_3d)] == [True, False, False]
+    assert [three_d.runs_on(s) for s in (dev_2d, test_2d, test_3d)] == [False, False, True]
+    # the suite's own screened fine-tuning recipes never reach the test half
+    from _suite.config import TOOLS
+    assert {t.name for t in TOOLS if t.development_only} >= {"pretrained-50k", "pretrained-freeze5"}
+    assert not any(t.runs_on(test_2d) for t in TOOLS if t.development_only)

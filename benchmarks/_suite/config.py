@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 #: Ignored working folder: package archives, split files, run folders, the background log.
@@ -117,11 +117,25 @@ class ToolSpec:
     kind: str  # "ours", "chemprop", "rf_morgan", "rf_coulomb", "attentivefp"
     settings: Dict[str, object] = field(default_factory=dict)
     three_d_only: bool = False
+    #: a recipe being screened: it runs on the development half only, never on the test half
+    development_only: bool = False
+
+    def runs_on(self, spec: SuiteSet) -> bool:
+        """Whether this tool runs on ``spec`` (3-D tools on 3-D sets, screened recipes on the development half)."""
+        return (spec.three_d or not self.three_d_only) and (spec.half == "dev" or not self.development_only)
 
 
-#: The backbone of the ``pretrained`` tools: a better one is being trained (issue 28, item 2).
-BACKBONE = "gradformer-moses50k"
+#: The backbone of the ``pretrained`` tools: the Gradformer default architecture pretrained on 500,000
+#: MOSES molecules (issue 28, item 2); ``pretrained-50k`` keeps the earlier 50,000-molecule one.
+BACKBONE = "gradformer-moses500k"
 ENSEMBLE_SIZE = 3
+#: Fine-tuning recipes screened on the development half (``pretrained`` itself fine-tunes every layer
+#: at the head's learning rate from the first epoch).
+FINE_TUNING: Dict[str, List[str]] = {
+    "freeze5": ["--freeze-backbone-epochs", "5"],
+    "lr0.3": ["--backbone-lr-scale", "0.3"],
+    "lld0.7": ["--layer-lr-decay", "0.7"],
+}
 
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("default", "ours", {"args": []}),
@@ -136,6 +150,9 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),
     ToolSpec("RF-coulomb", "rf_coulomb", {"trees": 500}, three_d_only=True),
     ToolSpec("AttentiveFP", "attentivefp", {"recipe": "gradformer default"}),
+    ToolSpec("pretrained-50k", "ours", {"args": ["--from-pretrained", "gradformer-moses50k"]}, development_only=True),
+    *(ToolSpec(f"pretrained-{name}", "ours", {"args": ["--from-pretrained", BACKBONE, *args]}, development_only=True)
+      for name, args in FINE_TUNING.items()),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 #: Tools in the order the report's tables and the figure list them.

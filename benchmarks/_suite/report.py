@@ -12,14 +12,55 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .config import BACKBONE, ENSEMBLE_SIZE, FINE_TUNING, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
 from .metrics import relative_improvement
 
+def is_current(result: Dict[str, object]) -> bool:
+    """Whether a stored run belongs to the suite as configured now: its tool still exists and was run
+    with the tool's present settings (a run of a tool whose settings changed, e.g. another backbone,
+    is stale until it is redone).
+
+    Example:
+        >>> is_current({"tool": "default", "settings": {"args": []}}), is_current({"tool": "default", "settings": {"args": ["x"]}})
+        (True, False)
+    """
+    tool = TOOLS_BY_NAME.get(str(result["tool"]))
+    return tool is not None and ("settings" not in result or result["settings"] == tool.settings)
+
+
 def load_results(folder: Path) -> pd.DataFrame:
-    """One row per stored run: set, half, seed, tool, metric, value, cpu_s, wall_s."""
+    """One row per stored run of the suite as configured now (:func:`is_current`): set, half, seed,
+    tool, metric, value, cpu_s, wall_s, epochs."""
     rows = [json.loads(path.read_text()) for path in sorted((folder / "runs").glob("*/seed*/*.json"))]
+    current = [r for r in rows if is_current(r)]
+    if len(current) < len(rows):
+        print(f"{len(rows) - len(current)} stored run(s) of changed or retired tools left out of the report", file=sys.stderr)
     columns = ["set", "half", "seed", "tool", "metric", "value", "cpu_s", "wall_s", "epochs"]
-    return pd.DataFrame([{k: r[k] for k in columns} for r in rows], columns=columns)
+    return pd.DataFrame([{k: r[k] for k in columns} for r in current], columns=columns)
+
+
+def relative_errors(frame: pd.DataFrame, reference: str = "default") -> pd.DataFrame:
+    """Each of our recipes against ``reference`` on the same (set, seed): the mean over those pairs of
+    error / reference's error (error = RMSE, MAE or 1 - ROC-AUC; below 1: better), the pairs and the
+    pairs it is better in. The rule recipes are chosen by on the development half.
+
+    Example:
+        >>> rows = [{"set": "s", "seed": k, "tool": t, "metric": "rmse", "value": v}
+        ...         for k, (d, r) in enumerate([(1.0, 0.8), (2.0, 2.2)]) for t, v in (("default", d), ("descriptors", r))]
+        >>> relative_errors(pd.DataFrame(rows)).round(3).to_dict("records")
+        [{'tool': 'descriptors', 'relative error': 0.95, 'pairs': 2, 'better': 1}]
+    """
+    pivot = frame.pivot_table(index=["set", "seed"], columns="tool", values="value")
+    metric = frame.groupby("set")["metric"].first()
+    ours = [t for t in pivot.columns if t != reference and t in TOOLS_BY_NAME and TOOLS_BY_NAME[t].kind == "ours"]
+    rows = []
+    for tool in ours if reference in pivot else []:
+        both = pivot[[tool, reference]].dropna()
+        if both.empty:
+            continue
+        ratios = [1 - relative_improvement(metric[s], row[tool], row[reference]) for (s, _), row in both.iterrows()]
+        rows.append({"tool": tool, "relative error": float(np.mean(ratios)), "pairs": len(ratios), "better": int(sum(r < 1 for r in ratios))})
+    return pd.DataFrame(rows, columns=["tool", "relative error", "pairs", "better"])
 
 
 def mean_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -111,6 +152,13 @@ def half_markdown(frame: pd.DataFrame) -> List[str]:
         test = paired_test(frame, a, b)
         if test["n"]:
             lines.append(f"| {a} | {b} | {test['n']} | {test['wins']} | {100 * test['median']:+.1f}% | {test['p']:.3g} |")
+    for reference in ("default", "pretrained"):
+        table = relative_errors(frame[frame.set.map(lambda s: not SETS_BY_NAME[s].three_d)], reference)
+        if not table.empty:
+            lines += ["", f"Our recipes against `{reference}` on the 2-D sets: mean over (set, seed) pairs of "
+                      f"error / error of `{reference}` (below 1: better):", "",
+                      "| recipe | relative error | pairs | better in |", "|---|---|---|---|"]
+            lines += [f"| {r['tool']} | {r['relative error']:.3f} | {r['pairs']} | {r['better']} |" for r in table.to_dict("records")]
     return lines
 
 
@@ -120,6 +168,9 @@ TOOLS_MARKDOWN = [
     "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
     "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
     f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
+    "- screened on the development half only (never run on the test half): `pretrained-50k` (`--from-pretrained "
+    "gradformer-moses50k`, the earlier backbone) and the fine-tuning recipes "
+    + ", ".join(f"`pretrained-{name}` (`{' '.join(args)}`)" for name, args in FINE_TUNING.items()),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "
@@ -159,7 +210,7 @@ def markdown(frame: pd.DataFrame, results: Path) -> str:
              "", *TOOLS_MARKDOWN]
     for half, title in HALVES.items():
         part = frame[frame.half == half]
-        planned = sum(len(SEEDS) for s in SETS_BY_NAME.values() if s.half == half for t in TOOLS if s.three_d or not t.three_d_only)
+        planned = sum(len(SEEDS) for s in SETS_BY_NAME.values() if s.half == half for t in TOOLS if t.runs_on(s))
         lines += ["", f"### {title}", "", f"{len(part)} of the {planned} runs ({len(SEEDS)} seeds x tools) finished.", ""]
         lines += half_markdown(part) if not part.empty else ["No results yet."]
     return "\n".join(lines)

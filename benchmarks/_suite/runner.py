@@ -100,7 +100,7 @@ def plan(store: Store, sets: Sequence[SuiteSet], seeds: Sequence[int], tools: Se
             files = write_split_files(spec, data, seed, store.split_folder(spec, seed))
             check_recorded(store.results / "splits.json", (spec.name, seed), files)
             n_train = files.counts()["train"]
-            runs += [PlannedRun(spec, seed, tool, files, n_train) for tool in tools if spec.three_d or not tool.three_d_only]
+            runs += [PlannedRun(spec, seed, tool, files, n_train) for tool in tools if tool.runs_on(spec)]
     return sorted(runs, key=lambda run: seeds.index(run.seed))
 
 

@@ -36,7 +36,7 @@ def list_pretrained() -> List[ModelCard]:
 
     Example:
         >>> [card.name for card in list_pretrained()]
-        ['gradformer-moses50k', 'gradformer-tiny-moses3k', 'grpe-tiny-moses20k']
+        ['gradformer-moses500k', 'gradformer-moses50k', 'gradformer-tiny-moses3k', 'grpe-tiny-moses20k']
     """
     return [read_card(folder / CARD_FILE, folder.name) for folder in sorted(PRETRAINED_DIR.iterdir())
             if (folder / CARD_FILE).is_file() and (folder / BACKBONE_FILE).is_file()]
