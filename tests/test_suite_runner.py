@@ -67,5 +67,5 @@ def test_screened_recipes_and_3d_tools_run_only_where_they_belong():
     assert [three_d.runs_on(s) for s in (dev_2d, test_2d, test_3d)] == [False, False, True]
     # the suite's own screened fine-tuning recipes never reach the test half
     from _suite.config import TOOLS
-    assert {t.name for t in TOOLS if t.development_only} >= {"pretrained-50k", "pretrained-freeze5"}
+    assert {t.name for t in TOOLS if t.development_only} >= {"pretrained", "pretrained-50k", "pretrained-lr0.3"}
     assert not any(t.runs_on(test_2d) for t in TOOLS if t.development_only)

@@ -129,19 +129,23 @@ class ToolSpec:
 #: MOSES molecules (issue 28, item 2); ``pretrained-50k`` keeps the earlier 50,000-molecule one.
 BACKBONE = "gradformer-moses500k"
 ENSEMBLE_SIZE = 3
-#: Fine-tuning recipes screened on the development half (``pretrained`` itself fine-tunes every layer
-#: at the head's learning rate from the first epoch).
+#: Fine-tuning recipes screened on the development half against ``pretrained``, which fine-tunes every
+#: layer at the head's learning rate from the first epoch.
 FINE_TUNING: Dict[str, List[str]] = {
     "freeze5": ["--freeze-backbone-epochs", "5"],
     "lr0.3": ["--backbone-lr-scale", "0.3"],
     "lld0.7": ["--layer-lr-decay", "0.7"],
 }
+#: The fine-tuning recipe chosen on the development half (3 seeds x 4 sets, mean relative error against
+#: ``pretrained``: freeze5 0.972, better in 8 of 12 pairs; lr0.3 0.997): the pretrained tool of the test half.
+FINE_TUNED = "pretrained-freeze5"
 
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("default", "ours", {"args": []}),
     ToolSpec("descriptors", "ours", {"args": ["--features-generators", "rdkit2d"]}),
-    ToolSpec("pretrained", "ours", {"args": ["--from-pretrained", BACKBONE]}),
-    ToolSpec("pretrained+descriptors", "ours", {"args": ["--from-pretrained", BACKBONE, "--features-generators", "rdkit2d"]}),
+    ToolSpec(FINE_TUNED, "ours", {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING["freeze5"]]}),
+    ToolSpec(f"{FINE_TUNED}+descriptors", "ours",
+             {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING["freeze5"], "--features-generators", "rdkit2d"]}),
     ToolSpec("ensemble", "ours", {"args": ["--ensemble-size", str(ENSEMBLE_SIZE)]}),
     ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d-energy"], "input": "sdf"}, three_d_only=True),
     ToolSpec("default+ref", "ours", {"args": ["--set", "model.atom_reference=true"]}, three_d_only=True),
@@ -150,9 +154,10 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),
     ToolSpec("RF-coulomb", "rf_coulomb", {"trees": 500}, three_d_only=True),
     ToolSpec("AttentiveFP", "attentivefp", {"recipe": "gradformer default"}),
+    ToolSpec("pretrained", "ours", {"args": ["--from-pretrained", BACKBONE]}, development_only=True),
     ToolSpec("pretrained-50k", "ours", {"args": ["--from-pretrained", "gradformer-moses50k"]}, development_only=True),
     *(ToolSpec(f"pretrained-{name}", "ours", {"args": ["--from-pretrained", BACKBONE, *args]}, development_only=True)
-      for name, args in FINE_TUNING.items()),
+      for name, args in FINE_TUNING.items() if f"pretrained-{name}" != FINE_TUNED),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 #: Tools in the order the report's tables and the figure list them.
@@ -167,8 +172,8 @@ HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test 
 #: backbone is chosen. The pairs the paired test is run for (A, B: does A beat B?):
 RECOMMENDED = "descriptors"
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
-    (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), (RECOMMENDED, "default"), ("pretrained", "default"),
-    ("pretrained+descriptors", "descriptors"), ("default", "chemprop"),
+    (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), (RECOMMENDED, "default"), (FINE_TUNED, "default"),
+    (f"{FINE_TUNED}+descriptors", "descriptors"), ("default", "chemprop"),
     ("moire-3d", "default"), ("moire-3d", "default+ref"), ("moire-3d", "RF-coulomb"),
 )
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, FINE_TUNING, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .config import BACKBONE, ENSEMBLE_SIZE, FINE_TUNED, FINE_TUNING, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
 from .metrics import relative_improvement
 
 def is_current(result: Dict[str, object]) -> bool:
@@ -167,10 +167,12 @@ TOOLS_MARKDOWN = [
     "`--task classification` on classification sets, chemprop `--task-type classification`):", "",
     "- `default`: `dgl-graphtx train data.csv --targets target --split-col split --epochs E --seed k --threads 1 --out run`",
     "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
-    f"- `pretrained`: the same with `--from-pretrained {BACKBONE}`; `pretrained+descriptors`: also `--features-generators rdkit2d`",
-    "- screened on the development half only (never run on the test half): `pretrained-50k` (`--from-pretrained "
-    "gradformer-moses50k`, the earlier backbone) and the fine-tuning recipes "
-    + ", ".join(f"`pretrained-{name}` (`{' '.join(args)}`)" for name, args in FINE_TUNING.items()),
+    f"- `{FINE_TUNED}` (the fine-tuning recipe chosen on the development half): the same with `"
+    f"{' '.join(TOOLS_BY_NAME[FINE_TUNED].settings['args'])}`; `{FINE_TUNED}+descriptors`: also `--features-generators rdkit2d`",
+    f"- screened on the development half only (never run on the test half): `pretrained` (`--from-pretrained {BACKBONE}`, "
+    "every layer trained from the first epoch), `pretrained-50k` (`--from-pretrained gradformer-moses50k`, the earlier "
+    "backbone) and " + ", ".join(f"`pretrained-{name}` (`{' '.join(args)}`)" for name, args in FINE_TUNING.items()
+                                 if f"pretrained-{name}" != FINE_TUNED),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "
