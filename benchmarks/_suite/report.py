@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, FINE_TUNED, FINE_TUNING, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .config import ENSEMBLE_SIZE, FINE_TUNED, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
 from .metrics import relative_improvement
 
 def is_current(result: Dict[str, object]) -> bool:
@@ -169,10 +169,9 @@ TOOLS_MARKDOWN = [
     "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
     f"- `{FINE_TUNED}` (the fine-tuning recipe chosen on the development half): the same with `"
     f"{' '.join(TOOLS_BY_NAME[FINE_TUNED].settings['args'])}`; `{FINE_TUNED}+descriptors`: also `--features-generators rdkit2d`",
-    f"- screened on the development half only (never run on the test half): `pretrained` (`--from-pretrained {BACKBONE}`, "
-    "every layer trained from the first epoch), `pretrained-50k` (`--from-pretrained gradformer-moses50k`, the earlier "
-    "backbone) and " + ", ".join(f"`pretrained-{name}` (`{' '.join(args)}`)" for name, args in FINE_TUNING.items()
-                                 if f"pretrained-{name}" != FINE_TUNED),
+    "- screened on the development half only (never run on the test half; `pretrained` trains every layer from the first "
+    "epoch, `pretrained-50k` fine-tunes the earlier backbone): "
+    + ", ".join(f"`{t.name}` (`{' '.join(t.settings['args'])}`)" for t in TOOLS if t.development_only),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "
@@ -231,19 +230,16 @@ def summary_table(frame: pd.DataFrame, tools: Sequence[str], sets: Sequence[str]
         | FreeSolv (rmse) | **1.200 ± 0.200** | 2.000 ± 0.000 (2 seeds) | - |
     """
     lines = ["| set (metric) | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    lower = _lower_is_better(frame)
     for name in sets:
         part = frame[frame.set == name]
         values = {tool: part[part.tool == tool]["value"] for tool in tools}
-        means = {tool: v.mean() for tool, v in values.items() if not v.empty}
-        best = (min if part["metric"].iloc[0] != "rocauc" else max)(means.values())
+        means = [v.mean() for v in values.values() if not v.empty]
+        best = min(means) if lower[name] else max(means)
         cells = []
-        for tool, v in values.items():
-            if v.empty:
-                cells.append("-")
-                continue
-            cell = f"{v.mean():.3f}" + (f" ± {v.std():.3f}" if len(v) > 1 else "")
-            cell += "" if len(v) == len(SEEDS) else f" ({len(v)} seed{'s' if len(v) > 1 else ''})"
-            cells.append(f"**{cell}**" if np.isclose(v.mean(), best) else cell)
+        for v in values.values():
+            cell = _cell(v) + ("" if v.empty or len(v) == len(SEEDS) else f" ({len(v)} seed{'s' if len(v) > 1 else ''})")
+            cells.append(f"**{cell}**" if not v.empty and np.isclose(v.mean(), best) else cell)
         lines.append(f"| {name} ({part['metric'].iloc[0]}) | " + " | ".join(cells) + " |")
     return lines
 
