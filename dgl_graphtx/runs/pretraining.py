@@ -105,7 +105,9 @@ class MaskedDescriptorTrainer(Trainer):
 
     def __init__(self, *args: Any, mask_share: float = PretrainConfig.mask_share, pretext: Optional[MaskedAtoms] = None,
                  probe: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, parts={"masked-atom heads": pretext} if pretext is not None else None, **kwargs)
+        if pretext is not None:
+            kwargs["parts"] = {"masked-atom heads": pretext}
+        super().__init__(*args, **kwargs)
         self.mask_share = mask_share
         self.network = MaskedAtomNetwork(self.model, pretext, probe) if pretext is not None else None
 
