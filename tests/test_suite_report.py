@@ -100,3 +100,14 @@ def test_relative_errors_against_the_default_by_hand():
     frame = pd.DataFrame([{"set": s, "seed": 0, "metric": m, "tool": t, "value": v} for s, m, t, v in rows])
     table = report.relative_errors(frame)
     assert table.to_dict("records") == [{"tool": "descriptors", "relative error": pytest.approx(1.0), "pairs": 2, "better": 1}]
+
+
+def test_readme_tables_hold_the_test_half_only_with_the_quantum_set_apart():
+    rows = [{"set": s, "half": h, "seed": 0, "tool": t, "metric": m, "value": v}
+            for s, h, m, t, v in [("Solubility", "test", "rmse", "default", 1.0), ("Solubility", "test", "rmse", "RF-morgan", 1.5),
+                                  ("FreeSolv", "dev", "rmse", "default", 9.0),
+                                  ("QM9-U0-heldout", "test", "mae", "moire-3d", 3.0), ("QM9-U0-heldout", "test", "mae", "RF-coulomb", 16.0)]]
+    tables = report.readme_markdown(pd.DataFrame(rows)).split("\n\n")
+    assert len(tables) == 2 and "FreeSolv" not in tables[0] + tables[1]
+    assert "| Solubility (rmse) | **1.000 (1 seed)** |" in tables[0] and "1.500 (1 seed)" in tables[0]
+    assert tables[1].splitlines()[0].startswith("| set (metric) | moire-3d") and "**3.000 (1 seed)**" in tables[1]

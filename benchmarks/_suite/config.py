@@ -137,15 +137,16 @@ FINE_TUNING: Dict[str, List[str]] = {
     "lld0.7": ["--layer-lr-decay", "0.7"],
 }
 #: The fine-tuning recipe chosen on the development half (3 seeds x 4 sets, mean relative error against
-#: ``pretrained``: freeze5 0.972, better in 8 of 12 pairs; lr0.3 0.997): the pretrained tool of the test half.
-FINE_TUNED = "pretrained-freeze5"
+#: ``pretrained``: freeze5 0.972, better in 8 of 12 pairs; lr0.3 0.990, in 5): the pretrained tool of the test half.
+FINE_TUNED_RECIPE = "freeze5"
+FINE_TUNED = f"pretrained-{FINE_TUNED_RECIPE}"
 
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("default", "ours", {"args": []}),
     ToolSpec("descriptors", "ours", {"args": ["--features-generators", "rdkit2d"]}),
-    ToolSpec(FINE_TUNED, "ours", {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING["freeze5"]]}),
+    ToolSpec(FINE_TUNED, "ours", {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING[FINE_TUNED_RECIPE]]}),
     ToolSpec(f"{FINE_TUNED}+descriptors", "ours",
-             {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING["freeze5"], "--features-generators", "rdkit2d"]}),
+             {"args": ["--from-pretrained", BACKBONE, *FINE_TUNING[FINE_TUNED_RECIPE], "--features-generators", "rdkit2d"]}),
     ToolSpec("ensemble", "ours", {"args": ["--ensemble-size", str(ENSEMBLE_SIZE)]}),
     ToolSpec("moire-3d", "ours", {"args": ["--model", "moire", "--preset", "3d-energy"], "input": "sdf"}, three_d_only=True),
     ToolSpec("default+ref", "ours", {"args": ["--set", "model.atom_reference=true"]}, three_d_only=True),
@@ -157,7 +158,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("pretrained", "ours", {"args": ["--from-pretrained", BACKBONE]}, development_only=True),
     ToolSpec("pretrained-50k", "ours", {"args": ["--from-pretrained", "gradformer-moses50k"]}, development_only=True),
     *(ToolSpec(f"pretrained-{name}", "ours", {"args": ["--from-pretrained", BACKBONE, *args]}, development_only=True)
-      for name, args in FINE_TUNING.items() if f"pretrained-{name}" != FINE_TUNED),
+      for name, args in FINE_TUNING.items() if name != FINE_TUNED_RECIPE),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 #: Tools in the order the report's tables and the figure list them.
@@ -168,8 +169,8 @@ HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test 
 #: The candidate recipe, chosen on the development half only (issue 28): among the default, dropout
 #: 0.3, a sum readout, RDKit descriptors and descriptors with dropout 0.3, descriptors lowered the
 #: mean relative error over the four 2-D sets x 3 seeds most (0.834 of the default's; lower in 11 of
-#: 12 set-seed pairs). The test half says whether it holds; the pretrained tools join once the 500k
-#: backbone is chosen. The pairs the paired test is run for (A, B: does A beat B?):
+#: 12 set-seed pairs). On the test half it beat chemprop and the forest on 3 of 4 sets and the default
+#: by 2% on average (p = 0.42), so it stays an option, not a default. The pairs the paired test is run for (A, B: does A beat B?):
 RECOMMENDED = "descriptors"
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
     (RECOMMENDED, "chemprop"), (RECOMMENDED, "RF-morgan"), (RECOMMENDED, "default"), (FINE_TUNED, "default"),

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import BACKBONE, ENSEMBLE_SIZE, FINE_TUNED, FINE_TUNING, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .config import ENSEMBLE_SIZE, FINE_TUNED, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
 from .metrics import relative_improvement
 
 def is_current(result: Dict[str, object]) -> bool:
@@ -169,10 +169,9 @@ TOOLS_MARKDOWN = [
     "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
     f"- `{FINE_TUNED}` (the fine-tuning recipe chosen on the development half): the same with `"
     f"{' '.join(TOOLS_BY_NAME[FINE_TUNED].settings['args'])}`; `{FINE_TUNED}+descriptors`: also `--features-generators rdkit2d`",
-    f"- screened on the development half only (never run on the test half): `pretrained` (`--from-pretrained {BACKBONE}`, "
-    "every layer trained from the first epoch), `pretrained-50k` (`--from-pretrained gradformer-moses50k`, the earlier "
-    "backbone) and " + ", ".join(f"`pretrained-{name}` (`{' '.join(args)}`)" for name, args in FINE_TUNING.items()
-                                 if f"pretrained-{name}" != FINE_TUNED),
+    "- screened on the development half only (never run on the test half; `pretrained` trains every layer from the first "
+    "epoch, `pretrained-50k` fine-tunes the earlier backbone): "
+    + ", ".join(f"`{t.name}` (`{' '.join(t.settings['args'])}`)" for t in TOOLS if t.development_only),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "
@@ -218,7 +217,50 @@ def markdown(frame: pd.DataFrame, results: Path) -> str:
     return "\n".join(lines)
 
 
+def summary_table(frame: pd.DataFrame, tools: Sequence[str], sets: Sequence[str]) -> List[str]:
+    """Mean ± std over seeds per set (rows) and tool (columns), the best per set in bold, a cell
+    with fewer seeds than :data:`SEEDS` saying how many, "-" where a tool did not run.
+
+    Example:
+        >>> rows = [{"set": "FreeSolv", "seed": k, "tool": t, "metric": "rmse", "value": v}
+        ...         for k, (d, r) in enumerate([(1.0, 2.0), (1.2, 2.0), (1.4, 2.0)]) for t, v in (("default", d), ("RF-morgan", r))]
+        >>> print("\\n".join(summary_table(pd.DataFrame(rows[:5]), ["default", "RF-morgan", "chemprop"], ["FreeSolv"])))
+        | set (metric) | default | RF-morgan | chemprop |
+        |---|---|---|---|
+        | FreeSolv (rmse) | **1.200 ± 0.200** | 2.000 ± 0.000 (2 seeds) | - |
+    """
+    lines = ["| set (metric) | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
+    lower = _lower_is_better(frame)
+    for name in sets:
+        part = frame[frame.set == name]
+        values = {tool: part[part.tool == tool]["value"] for tool in tools}
+        means = [v.mean() for v in values.values() if not v.empty]
+        best = min(means) if lower[name] else max(means)
+        cells = []
+        for v in values.values():
+            cell = _cell(v) + ("" if v.empty or len(v) == len(SEEDS) else f" ({len(v)} seed{'s' if len(v) > 1 else ''})")
+            cells.append(f"**{cell}**" if not v.empty and np.isclose(v.mean(), best) else cell)
+        lines.append(f"| {name} ({part['metric'].iloc[0]}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+#: The README's accuracy tables: the test half, our default and recipes beside the peers.
+README_TOOLS = ("default", RECOMMENDED, FINE_TUNED, "chemprop", "chemprop+descriptors", "RF-morgan", "AttentiveFP")
+README_3D_TOOLS = ("moire-3d", "default+ref", "default", "RF-coulomb")
+
+
+def readme_markdown(frame: pd.DataFrame) -> str:
+    """The test half's tables for the README (2-D sets, then the quantum set)."""
+    test = frame[frame.half == "test"]
+    flat = [s for s in SETS_BY_NAME if s in set(test.set) and not SETS_BY_NAME[s].three_d]
+    three_d = [s for s in SETS_BY_NAME if s in set(test.set) and SETS_BY_NAME[s].three_d]
+    lines = summary_table(test, README_TOOLS, flat) if flat else []
+    lines += ["", *summary_table(test, README_3D_TOOLS, three_d)] if three_d else []
+    return "\n".join(lines)
+
+
 FIGURE = Path(__file__).resolve().parents[2] / "docs" / "img" / "suite.png"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def write_report(results: Path, docs: bool) -> int:
@@ -236,4 +278,6 @@ def write_report(results: Path, docs: bool) -> int:
         import _report
 
         print(f"updated {_report.update_section('suite', text)}")
+        if not frame[frame.half == "test"].empty:
+            print(f"updated {_report.update_section('suite-test', readme_markdown(frame), path=README)}")
     return 0
