@@ -141,6 +141,17 @@ FINE_TUNING: Dict[str, List[str]] = {
 FINE_TUNED_RECIPE = "freeze5"
 FINE_TUNED = f"pretrained-{FINE_TUNED_RECIPE}"
 
+#: The pretraining screen (``benchmarks/pretrain_screen.py``): candidate objectives and sizes, each
+#: pretrained on the same 50,000 MOSES molecules into ``SCREEN_BACKBONES/<name>`` and fine-tuned on
+#: the development half by the ``screen-<name>`` tools with the chosen recipe.
+SCREEN_BACKBONES = CACHE / "pretrain_screen"
+SCREEN_CANDIDATES: Dict[str, List[str]] = {
+    "descriptors": ["--objective", "descriptors"],
+    "atoms": ["--objective", "atoms"],
+    "both": ["--objective", "both"],
+    "descriptors-wide": ["--objective", "descriptors", "--set", "model.hidden_dim=96"],
+}
+
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("default", "ours", {"args": []}),
     ToolSpec("descriptors", "ours", {"args": ["--features-generators", "rdkit2d"]}),
@@ -159,6 +170,8 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("pretrained-50k", "ours", {"args": ["--from-pretrained", "gradformer-moses50k"]}, development_only=True),
     *(ToolSpec(f"pretrained-{name}", "ours", {"args": ["--from-pretrained", BACKBONE, *args]}, development_only=True)
       for name, args in FINE_TUNING.items() if name != FINE_TUNED_RECIPE),
+    *(ToolSpec(f"screen-{name}", "ours", {"args": FINE_TUNING[FINE_TUNED_RECIPE], "screen_backbone": name}, development_only=True)
+      for name in SCREEN_CANDIDATES),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 #: Tools in the order the report's tables and the figure list them.

@@ -16,7 +16,7 @@ from rdkit import Chem, rdBase
 from rdkit.Chem import rdFingerprintGenerator
 
 from .children import Usage, executable, run_child, self_cpu
-from .config import CACHE, REPO, SuiteSet, ToolSpec
+from .config import CACHE, REPO, SCREEN_BACKBONES, SuiteSet, ToolSpec
 from .splits import SplitFiles
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -61,6 +61,11 @@ def ours(tool: ToolSpec, run: RunInput) -> ToolOutput:
                "--threads", "1", "--cache-dir", str(FEATURIZED)]
     if run.spec.task == "classification":
         command += ["--task", "classification"]
+    if "screen_backbone" in tool.settings:  # a candidate of benchmarks/pretrain_screen.py, made beforehand
+        backbone = SCREEN_BACKBONES / str(tool.settings["screen_backbone"])
+        if not (backbone / "card.json").is_file():
+            raise FileNotFoundError(f"no backbone in {backbone}: run benchmarks/pretrain_screen.py first")
+        command += ["--from-pretrained", str(backbone)]
     usage = run_child(command + list(tool.settings["args"]), run.work / "train.log")
     ensemble = out / "ensemble_test_predictions.csv"
     table = pd.read_csv(ensemble if ensemble.exists() else out / "test_predictions.csv")

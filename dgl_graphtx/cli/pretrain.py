@@ -9,6 +9,7 @@ from ..inference.backbones import describe, list_pretrained
 from ..runs.config import apply_threads, resolve_run_config
 from ..runs.distributed import launch_local
 from ..runs.from_config import check_pretraining, pretrain_from_config
+from ..runs.masked_atoms import OBJECTIVES
 from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
 from .common import SMILES_COL, TRAIN_FLAGS, add_logging_options, bounded, without_option
 
@@ -20,10 +21,10 @@ SHARED_FLAGS = ("--model", "--preset", "--seed", "--epochs", "--batch-size", "--
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``pretrain`` and ``pretrained`` sub-commands to ``sub``."""
     run = sub.add_parser(
-        "pretrain", help="pretrain a backbone on RDKit 2-D descriptors of unlabelled molecules",
+        "pretrain", help="pretrain a backbone on unlabelled molecules (RDKit 2-D descriptors, masked atoms or both)",
         description="Train a backbone to regress normalised RDKit 2-D descriptors (a random share masked out of the loss "
-                    "at every step); writes backbone.pt, card.json (model card), log.csv and last.pt (resumable) to --out. "
-                    "See docs/pretraining.md.",
+                    "at every step), to tell the elements of masked atoms, or both (--objective); writes backbone.pt, "
+                    "card.json (model card), log.csv and last.pt (resumable) to --out. See docs/pretraining.md.",
     )
     run.add_argument("corpus", help="SMILES file (.smi, CSV/TSV with a SMILES column, SDF), a store written by "
                                     "'dgl-graphtx featurize', or 'moses' (the MOSES training set read from the molsets "
@@ -32,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
     run.add_argument("--smiles-col", default=None, help=f"SMILES column of a table (default: {SMILES_COL}; SMILES for moses)")
     run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
+    run.add_argument("--objective", choices=OBJECTIVES, default=PretrainConfig.objective,
+                     help="what the backbone learns from: descriptors, the elements of masked atoms (atoms), or both "
+                          f"(default: {PretrainConfig.objective})")
+    run.add_argument("--atom-mask-share", type=bounded(float, 0, 1, low_open=True), default=PretrainConfig.atom_mask_share,
+                     help=f"share of atoms masked at each step with --objective atoms/both (default: {PretrainConfig.atom_mask_share})")
     run.add_argument("--mask-share", type=bounded(float, 0, 1), default=PretrainConfig.mask_share,
                      help=f"share of descriptor targets left out of each step's loss (default: {PretrainConfig.mask_share})")
     run.add_argument("--valid-share", type=bounded(float, 0, 1), default=PretrainConfig.valid_share,
@@ -75,7 +81,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if args.nproc != 1:
         check_pretraining(config, corpus, args.out, args.overwrite, args.resume, processes=args.nproc)
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
-    settings = PretrainConfig(mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
+    settings = PretrainConfig(objective=args.objective, atom_mask_share=args.atom_mask_share, mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
                               subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
                               notes=args.notes)
     out = Path(args.out)

@@ -84,6 +84,8 @@ class ModelCard:
     heldout_r2: Optional[float]
     heldout_rmse: Optional[float]
     heldout_r2_descriptors: int
+    #: Held-out share of masked atoms whose element the backbone told (masked-atom objectives; ``None`` otherwise).
+    heldout_element_accuracy: Optional[float] = None
     #: Versions of dgl_graphtx and torch, and the command that made it.
     library_version: str
     torch_version: str

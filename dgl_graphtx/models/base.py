@@ -117,6 +117,13 @@ class MoleculeModel(nn.Module):
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
         atoms, virtual, attentions = self.encode(graph, relation_graph)
+        out = self.head_outputs(graph, atoms, virtual, distribution)
+        return (out, attentions) if return_attention else out
+
+    def head_outputs(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor],
+                     distribution: bool = False) -> torch.Tensor:
+        """What :meth:`forward` returns from the encoded node states (:meth:`encode`): the head
+        over the readout (or summed over atoms, ``atomwise``), plus the atom references."""
         if self.config.readout == "atomwise":
             out = ops.readout(graph, self.head(atoms), "sum")
         else:
@@ -125,7 +132,7 @@ class MoleculeModel(nn.Module):
         if self.atom_reference is not None:
             reference = self.atom_reference(graph).to(out.dtype) / self.target_std
             out = torch.cat([out[:, : self.config.num_tasks] + reference, out[:, self.config.num_tasks:]], dim=1)
-        return (out, attentions) if return_attention else out
+        return out
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Per-node outputs ``[N, T]`` (training space), no readout: the head applied to every

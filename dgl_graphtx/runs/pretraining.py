@@ -1,6 +1,7 @@
-"""Descriptor pretraining: a backbone learns to regress normalised RDKit 2-D descriptors, computed
-from the molecule alone, with a random share of the targets left out of the loss at every step
-(as CheMeleon does with Mordred descriptors), so that it cannot lean on any fixed subset.
+"""Pretraining: a backbone learns to regress normalised RDKit 2-D descriptors, computed from the
+molecule alone, with a random share of the targets left out of the loss at every step (as CheMeleon
+does with Mordred descriptors), so that it cannot lean on any fixed subset; or to tell the elements
+of masked atoms (:mod:`~dgl_graphtx.runs.masked_atoms`); or both (:attr:`PretrainConfig.objective`).
 
 The run goes through :class:`~dgl_graphtx.training.Trainer` (resumable from ``last.pt``, DDP-ready
 through its hooks) and ends with ``backbone.pt`` and its model card ``card.json``, which
@@ -40,6 +41,7 @@ from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_saf
 from ..validation import check_number
 from .descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
 from .folder import RunFolder
+from .masked_atoms import OBJECTIVES, MaskedAtomNetwork, MaskedAtoms, heldout_element_accuracy
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -52,8 +54,12 @@ class PretrainConfig:
     """What the backbone learns from.
 
     Args:
+        objective: what the backbone learns from: ``descriptors``; ``atoms``, the elements of
+            masked atoms (the descriptor head then learns from detached node states, a probe
+            whose held-out R2 selects the epoch); or ``both``, the two losses summed.
         generator: descriptor generator (see :mod:`dgl_graphtx.featurize.descriptors`).
         mask_share: share of the (molecule, descriptor) targets left out of each step's loss.
+        atom_mask_share: probability of each atom to be masked at a step (``atoms``, ``both``).
         valid_share: share of the corpus held out to measure descriptor R2 (and select the epoch).
         workers: processes computing the descriptors.
         subset: pretrain on this many molecules of the corpus file, drawn with the run's seed
@@ -63,10 +69,16 @@ class PretrainConfig:
     Example:
         >>> PretrainConfig(mask_share=0.25).valid_share
         0.05
+        >>> PretrainConfig(objective="masked")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: unknown pretraining objective 'masked'; choose one of descriptors, atoms, both
     """
 
+    objective: str = "descriptors"
     generator: str = "rdkit2d"
     mask_share: float = 0.15
+    atom_mask_share: float = 0.15
     valid_share: float = 0.05
     workers: int = 1
     subset: Optional[int] = None
@@ -75,7 +87,10 @@ class PretrainConfig:
     notes: str = ""
 
     def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"unknown pretraining objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
         check_number("mask_share", self.mask_share, 0, 1, high_open=True)
+        check_number("atom_mask_share", self.atom_mask_share, 0, 1, low_open=True)
         check_number("valid_share", self.valid_share, 0, 1, low_open=True, high_open=True)
         check_number("workers", self.workers, 1, integer=True)
         if self.subset is not None:
@@ -84,15 +99,23 @@ class PretrainConfig:
 
 class MaskedDescriptorTrainer(Trainer):
     """A :class:`Trainer` whose loss leaves out a random ``mask_share`` of the observed targets at
-    every step (drawn from torch's generator, so a resumed run draws the same masks)."""
+    every step (drawn from torch's generator, so a resumed run draws the same masks); with a
+    ``pretext`` (:class:`MaskedAtoms`, objectives ``atoms`` and ``both``; ``probe`` for ``atoms``)
+    it trains through a :class:`MaskedAtomNetwork` and adds its element loss."""
 
-    def __init__(self, *args: Any, mask_share: float = PretrainConfig.mask_share, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, mask_share: float = PretrainConfig.mask_share, pretext: Optional[MaskedAtoms] = None,
+                 probe: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, parts={"masked-atom heads": pretext} if pretext is not None else None, **kwargs)
         self.mask_share = mask_share
+        self.network = MaskedAtomNetwork(self.model, pretext, probe) if pretext is not None else None
+
+    def training_module(self) -> torch.nn.Module:
+        return self.network if self.network is not None else self.model
 
     def batch_loss(self, output: torch.Tensor, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         keep = torch.rand(batch.mask.shape, device=batch.mask.device) >= self.mask_share
-        return masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask & keep)
+        loss = masked_loss(self.task, output, self.model.normalize_targets(batch.labels), batch.mask & keep)
+        return loss if self.network is None else loss + self.network.element_loss
 
 
 class _UndefinedR2Filter(logging.Filter):
@@ -248,11 +271,13 @@ class DescriptorCorpus:
 
 
 class HeldOutScores(NamedTuple):
-    """How well the pretrained backbone predicts the held-out part's descriptors."""
+    """How well the pretrained backbone predicts the held-out part's descriptors (and the elements
+    of its masked atoms, with a masked-atom objective)."""
 
     r2: float
     r2_descriptors: int
     rmse: float
+    element_accuracy: Optional[float] = None
 
 
 def _descriptor_corpus(source: PathLike, out: Path, preset: Preset, smiles_col: str, config: PretrainConfig,
@@ -296,7 +321,13 @@ def _fit_and_score(trainer: Trainer, corpus: DescriptorCorpus, resume: bool) -> 
         logger.removeFilter(quiet)
     valid = Subset(corpus.dataset, corpus.split.valid)
     r2, defined = heldout_r2(corpus.targets[corpus.split.valid], trainer.predict(valid))
-    return result, HeldOutScores(r2, defined, trainer.evaluate(valid)["rmse"])
+    accuracy = None
+    if isinstance(trainer, MaskedDescriptorTrainer) and trainer.network is not None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(trainer.config.seed)  # the same held-out masks for every backbone of a seed
+            pairs = ((b.graph, b.relation_graph) for b in (batch.to(trainer.device) for batch in trainer.loader(valid)))
+            accuracy = heldout_element_accuracy(trainer.network, pairs)
+    return result, HeldOutScores(r2, defined, trainer.evaluate(valid)["rmse"], accuracy)
 
 
 def _pretraining_recipe(config: PretrainConfig, train_config: TrainConfig) -> Dict[str, Any]:
@@ -316,9 +347,10 @@ def pretrain(
     resume: bool = False,
     hooks: Optional[ProcessHooks] = None,
 ) -> PretrainResult:
-    """Pretrain ``preset``'s architecture on the descriptors of ``corpus`` (a SMILES/CSV/SDF file or a
-    store written by ``dgl-graphtx featurize``) and write ``backbone.pt``, ``card.json``,
-    ``log.csv``, ``last.pt`` (resumable: ``resume=True`` continues it) to ``out_dir``. With the
+    """Pretrain ``preset``'s architecture on ``corpus`` (a SMILES/CSV/SDF file or a store written by
+    ``dgl-graphtx featurize``) with ``config.objective`` (descriptors, masked atoms or both) and
+    write ``backbone.pt``, ``card.json``, ``log.csv``, ``last.pt`` (resumable: ``resume=True``
+    continues it) to ``out_dir``. With the
     ``hooks`` of a distributed run (:func:`~dgl_graphtx.runs.distributed.process_hooks`) every process
     trains on its share of each batch; the main process computes the descriptors and writes the outputs.
 
@@ -344,9 +376,13 @@ def pretrain(
         recipe = _pretraining_recipe(config, train_config)
         meta = CheckpointMeta(preset.featurizer, preset.relation, data.names,
                               CheckpointExtras(pretraining={"targets": config.generator, "scaler": data.scaler.to_dict(), "recipe": recipe}))
-        trainer = MaskedDescriptorTrainer(build_model(model_config), train_config, out_dir=out, meta=meta, hooks=hooks,
-                                          mask_share=config.mask_share)
+        model = build_model(model_config)
+        pretext = MaskedAtoms(model, config.atom_mask_share) if config.objective != "descriptors" else None
+        trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share,
+                                          pretext=pretext, probe=config.objective == "atoms")
         result, scores = _fit_and_score(trainer, data, resume)
+        if pretext is not None:
+            pretext.remove()
         if not hooks.is_main:
             return PretrainResult(None, trainer.model, out)
         assert run is not None, "the main process opened the run folder"
@@ -384,6 +420,7 @@ def _model_card(name: str, config: PretrainConfig, train_config: TrainConfig, co
         descriptor_time_s=round(corpus.descriptor_seconds, 1),
         hardware=_hardware(trainer.device) + (f" x {hooks.world_size} processes" if hooks.world_size > 1 else ""),
         heldout_r2=fit["r2"], heldout_rmse=fit["rmse"], heldout_r2_descriptors=scores.r2_descriptors,
+        heldout_element_accuracy=scores.element_accuracy,
         library_version=__version__,
         torch_version=torch.__version__,
         created_with=" ".join(sys.argv) if sys.argv and sys.argv[0].endswith("dgl-graphtx") else "dgl_graphtx.runs.pretraining.pretrain",

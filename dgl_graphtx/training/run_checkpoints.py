@@ -31,6 +31,8 @@ class RunCheckpoints:
         config: the run's settings (a dataclass such as ``TrainConfig``), stored as ``train_config``
             and compared on resumption (see :func:`~dgl_graphtx.training.resume.check_resume_settings`).
         hooks: cooperation with the other processes of the run.
+        parts: modules trained beside the model but not part of it (a pretext task's heads): their
+            weights are saved in ``last.pt``'s training state and restored on resumption.
 
     Example:
         >>> import tempfile
@@ -44,11 +46,13 @@ class RunCheckpoints:
         ['best.pt']
     """
 
-    def __init__(self, out_dir: Optional[PathLike], meta: Optional[CheckpointMeta], config: Any, hooks: ProcessHooks) -> None:
+    def __init__(self, out_dir: Optional[PathLike], meta: Optional[CheckpointMeta], config: Any, hooks: ProcessHooks,
+                 parts: Optional[Dict[str, torch.nn.Module]] = None) -> None:
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
         self.config = config
         self.hooks = hooks
+        self.parts = parts or {}
 
     @property
     def writes(self) -> bool:
@@ -78,6 +82,9 @@ class RunCheckpoints:
         rng = self.hooks.gather_objects(capture_rng_state())  # a collective: every process calls it
         if self.hooks.is_main:
             payload = state.to_dict(optimizer.state_dict(), scheduler.state_dict(), rng, self.hooks.world_size)
+            if self.parts:
+                payload["parts"] = {name: {k: v.detach().cpu() for k, v in part.state_dict().items()}
+                                    for name, part in self.parts.items()}
             meta = self.checkpoint_meta(epoch=state.epoch, valid_metrics=state.best_metrics)
             save_checkpoint(self._path("last.pt"), model, meta, training_state=payload)
 
@@ -104,6 +111,11 @@ class RunCheckpoints:
         check_resume_data(path, loaded.meta.extra.data, self.meta.extra.data if self.meta is not None else None)
         raw = loaded.training_state
         model.load_state_dict(loaded.model.state_dict())
+        for name, part in self.parts.items():
+            if name not in raw.get("parts", {}):
+                raise CheckpointError(f"{path} holds no weights of the {name} trained beside the model; resume with "
+                                      "the settings it was written with")
+            part.load_state_dict(raw["parts"][name])
         optimizer.load_state_dict(raw["optimizer"])
         scheduler.load_state_dict(raw["scheduler"])
         rng = raw["rng"]

@@ -282,6 +282,9 @@ class Trainer:
         meta: featurizer / relation settings and target names to store in the checkpoint.
         hooks: cooperation with other processes (default: a single process); see
             :class:`~dgl_graphtx.runs.distributed.DistributedContext` for DDP.
+        parts: modules trained beside the model but not part of it (e.g. a pretext task's heads):
+            their parameters join the optimizer at the head's learning rate, their weights are saved
+            in ``last.pt`` and restored on resumption; :meth:`training_module` should use them.
         uncertainty: the settings of a distribution head's loss (``evidential_reg``; default
             :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`'s); a model with a distribution
             head (``mve``, ``evidential``) trains on that head's loss (see
@@ -305,6 +308,7 @@ class Trainer:
         meta: Optional[CheckpointMeta] = None,
         hooks: Optional[ProcessHooks] = None,
         uncertainty: Optional[UncertaintyConfig] = None,
+        parts: Optional[Dict[str, torch.nn.Module]] = None,
     ) -> None:
         self.config = config
         if config.threads is not None:
@@ -314,6 +318,7 @@ class Trainer:
         self.device = resolve_device(config.device)
         self.compute = resolve_compute(config.compute, self.device)
         self.model = model.to(self.device)
+        self.parts = {name: part.to(self.device) for name, part in (parts or {}).items()}
         self.task = model.config.task
         self.loss = resolve_loss(self.task, config.loss)
         self.metrics = resolve_metrics(self.task, config.metrics)
@@ -329,7 +334,7 @@ class Trainer:
         self.task_weights = torch.tensor(config.task_weights, device=self.device) if config.task_weights else None
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.meta = meta
-        self.checkpoints = RunCheckpoints(self.out_dir, meta, config, self.hooks)
+        self.checkpoints = RunCheckpoints(self.out_dir, meta, config, self.hooks, self.parts)
         self.pos_weight: Optional[torch.Tensor] = None
 
     # -- data ---------------------------------------------------------------------------------
@@ -458,6 +463,7 @@ class Trainer:
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
         steps_per_epoch = max(len(train_loader), 1)
         groups = parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay)
+        groups += [{"params": list(part.parameters())} for part in self.parts.values()]
         optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
@@ -466,7 +472,13 @@ class Trainer:
         state = self.checkpoints.resume(resume, self.model, optimizer, scheduler) if resume else TrainingState()
         bookkeeping = EpochBookkeeping(state, self.checkpoints, self.model, optimizer, scheduler, self.direction,
                                        cfg.patience, cfg.epochs)
-        return FitRun(hooks.wrap_model(self.model), train_loader, sampler, optimizer, scheduler, bookkeeping)
+        return FitRun(hooks.wrap_model(self.training_module()), train_loader, sampler, optimizer, scheduler, bookkeeping)
+
+    def training_module(self) -> torch.nn.Module:
+        """What the training steps run each batch through (wrapped for a distributed run): the
+        model. Override to train through a module around it, as masked-atom pretraining does
+        (:class:`~dgl_graphtx.runs.masked_atoms.MaskedAtomNetwork`)."""
+        return self.model
 
     def _run_epoch(self, run: FitRun, epoch: int, valid_set: Optional[Dataset]
                    ) -> Tuple[Dict[str, float], Dict[str, float], Optional[float]]:
@@ -515,7 +527,8 @@ class Trainer:
                 if epoch <= self.config.freeze_backbone_epochs:  # AdamW leaves parameters without a gradient alone
                     for parameter in backbone_parameters(self.model):
                         parameter.grad = None
-                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip or math.inf)
+                trained = [*self.model.parameters(), *(p for part in self.parts.values() for p in part.parameters())]
+                norm = torch.nn.utils.clip_grad_norm_(trained, self.config.grad_clip or math.inf)
                 problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
             if problem is not None:
                 where = f"epoch {epoch}, batch {index} of {len(loader)}"
