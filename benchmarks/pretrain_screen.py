@@ -5,7 +5,8 @@ half only (``benchmarks/suite.py``, tools ``screen-<name>``).
 Every candidate is pretrained the same way at a reduced scale, so that all of them fit a few
 CPU-hours: the first ``--molecules`` (default 50,000) of the MOSES training SMILES after
 ``random.Random(0).shuffle`` (the draw whose first 500,000 made ``gradformer-moses500k``), one
-featurized store shared by all, ``--epochs`` epochs each, seed 0. Candidates (:data:`CANDIDATES`):
+featurized store shared by all, ``--epochs`` epochs each (the first half warming the learning rate
+up, the second half decaying it, as the 500k run did), seed 0. Candidates (:data:`CANDIDATES`):
 
 - ``descriptors``: 189 RDKit 2-D descriptors, 15% of the targets masked out of each step's loss
   (the shipped backbones' objective);
@@ -87,7 +88,7 @@ def seed_descriptors(store: Path, larger_run: Path, larger_store: Path, out: Pat
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--molecules", type=int, default=50_000)
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="pretrain these candidates only")
     parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder with the molsets wheel")
     parser.add_argument("--descriptors-from", nargs=2, type=Path, metavar=("RUN", "STORE"),
@@ -109,7 +110,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if (shared / "descriptors.npz").is_file() and not (out / "descriptors.npz").is_file():
             shutil.copyfile(shared / "descriptors.npz", out / "descriptors.npz")
         _cli("pretrain", str(store), "--out", str(out), "--name", f"screen-{name}", "--epochs", str(args.epochs),
-             "--seed", "0", "--corpus-name", "MOSES", "--no-progress", "--resume", *CANDIDATES[name])
+             "--seed", "0", "--corpus-name", "MOSES", "--no-progress", "--resume", *CANDIDATES[name],
+             "--set", f"train.warmup_epochs={args.epochs // 2}")
         if not (shared / "descriptors.npz").is_file():
             shared.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(out / "descriptors.npz", shared / "descriptors.npz")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pandas as pd
+import pytest
 
 import suite_helpers  # noqa: F401  (puts benchmarks/ on sys.path)
 from _suite import runner, tools
@@ -69,3 +70,31 @@ def test_screened_recipes_and_3d_tools_run_only_where_they_belong():
     from _suite.config import TOOLS
     assert {t.name for t in TOOLS if t.development_only} >= {"pretrained", "pretrained-50k", "pretrained-lr0.3"}
     assert not any(t.runs_on(test_2d) for t in TOOLS if t.development_only)
+
+
+def test_screen_candidates_fine_tune_their_own_backbone_on_the_development_half_only(tmp_path, monkeypatch):
+    from _suite.config import FINE_TUNING, FINE_TUNED_RECIPE, SCREEN_CANDIDATES, TOOLS_BY_NAME
+    screen = [TOOLS_BY_NAME[f"screen-{name}"] for name in SCREEN_CANDIDATES]
+    assert all(t.development_only and not t.runs_on(SETS_BY_NAME["Solubility"]) for t in screen)
+    monkeypatch.setattr(tools, "SCREEN_BACKBONES", tmp_path / "backbones")
+    run = _runs(tmp_path, screen[0])[0]
+    work = tmp_path / "work"
+    work.mkdir()
+    run_input = tools.RunInput(run.spec, run.seed, run.files, run.spec.epochs, work)
+    with pytest.raises(FileNotFoundError, match="run benchmarks/pretrain_screen.py first"):
+        tools.ours(screen[0], run_input)
+    backbone = tmp_path / "backbones" / "descriptors"
+    backbone.mkdir(parents=True)
+    (backbone / "card.json").write_text("{}")
+    commands = []
+
+    def stop(command, log):
+        commands.append(command)
+        raise ChildFailed("stopped by the test")
+
+    monkeypatch.setattr(tools, "run_child", stop)
+    with pytest.raises(ChildFailed, match="stopped by the test"):
+        tools.ours(screen[0], run_input)
+    command = commands[0]
+    assert command[command.index("--from-pretrained") + 1] == str(backbone)
+    assert command[-len(FINE_TUNING[FINE_TUNED_RECIPE]):] == FINE_TUNING[FINE_TUNED_RECIPE]

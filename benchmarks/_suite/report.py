@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import ENSEMBLE_SIZE, FINE_TUNED, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS, TOOLS_BY_NAME
+from .config import (ENSEMBLE_SIZE, FINE_TUNED, HALVES, KEY_PAIRS, RECOMMENDED, SEEDS, SETS_BY_NAME, TOOL_ORDER, TOOLS,
+                     TOOLS_BY_NAME, ToolSpec)
 from .metrics import relative_improvement
 
 def is_current(result: Dict[str, object]) -> bool:
@@ -152,7 +153,7 @@ def half_markdown(frame: pd.DataFrame) -> List[str]:
         test = paired_test(frame, a, b)
         if test["n"]:
             lines.append(f"| {a} | {b} | {test['n']} | {test['wins']} | {100 * test['median']:+.1f}% | {test['p']:.3g} |")
-    for reference in ("default", "pretrained"):
+    for reference in ("default", "pretrained", SCREEN_REFERENCE):
         table = relative_errors(frame[frame.set.map(lambda s: not SETS_BY_NAME[s].three_d)], reference)
         if not table.empty:
             lines += ["", f"Our recipes against `{reference}` on the 2-D sets: mean over (set, seed) pairs of "
@@ -160,6 +161,21 @@ def half_markdown(frame: pd.DataFrame) -> List[str]:
                       "| recipe | relative error | pairs | better in |", "|---|---|---|---|"]
             lines += [f"| {r['tool']} | {r['relative error']:.3f} | {r['pairs']} | {r['better']} |" for r in table.to_dict("records")]
     return lines
+
+
+#: The screen's candidates are compared with the one pretrained like the shipped backbones.
+SCREEN_REFERENCE = "screen-descriptors"
+
+
+def _tool_arguments(tool: ToolSpec) -> str:
+    """What a tool of ours adds to the ``train`` command line, its screen backbone included.
+
+    Example:
+        >>> _tool_arguments(TOOLS_BY_NAME["screen-atoms"])
+        '--from-pretrained <screen>/atoms --freeze-backbone-epochs 5'
+    """
+    backbone = ["--from-pretrained", f"<screen>/{tool.settings['screen_backbone']}"] if "screen_backbone" in tool.settings else []
+    return " ".join([*backbone, *map(str, tool.settings["args"])])
 
 
 TOOLS_MARKDOWN = [
@@ -170,8 +186,9 @@ TOOLS_MARKDOWN = [
     f"- `{FINE_TUNED}` (the fine-tuning recipe chosen on the development half): the same with `"
     f"{' '.join(TOOLS_BY_NAME[FINE_TUNED].settings['args'])}`; `{FINE_TUNED}+descriptors`: also `--features-generators rdkit2d`",
     "- screened on the development half only (never run on the test half; `pretrained` trains every layer from the first "
-    "epoch, `pretrained-50k` fine-tunes the earlier backbone): "
-    + ", ".join(f"`{t.name}` (`{' '.join(t.settings['args'])}`)" for t in TOOLS if t.development_only),
+    "epoch, `pretrained-50k` fine-tunes the earlier backbone, `screen-<candidate>` fine-tunes a candidate backbone of "
+    "`benchmarks/pretrain_screen.py`): "
+    + ", ".join(f"`{t.name}` (`{_tool_arguments(t)}`)" for t in TOOLS if t.development_only),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
     f"with `{' '.join(TOOLS_BY_NAME['moire-3d'].settings['args'])}`",
     "- `default+ref` (QM9 sets): the 2-D default (SMILES) with `--set model.atom_reference=true`, the same per-element "

@@ -157,8 +157,12 @@ def describe_loaded(pretrained: Pretrained) -> str:
 
 
 def _facts(card: ModelCard) -> str:
-    return (f"{card.variant}, {card.parameters:,} parameters, pretrained on {card.corpus.molecules:,} molecules of "
-            f"{card.corpus.name} for {card.epochs} epochs, held-out descriptor R2 {_number(card.heldout_r2)}")
+    objective = card.recipe.get("pretrain", {}).get("objective", "descriptors")
+    facts = (f"{card.variant}, {card.parameters:,} parameters, pretrained on {card.corpus.molecules:,} molecules of "
+             f"{card.corpus.name} for {card.epochs} epochs")
+    if objective != "descriptors":
+        facts += f" ({objective} objective), held-out masked-atom accuracy {_number(card.heldout_element_accuracy)}"
+    return f"{facts}, held-out descriptor R2 {_number(card.heldout_r2)}" + (" (probe)" if objective == "atoms" else "")
 
 
 def _number(value: Optional[float]) -> str:

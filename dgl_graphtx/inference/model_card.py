@@ -117,6 +117,9 @@ class ModelCard:
         return _plain(self)
 
 
+#: Card fields written only where set (a descriptor-only backbone has no masked-atom accuracy).
+OPTIONAL_FIELDS = ("heldout_element_accuracy",)
+
 #: A record of a model card: the card, its corpus or its targets.
 CardPart = TypeVar("CardPart", CardCorpus, CardTargets, ModelCard)
 
@@ -136,6 +139,8 @@ def _record_values(cls: Type[CardPart], stored: Any, source: str, prefix: str) -
 
 
 def _plain(record: Any) -> Dict[str, Any]:
-    """A card record as JSON-ready data: its fields in order (records nested as dicts), then ``other``."""
-    values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if f.name != "other"}
+    """A card record as JSON-ready data: its fields in order (records nested as dicts), then
+    ``other``; fields that only some backbones have (:data:`OPTIONAL_FIELDS`) only where they are set."""
+    values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)
+              if f.name != "other" and not (f.name in OPTIONAL_FIELDS and getattr(record, f.name) is None)}
     return {**{k: _plain(v) if dataclasses.is_dataclass(v) else v for k, v in values.items()}, **record.other}

@@ -16,6 +16,7 @@ from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import freesolv
 from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.inference import Predictor, get_pretrained
+from dgl_graphtx.inference.backbones import describe
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.runs import PretrainConfig, pretrain
 from dgl_graphtx.runs.fine_tuning import load_backbone, pretrained_preset
@@ -151,6 +152,8 @@ def test_a_masked_atom_backbone_fine_tunes_and_its_best_checkpoint_predicts(corp
     assert card["recipe"]["pretrain"]["objective"] == objective and 0.0 <= card["heldout_element_accuracy"] <= 1.0
     assert result.card.heldout_element_accuracy == card["heldout_element_accuracy"]
     pretrained = get_pretrained(tmp_path / objective)
+    line = describe(pretrained.card)
+    assert f"({objective} objective), held-out masked-atom accuracy" in line and line.endswith("(probe)") == (objective == "atoms")
     model = build_model(pretrained_preset(pretrained, get_preset("gradformer", num_tasks=1)).model)
     assert load_backbone(model, pretrained) == []
     table = Predictor(tmp_path / objective / "best.pt").predict(["CCO", "c1ccccc1"])
