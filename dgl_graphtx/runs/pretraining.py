@@ -313,7 +313,7 @@ def _open_run_folder(opened: contextlib.ExitStack, out: Path, overwrite: bool, r
         return run
 
 
-def _fit_and_score(trainer: Trainer, corpus: DescriptorCorpus, resume: bool) -> Tuple[TrainResult, HeldOutScores]:
+def _fit_and_score(trainer: MaskedDescriptorTrainer, corpus: DescriptorCorpus, resume: bool) -> Tuple[TrainResult, HeldOutScores]:
     """Train on the corpus's training part (resuming ``last.pt`` with ``resume``) and score the held-out part."""
     quiet = _UndefinedR2Filter()
     logger.addFilter(quiet)
@@ -324,7 +324,7 @@ def _fit_and_score(trainer: Trainer, corpus: DescriptorCorpus, resume: bool) -> 
     valid = Subset(corpus.dataset, corpus.split.valid)
     r2, defined = heldout_r2(corpus.targets[corpus.split.valid], trainer.predict(valid))
     accuracy = None
-    if isinstance(trainer, MaskedDescriptorTrainer) and trainer.network is not None:
+    if trainer.network is not None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(trainer.config.seed)  # the same held-out masks for every backbone of a seed
             pairs = ((b.graph, b.relation_graph) for b in (batch.to(trainer.device) for batch in trainer.loader(valid)))
@@ -352,9 +352,9 @@ def pretrain(
     """Pretrain ``preset``'s architecture on ``corpus`` (a SMILES/CSV/SDF file or a store written by
     ``dgl-graphtx featurize``) with ``config.objective`` (descriptors, masked atoms or both) and
     write ``backbone.pt``, ``card.json``, ``log.csv``, ``last.pt`` (resumable: ``resume=True``
-    continues it) to ``out_dir``. With the
-    ``hooks`` of a distributed run (:func:`~dgl_graphtx.runs.distributed.process_hooks`) every process
-    trains on its share of each batch; the main process computes the descriptors and writes the outputs.
+    continues it) to ``out_dir``. With the ``hooks`` of a distributed run
+    (:func:`~dgl_graphtx.runs.distributed.process_hooks`) every process trains on its share of each
+    batch; the main process computes the descriptors and writes the outputs.
 
     Example:
         >>> import tempfile, pathlib
