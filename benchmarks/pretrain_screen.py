@@ -6,7 +6,8 @@ Every candidate is pretrained the same way at a reduced scale, so that all of th
 CPU-hours: the first ``--molecules`` (default 50,000) of the MOSES training SMILES after
 ``random.Random(0).shuffle`` (the draw whose first 500,000 made ``gradformer-moses500k``), one
 featurized store shared by all, ``--epochs`` epochs each (the first half warming the learning rate
-up, the second half decaying it, as the 500k run did), seed 0. Candidates (:data:`CANDIDATES`):
+up, the second half decaying it, as the 500k run did), seed 0. Candidates (``SCREEN_CANDIDATES`` of
+``benchmarks/_suite/config.py``):
 
 - ``descriptors``: 189 RDKit 2-D descriptors, 15% of the targets masked out of each step's loss
   (the shipped backbones' objective);
@@ -34,16 +35,19 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _suite.config import SCREEN_BACKBONES, SCREEN_CANDIDATES  # noqa: E402
+from dgl_graphtx.checksums import file_sha256
+from dgl_graphtx.datasets import load_store
+from dgl_graphtx.datasets.sharded_store import MANIFEST
+from dgl_graphtx.runs.pretraining import DESCRIPTOR_CACHE, moses_corpus, save_descriptor_cache
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _suite.config import REPO, SCREEN_BACKBONES, SCREEN_CANDIDATES  # noqa: E402
+
 WORK = SCREEN_BACKBONES.parent / "pretrain_screen_data"
-CANDIDATES: Dict[str, List[str]] = SCREEN_CANDIDATES
 
 
 def _cli(*args: str) -> None:
@@ -57,9 +61,6 @@ def shuffled_moses(count: int, moses_dir: Path) -> Path:
     target = WORK / f"moses{count}.smi"
     if target.is_file():
         return target
-    sys.path.insert(0, str(REPO))
-    from dgl_graphtx.runs.pretraining import moses_corpus
-
     with gzip.open(moses_corpus(moses_dir, moses_dir), "rt") as table:
         smiles = table.read().splitlines()[1:]  # one column, SMILES
     random.Random(0).shuffle(smiles)
@@ -71,25 +72,20 @@ def shuffled_moses(count: int, moses_dir: Path) -> Path:
 def seed_descriptors(store: Path, larger_run: Path, larger_store: Path, out: Path) -> None:
     """Write ``out/descriptors.npz`` for ``store`` from the cache of a larger pretraining run whose
     store holds the same molecules first (checked), keyed as the pretraining reads it."""
-    from dgl_graphtx.checksums import file_sha256
-    from dgl_graphtx.datasets import load_store
-    from dgl_graphtx.datasets.sharded_store import MANIFEST
-
     mine, theirs = list(load_store(store).identifiers), list(load_store(larger_store).identifiers)
     if theirs[: len(mine)] != mine:
         raise SystemExit(f"{larger_store} does not begin with the molecules of {store}: compute the descriptors instead")
-    with np.load(larger_run / "descriptors.npz", allow_pickle=False) as stored:
-        values, names, seconds = stored["values"][: len(mine)], stored["names"], float(stored["seconds"])
+    with np.load(larger_run / DESCRIPTOR_CACHE, allow_pickle=False) as stored:
+        values, names, seconds = stored["values"][: len(mine)], list(stored["names"]), float(stored["seconds"])
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "descriptors.npz", values=values, names=names, corpus_sha256=np.array(file_sha256(store / MANIFEST)),
-             seconds=np.array(seconds * len(mine) / len(theirs)))
+    save_descriptor_cache(out, values, names, file_sha256(store / MANIFEST), seconds * len(mine) / len(theirs))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--molecules", type=int, default=50_000)
     parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="pretrain these candidates only")
+    parser.add_argument("--only", nargs="+", choices=list(SCREEN_CANDIDATES), help="pretrain these candidates only")
     parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder with the molsets wheel")
     parser.add_argument("--descriptors-from", nargs=2, type=Path, metavar=("RUN", "STORE"),
                         help="a larger pretraining run's folder and store to take the descriptors from")
@@ -99,22 +95,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not (store / "manifest.json").is_file():
         _cli("featurize", str(corpus), "--out", str(store), "--shard-size", "5000", "--no-progress")
     shared = WORK / "descriptors"
-    if args.descriptors_from and not (shared / "descriptors.npz").is_file():
+    if args.descriptors_from and not (shared / DESCRIPTOR_CACHE).is_file():
         seed_descriptors(store, *args.descriptors_from, shared)
-    for name in args.only or CANDIDATES:
+    for name in args.only or SCREEN_CANDIDATES:
         out = SCREEN_BACKBONES / name
         if (out / "card.json").is_file():
             print(f"{name}: done ({out})")
             continue
         out.mkdir(parents=True, exist_ok=True)
-        if (shared / "descriptors.npz").is_file() and not (out / "descriptors.npz").is_file():
-            shutil.copyfile(shared / "descriptors.npz", out / "descriptors.npz")
+        if (shared / DESCRIPTOR_CACHE).is_file() and not (out / DESCRIPTOR_CACHE).is_file():
+            shutil.copyfile(shared / DESCRIPTOR_CACHE, out / DESCRIPTOR_CACHE)
         _cli("pretrain", str(store), "--out", str(out), "--name", f"screen-{name}", "--epochs", str(args.epochs),
-             "--seed", "0", "--corpus-name", "MOSES", "--no-progress", "--resume", *CANDIDATES[name],
+             "--seed", "0", "--corpus-name", "MOSES", "--no-progress", "--resume", *SCREEN_CANDIDATES[name],
              "--set", f"train.warmup_epochs={args.epochs // 2}")
-        if not (shared / "descriptors.npz").is_file():
+        if not (shared / DESCRIPTOR_CACHE).is_file():
             shared.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(out / "descriptors.npz", shared / "descriptors.npz")
+            shutil.copyfile(out / DESCRIPTOR_CACHE, shared / DESCRIPTOR_CACHE)
     return 0
 
 

@@ -81,9 +81,9 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if args.nproc != 1:
         check_pretraining(config, corpus, args.out, args.overwrite, args.resume, processes=args.nproc)
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
-    settings = PretrainConfig(objective=args.objective, atom_mask_share=args.atom_mask_share, mask_share=args.mask_share, valid_share=args.valid_share, workers=args.workers,
-                              subset=args.subset, corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown",
-                              notes=args.notes)
+    settings = PretrainConfig(objective=args.objective, atom_mask_share=args.atom_mask_share, mask_share=args.mask_share,
+                              valid_share=args.valid_share, workers=args.workers, subset=args.subset,
+                              corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown", notes=args.notes)
     out = Path(args.out)
     result = pretrain_from_config(config, corpus, out, settings, name=args.name, smiles_col=smiles_col,
                                   overwrite=args.overwrite, resume=args.resume)

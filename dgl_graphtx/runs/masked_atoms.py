@@ -54,7 +54,6 @@ class MaskedAtoms(nn.Module):
         self.mask_embedding = nn.Parameter(torch.randn(d) * 0.02)
         self.classifier = nn.Linear(d, element_classes(self.atom_features))
         self.masked: Optional[torch.Tensor] = None
-        self.last_masked = 0
         self._hook = model.atom_encoder.register_forward_hook(self._mask_inputs)
 
     def remove(self) -> None:
@@ -92,7 +91,8 @@ class MaskedAtoms(nn.Module):
 class MaskedAtomNetwork(nn.Module):
     """What the training steps of masked-atom pretraining run through: ``model`` encodes each batch
     with freshly drawn masked atoms (``pretext``); the forward returns the descriptor head's
-    outputs and keeps the element loss in :attr:`element_loss` (and the right guesses in :attr:`correct`).
+    outputs and keeps the element loss in :attr:`element_loss` (the masked atoms in :attr:`masked`,
+    the right guesses among them in :attr:`correct`).
 
     Args:
         model: the model.
@@ -116,17 +116,17 @@ class MaskedAtomNetwork(nn.Module):
         self.pretext = pretext
         self.probe = probe
         self.element_loss = torch.zeros(())
+        self.masked = torch.zeros(0, dtype=torch.bool)
         self.correct = torch.zeros((), dtype=torch.long)
 
     def forward(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         pretext = self.pretext
-        masked = pretext.draw(graph.num_nodes(), graph.ndata["feat"].device)
-        pretext.masked, pretext.last_masked = masked, int(masked.sum())
+        self.masked = pretext.masked = pretext.draw(graph.num_nodes(), graph.ndata["feat"].device)
         try:
             atoms, virtual, _ = self.model.encode(graph, relation_graph)
         finally:
             pretext.masked = None
-        self.element_loss, self.correct = pretext.element_loss(graph, atoms, masked)
+        self.element_loss, self.correct = pretext.element_loss(graph, atoms, self.masked)
         if self.probe:
             atoms, virtual = atoms.detach(), (virtual.detach() if virtual is not None else None)
         return self.model.head_outputs(graph, atoms, virtual)
@@ -151,5 +151,5 @@ def heldout_element_accuracy(network: MaskedAtomNetwork, batches: Iterable[Tuple
         for graph, relation_graph in batches:
             network(graph, relation_graph)
             correct += int(network.correct)
-            counted += network.pretext.last_masked
+            counted += int(network.masked.sum())
     return correct / counted if counted else float("nan")

@@ -220,6 +220,24 @@ def _cached_descriptors(cache: Path, corpus_key: str, names: List[str]) -> Optio
         return stored["values"], float(stored["seconds"])
 
 
+def save_descriptor_cache(out: Path, values: np.ndarray, names: Sequence[str], corpus_key: str, seconds: float) -> Path:
+    """Store raw descriptors ``[M, D]`` as the cache ``out/descriptors.npz`` that a pretraining run
+    in ``out`` reuses for the same molecules (``corpus_key``: the corpus file's SHA-256, a store's
+    manifest's, with the subset drawn from it) and the same descriptor ``names``; ``seconds``: the
+    time they took, which the card reports.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = save_descriptor_cache(folder, np.ones((2, 1)), ["MolWt"], "ab12", 3.0)
+        >>> _cached_descriptors(folder / DESCRIPTOR_CACHE, "ab12", ["MolWt"])[1], _cached_descriptors(folder / DESCRIPTOR_CACHE, "cd34", ["MolWt"])
+        (3.0, None)
+    """
+    cache = out / DESCRIPTOR_CACHE
+    atomic_savez(cache, values=values, names=np.array(list(names)), corpus_sha256=np.array(corpus_key), seconds=np.array(seconds))
+    return cache
+
+
 def _descriptors(out: Path, molecules: Sequence[Any], corpus_key: str, config: PretrainConfig,
                  write: bool = True) -> Tuple[np.ndarray, List[str], float]:
     """Raw descriptors of the corpus (its molecules named by ``corpus_key``, of :func:`_molecules_key`)
@@ -236,7 +254,7 @@ def _descriptors(out: Path, molecules: Sequence[Any], corpus_key: str, config: P
                                           config.generator, config.workers, write)
     if not write:
         return values, names, seconds
-    atomic_savez(cache, values=values, names=np.array(names), corpus_sha256=np.array(corpus_key), seconds=np.array(seconds))
+    save_descriptor_cache(out, values, names, corpus_key, seconds)
     shutil.rmtree(chunks)
     return values, names, seconds
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from rdkit import Chem
 
 from cli_runner import run_cli
+from pretraining_helpers import assert_same_backbone, interrupted_at_epoch
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import freesolv
 from dgl_graphtx.featurize import smiles_to_graphs
@@ -124,25 +125,14 @@ def test_the_training_loss_adds_the_element_loss_to_the_masked_descriptor_loss()
 
 def test_an_interrupted_masked_atom_run_resumes_to_the_same_weights(corpus, tmp_path, monkeypatch):
     reference = _pretrain(corpus, tmp_path / "whole")
-    original = MaskedDescriptorTrainer._check_weights
-
-    def fail_at_epoch_2(self, epoch):
-        if epoch == 2:
-            raise RuntimeError("injected interruption")
-        original(self, epoch)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(MaskedDescriptorTrainer, "_check_weights", fail_at_epoch_2)
-        with pytest.raises(RuntimeError, match="injected"):
-            _pretrain(corpus, tmp_path / "run")
+    with interrupted_at_epoch(monkeypatch, 2):
+        _pretrain(corpus, tmp_path / "run")
     parts = torch.load(tmp_path / "run" / "last.pt", weights_only=True)["training_state"]["parts"]
     assert set(parts["masked-atom heads"]) == {"mask_embedding", "classifier.weight", "classifier.bias"}
     resumed = _pretrain(corpus, tmp_path / "run", resume=True)
     assert resumed.card.heldout_element_accuracy == reference.card.heldout_element_accuracy
-    whole, again = (load_checkpoint(p / "backbone.pt").model.state_dict() for p in (tmp_path / "whole", tmp_path / "run"))
-    assert whole.keys() == again.keys() and not any("mask" in key for key in whole)
-    for key in whole:
-        assert torch.equal(whole[key], again[key]), key
+    assert_same_backbone(tmp_path / "run", tmp_path / "whole")
+    assert not any("mask" in key for key in load_checkpoint(tmp_path / "whole" / "backbone.pt").model.state_dict())
 
 
 @pytest.mark.parametrize("objective", ["atoms", "both"])

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from cli_runner import assert_one_error_line, run_cli
+from pretraining_helpers import assert_same_backbone, interrupted_at_epoch
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.errors import CheckpointError, ConfigError
@@ -91,24 +92,11 @@ def test_masked_loss_leaves_out_the_drawn_share():
 
 
 def test_interrupted_pretraining_resumes_to_the_same_weights(backbone, corpus, tmp_path, monkeypatch):
-    original = MaskedDescriptorTrainer._check_weights
-
-    def fail_at_epoch_3(self, epoch):
-        if epoch == 3:
-            raise RuntimeError("injected interruption")
-        original(self, epoch)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(MaskedDescriptorTrainer, "_check_weights", fail_at_epoch_3)
-        with pytest.raises(RuntimeError, match="injected"):
-            _pretrain(corpus, tmp_path / "run")
+    with interrupted_at_epoch(monkeypatch, 3):
+        _pretrain(corpus, tmp_path / "run")
     assert load_checkpoint(tmp_path / "run" / "last.pt").training_state["epoch"] == 2
     _pretrain(corpus, tmp_path / "run", resume=True)
-    resumed = load_checkpoint(tmp_path / "run" / "backbone.pt").model.state_dict()
-    reference = load_checkpoint(backbone / "backbone.pt").model.state_dict()
-    assert resumed.keys() == reference.keys()
-    for key in reference:
-        assert torch.equal(resumed[key], reference[key]), key
+    assert_same_backbone(tmp_path / "run", backbone)
 
 
 def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path):
