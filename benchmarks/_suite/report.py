@@ -185,8 +185,8 @@ TOOLS_MARKDOWN = [
     "- `descriptors`: the same with `--features-generators rdkit2d` (RDKit 2-D descriptors beside the readout)",
     f"- `{FINE_TUNED}` (the fine-tuning recipe chosen on the development half): the same with `"
     f"{' '.join(TOOLS_BY_NAME[FINE_TUNED].settings['args'])}`; `{FINE_TUNED}+descriptors`: also `--features-generators rdkit2d`",
-    "- screened on the development half only (never run on the test half; `pretrained` trains every layer from the first "
-    "epoch, `pretrained-50k` fine-tunes the earlier backbone, `screen-<candidate>` fine-tunes a candidate backbone of "
+    "- screened on the development half's 2-D sets only (never run on the test half; `pretrained` trains every layer from the first "
+    "epoch, `screen-<candidate>` fine-tunes a candidate backbone of "
     "`benchmarks/pretrain_screen.py`): "
     + ", ".join(f"`{t.name}` (`{_tool_arguments(t)}`)" for t in TOOLS if t.development_only),
     f"- `ensemble`: the same as `default` with `--ensemble-size {ENSEMBLE_SIZE}`; `moire-3d` (QM9 sets): `data.sdf` (DFT geometry) "
