@@ -263,7 +263,7 @@ def summary_table(frame: pd.DataFrame, tools: Sequence[str], sets: Sequence[str]
 
 #: The README's accuracy tables: the test half, our default and recipes beside the peers.
 README_TOOLS = ("default", RECOMMENDED, FINE_TUNED, "chemprop", "chemprop+descriptors", "RF-morgan", "AttentiveFP")
-README_3D_TOOLS = ("moire-3d", "default+ref", "default", "RF-coulomb")
+README_3D_TOOLS = ("moire-3d", "default+ref", "default", "descriptors", "chemprop", "AttentiveFP", "RF-coulomb")
 
 
 def readme_markdown(frame: pd.DataFrame) -> str:
