@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dgl_graphtx  # noqa: E402,F401  (before dgl)
-from _molecules import freesolv_smiles, heavy_atoms  # noqa: E402
+from _molecules import MOSES_SIZE, freesolv_smiles, heavy_atoms  # noqa: E402
 from _report import format_table  # noqa: E402
 
 from dgl_graphtx.datasets import FREESOLV_TARGET, MoleculeDataset, collate_molecule_tensors, collate_molecules, freesolv_path  # noqa: E402
@@ -125,7 +126,7 @@ def pretrain_on_device(device: str, smiles_file: Path, molecules: int, epochs: i
     """Check 3: pretrain with both objectives on the device, then fine-tune from the backbone."""
     out = work / "pretrained"
     seconds, problem = _run_cli(["pretrain", str(smiles_file), "--subset", str(molecules), "--objective", "both",
-                                 "--out", str(out), "--device", device, "--epochs", str(epochs), "--workers", "8",
+                                 "--out", str(out), "--device", device, "--epochs", str(epochs), "--workers", str(min(8, os.cpu_count() or 1)),
                                  "--set", "train.warmup_epochs=1"])
     if problem:
         return {"check": "pretrain on device", "result": problem}
@@ -136,7 +137,7 @@ def pretrain_on_device(device: str, smiles_file: Path, molecules: int, epochs: i
     result = {"check": f"pretrain --objective both, {card['corpus']['molecules']} molecules x {epochs} epochs on "
                        f"{device} ({seconds:.0f} s wall, descriptors {card['descriptor_time_s']:.0f} s)",
               "result": f"{per_epoch:.1f} s/epoch ({trained / per_epoch:,.0f} molecules/s; MOSES' 1.58M: "
-                        f"{1_584_663 / trained * per_epoch / 60:.0f} min/epoch), held-out descriptor R2 "
+                        f"{MOSES_SIZE / trained * per_epoch / 60:.0f} min/epoch), held-out descriptor R2 "
                         f"{card['heldout_r2']:.3f}, masked-atom accuracy {card['heldout_element_accuracy']:.3f}"}
     print(f"{result['check']}: {result['result']}", flush=True)
     return train_and_predict(device, 5, work, extra=["--from-pretrained", str(out)])
