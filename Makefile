@@ -1,4 +1,5 @@
-# Two entry points for newcomers: `make demo` and `make test` (`make lint` runs ruff and mypy).
+# Two entry points for newcomers: `make demo` and `make test` (`make lint` runs ruff and mypy;
+# `make test-benchmarks` tests the benchmark scripts).
 # Both create .venv on first use (python3, 3.10-3.12) with the newest tested set of packages
 # (requirements/newest.txt) and reuse it afterwards. `make test-oldest` runs the suite on the oldest
 # tested set (requirements/oldest.txt: torch 2.2.1, numpy 1.26) in .venv-oldest, with Python 3.10
@@ -13,7 +14,7 @@ PIP_VERSION := "pip>=23.1,<25"
 export DGLBACKEND := pytorch
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test test-oldest lint venv venv-oldest clean-venv
+.PHONY: demo test test-benchmarks test-oldest lint venv venv-oldest clean-venv
 
 # $(call install,VENV,CONSTRAINTS,PYTHON): create VENV with PYTHON and install the package with its
 # test extra under the exact pins of CONSTRAINTS.
@@ -39,6 +40,11 @@ demo: venv
 
 test: venv
 	$(VENV)/bin/python -m pytest -q
+
+# The tests of the benchmark scripts (tests/benchmarks/, marker `benchmarks`): not part of `make test`,
+# which is about the library; CI runs them on the newest set.
+test-benchmarks: venv
+	$(VENV)/bin/python -m pytest -q -m benchmarks tests/benchmarks
 
 # ruff and mypy as configured in pyproject.toml, installed into .venv on first use (the lint extra).
 lint: $(VENV)/.lint-stamp
