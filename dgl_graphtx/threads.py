@@ -2,7 +2,7 @@
 
 Molecule batches are small: a second intra-op thread buys little on an idle machine and costs a
 lot as soon as anything else runs (OpenMP threads wait for each other in barriers; see
-``benchmarks/threads.py`` and docs/training.md). The rule is therefore **one intra-op thread per
+docs/decisions/threads-and-workers.md and docs/training.md). The rule is therefore **one intra-op thread per
 process** unless ``--threads`` (``TrainConfig.threads``) or ``OMP_NUM_THREADS`` says otherwise:
 for a single training process, for every DDP rank, and for prediction. DataLoader workers run
 with one thread each (torch sets that in every worker).

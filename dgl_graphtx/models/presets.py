@@ -134,12 +134,12 @@ def _moire_energy() -> Preset:
     """MoiréGT for energies of 3-D molecules (``3d-energy``): the ``3d`` network with the field's
     usual answer for an extensive target such as an atomization energy (SchNet's per-element
     references and per-atom sum, hydrogens as nodes, radial basis features); measured by
-    ``benchmarks/qm9_energy.py`` and the suite (docs/moire.md "3-D quantum energies")."""
+    docs/decisions/qm9-energy.md and the suite (docs/moire.md "3-D quantum energies")."""
     base = _moire("dist")()
     model = dataclasses.replace(base.model, readout="atomwise", atom_reference=True,
                                 moire=dataclasses.replace(base.model.moire, rbf=32, rbf_cutoff=8.0))
     info = PresetInfo(MOIRE, "QM9-like energies (extensive targets, 3-D geometries)", "library recipe (SchNet-style "
-                      "energy readout), measured on QM9 atomization energies by benchmarks/qm9_energy.py", None,
+                      "energy readout), measured on QM9 atomization energies by docs/decisions/qm9-energy.md", None,
                       "Hydrogens are nodes (an SDF's own, or added to SMILES with ETKDG coordinates), per-element "
                       "reference values fitted on the training part, the head summed over atoms, and the distance "
                       "entering each head's logits and values through 32 Gaussian basis functions up to 8 Angstrom.")

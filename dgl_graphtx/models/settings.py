@@ -16,7 +16,7 @@ from .architectures import ARCHITECTURES, GPSOptions
 
 #: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
 #: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
-#: BBBP (``benchmarks/default_model.py``, docs/training.md "The default model"). A bare
+#: BBBP (docs/decisions/default-model.md, docs/training.md "The default model"). A bare
 #: :class:`ModelSettings` is this variant, with settings it accepts (no virtual node).
 DEFAULT_MODEL = "gradformer"
 

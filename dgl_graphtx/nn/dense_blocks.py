@@ -24,7 +24,7 @@ import torch
 import dgl
 
 #: The dense-block path is taken when the blocks hold at most this many slots per relation edge.
-#: Measured (benchmarks/attention_speed.py, batch 128): blocks win on complete (1.3 slots per edge)
+#: Measured (docs/decisions/attention-paths.md, batch 128): blocks win on complete (1.3 slots per edge)
 #: and ``hops=3`` (2.9-3.3) relation graphs of ZINC-sized molecules and lose to message passing on
 #: FreeSolv batches, padded to their largest molecule (5.3-8.6).
 BLOCK_FILL_LIMIT = 4

@@ -175,7 +175,7 @@ def test_complete_mode_edge_budget_error_is_early_and_names_the_fix():
 
 
 def test_large_radius_graph_builds_in_proportion_to_its_edges():
-    # a 3-D random walk of 5,000 points (a 100,000-point one builds in seconds: benchmarks/large_graphs.py)
+    # a 3-D random walk of 5,000 points (a 100,000-point one builds in seconds: benchmarks/checks/large_graphs.py)
     n = 5_000
     rng = np.random.default_rng(0)
     steps = rng.normal(size=(n, 3))
