@@ -165,7 +165,7 @@ class ToolSpec:
 #: MOSES molecules (issue 28, item 2).
 BACKBONE = "gradformer-moses500k"
 ENSEMBLE_SIZE = 3
-#: The fine-tuning recipe chosen on the development half (docs/decisions/pretraining.md): the
+#: The fine-tuning recipe chosen on the development half (docs/decisions/pretraining-backbone.md): the
 #: backbone frozen for the first 5 epochs (0.972 of plain fine-tuning's error over 3 seeds x 4 sets).
 FINE_TUNED = "pretrained-freeze5"
 FINE_TUNED_ARGS = ["--from-pretrained", BACKBONE, "--freeze-backbone-epochs", "5"]
