@@ -183,6 +183,10 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec("RF-morgan", "rf_morgan", {"trees": 500, "radius": 2, "bits": 2048}),
     ToolSpec("RF-coulomb", "rf_coulomb", {"trees": 500}, three_d_only=True),
     ToolSpec("AttentiveFP", "attentivefp", {"recipe": "gradformer default"}),
+    # screened on the development halves for issue 40's default (never run on a test half)
+    ToolSpec("morgan", "ours", {"args": ["--features-generators", "morgan_counts"]}, development_only=True),
+    ToolSpec(f"{FINE_TUNED}+morgan", "ours", {"args": [*FINE_TUNED_ARGS, "--features-generators", "morgan_counts"]},
+             development_only=True),
 )
 TOOLS_BY_NAME: Dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 #: Tools in the order the report's tables and the figure list them.
