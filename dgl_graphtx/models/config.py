@@ -12,7 +12,6 @@ from ..errors import ConfigError
 from .architectures import GPSOptions
 from .settings import ModelSettings
 from .variants import (
-    VARIANT_NAMES,
     GradformerOptions,
     GraphormerOptions,
     GRPEOptions,
@@ -20,10 +19,6 @@ from .variants import (
     option_sections,
     variant_spec,
 )
-
-#: The variant names (from :data:`~dgl_graphtx.models.variants.VARIANT_SPECS`).
-VARIANTS = VARIANT_NAMES
-
 
 @dataclass(frozen=True)
 class ModelConfig(ModelSettings):
@@ -47,8 +42,7 @@ class ModelConfig(ModelSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        variant_spec(self.variant)  # the one check of a variant's name
         if self.model_architecture == "gps":
             _check_gps(self)
 

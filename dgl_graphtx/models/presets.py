@@ -13,7 +13,7 @@ from ..validation import check_number
 from .architectures import GPSOptions
 from .config import GradformerOptions, ModelConfig, MoireOptions
 from .factory import count_parameters
-from .variants import VARIANT_NAMES, VARIANT_SPECS
+from .variants import VARIANT_NAMES, variant_spec
 
 
 @dataclass(frozen=True)
@@ -278,6 +278,26 @@ PRESETS: Dict[str, Dict[str, Callable[[], Preset]]] = {
 }
 
 
+def preset_name(model: str, preset: Optional[str] = None) -> str:
+    """The name of ``model``'s preset ``preset`` (default: the variant's ``default_preset``),
+    checked: the one place that refuses an unknown model (through
+    :func:`~dgl_graphtx.models.variants.variant_spec`) or an unknown preset of it.
+
+    Example:
+        >>> preset_name("grpe"), preset_name("gradformer", "molhiv")
+        ('tiny', 'molhiv')
+        >>> preset_name("grpe", "huge")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: unknown preset 'huge' for grpe (--preset, preset.name); choose one of large, small, standard, tiny
+    """
+    default = variant_spec(model).default_preset
+    name = preset or default
+    if name not in PRESETS[model]:
+        raise ConfigError(f"unknown preset {name!r} for {model} (--preset, preset.name); choose one of {', '.join(sorted(PRESETS[model]))}")
+    return name
+
+
 def get_preset(
     model: str,
     preset: Optional[str] = None,
@@ -308,13 +328,8 @@ def get_preset(
         >>> p.model.num_layers, p.model.gps.local_model, p.train.lr, p.train.batch_size
         (10, 'gatedgcn', 0.0001, 32)
     """
-    if model not in PRESETS:
-        raise ConfigError(f"unknown model {model!r}; choose from {sorted(PRESETS)}")
-    choices = PRESETS[model]
-    name = preset or VARIANT_SPECS[model].default_preset
-    if name not in choices:
-        raise ConfigError(f"unknown preset {name!r} for {model}; choose from {sorted(choices)}")
-    base = choices[name]()
+    name = preset_name(model, preset)
+    base = PRESETS[model][name]()
     feat_cfg = dataclasses.replace(base.featurizer, atom_features=atom_features)
     featurizer = MoleculeFeaturizer(feat_cfg, base.relation)
     model_cfg = dataclasses.replace(
@@ -353,8 +368,8 @@ def summarize_presets(model: Optional[str] = None) -> List[PresetSummary]:
         >>> [(r.preset, r.config.hidden_dim) for r in rows][-1]
         ('large', 1024)
     """
-    if model is not None and model not in PRESETS:
-        raise ConfigError(f"unknown model {model!r}; choose from {sorted(PRESETS)}")
+    if model is not None:
+        variant_spec(model)
     rows = []
     for name in [model] if model else list(PRESETS):
         for preset in PRESETS[name]:

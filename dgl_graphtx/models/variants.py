@@ -217,7 +217,7 @@ def variant_spec(name: str) -> VariantSpec:
         'GRPEOptions'
     """
     if name not in VARIANT_SPECS:
-        raise ConfigError(f"unknown variant {name!r}; choose from {VARIANT_NAMES}")
+        raise ConfigError(f"unknown model {name!r} (--model, preset.model, model.variant); choose one of {', '.join(VARIANT_NAMES)}")
     return VARIANT_SPECS[name]
 
 

@@ -38,7 +38,7 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
 from ..models import ModelConfig, Preset, get_preset
 from ..models.config import upgrade_model_dict
-from ..models.presets import PRESETS
+from ..models.presets import PRESETS, preset_name
 from ..models.settings import DEFAULT_MODEL
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
@@ -76,10 +76,7 @@ class PresetChoice:
     name: Optional[str] = None
 
     def __post_init__(self) -> None:
-        if self.model not in PRESETS:
-            raise ConfigError(f"preset.model must be one of {sorted(PRESETS)}, got {self.model!r}")
-        if self.name is not None and self.name not in PRESETS[self.model]:
-            raise ConfigError(f"unknown preset {self.name!r} for {self.model}; choose from {sorted(PRESETS[self.model])}")
+        preset_name(self.model, self.name)
 
 
 @dataclass
