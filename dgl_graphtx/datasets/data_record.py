@@ -3,7 +3,7 @@ checked against it: a digest of the dataset's content and the input rows of each
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 import torch
@@ -39,9 +39,11 @@ def content_digest(dataset: MoleculeDataset) -> str:
     return digest.hexdigest()
 
 
-def training_data_record(dataset: MoleculeDataset, split: Split) -> Dict[str, Any]:
+def training_data_record(dataset: MoleculeDataset, split: Split, calibration: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The record a run's checkpoints keep of its data: size, :func:`content_digest` and, per part
-    of ``split`` (indices into ``dataset``), the input rows of its molecules (int64 tensors).
+    of ``split`` (indices into ``dataset``), the input rows of its molecules (int64 tensors); with
+    ``calibration`` (what identifies the molecules that calibrate the run's uncertainty: source,
+    count and digest) that too.
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
@@ -50,5 +52,6 @@ def training_data_record(dataset: MoleculeDataset, split: Split) -> Dict[str, An
         >>> record["molecules"], record["split"]["train"].tolist()  # the invalid input row 1 is not in the dataset
         (3, [0, 2])
     """
-    return {"molecules": len(dataset), "digest": content_digest(dataset),
-            "split": {part: dataset.rows[torch.as_tensor(list(getattr(split, part)), dtype=torch.int64)].clone() for part in PARTS}}
+    record = {"molecules": len(dataset), "digest": content_digest(dataset),
+              "split": {part: dataset.rows[torch.as_tensor(list(getattr(split, part)), dtype=torch.int64)].clone() for part in PARTS}}
+    return record if calibration is None else {**record, "calibration": dict(calibration)}

@@ -32,7 +32,7 @@ import yaml
 
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
-from ..datasets.split_kinds import SPLIT_KINDS, split_kind
+from ..datasets.split_kinds import split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer
@@ -43,7 +43,7 @@ from ..models.settings import DEFAULT_MODEL
 from ..models.variants import VARIANT_SPECS, option_sections
 from ..relation_graph import RelationConfig
 from ..threads import set_threads
-from ..training import TrainConfig, resolve_loss, resolve_metrics
+from ..training import TrainConfig
 from ..uncertainty import UncertaintyConfig
 from .settings_files import get_dotted as _get
 from .settings_files import merge as _merge
@@ -155,13 +155,6 @@ class DataConfig:
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
             raise ConfigError("give either a split column (--split-col) or separate --valid/--test files, not both")
-        if self.cv and (self.cv < 3 or self.predefined or not split_kind(self.split).folds):
-            folding = tuple(name for name, kind in SPLIT_KINDS.items() if kind.folds)
-            raise ConfigError(f"--cv {self.cv}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, "
-                              f"and --split one of {folding} (or --group-col); got split {self.split!r}")
-        if self.cv and self.calibration is not None:
-            raise ConfigError("--cv calibrates each fold on a share carved from the other folds, and gives CV+ intervals "
-                              "from every molecule's out-of-fold score; drop --calibration")
         if self.is_qm9 and self.calibration is not None:
             raise ConfigError("the qm9 data source calibrates on a share of its molecules (--calibration-share), not --calibration")
         if self.group_col is not None and not self.cv:
@@ -266,19 +259,6 @@ class RunConfig:
     train: TrainConfig
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
     uncertainty: UncertaintyConfig = field(default_factory=UncertaintyConfig)
-
-    def __post_init__(self) -> None:
-        # the loss, metrics and task weights must fit the model: checked before any featurization
-        resolve_loss(self.model.task, self.train.loss)
-        resolve_metrics(self.model.task, self.train.metrics)
-        if self.data.calibration is not None and not self.uncertainty.active:
-            raise ConfigError("--calibration names molecules that calibrate an uncertainty: choose a method with --uncertainty")
-        if self.uncertainty.calibration_bins != "none" and not self.uncertainty.active:
-            raise ConfigError("--calibration-bins bins the intervals of an uncertainty: choose a method with --uncertainty")
-        weights = self.train.task_weights
-        if weights and self.data.targets and len(weights) != len(self.data.targets):
-            raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(self.data.targets)} target(s) "
-                              f"{list(self.data.targets)}; give one weight per target (--task-weights)")
 
     def with_threads(self, threads: Optional[int]) -> "RunConfig":
         """The run with ``train.threads`` set to ``threads``.

@@ -3,6 +3,7 @@ calibration) parts come from the other K - 1 folds; test metrics as mean +/- std
 every molecule's out-of-fold prediction in one table."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -14,15 +15,14 @@ import pandas as pd
 
 from ..atomic_io import atomic_to_csv, atomic_write_text
 from ..datasets import MoleculeDataset, fold_groups, folds_to_splits, group_folds, random_folds
-from ..datasets.folds import VALID_SHARE
 from ..errors import ConfigError
-from ..inference.backbones import Pretrained
 from ..inference.cross_conformal import CV_REPORT, OOF_FILE
 from ..models import Preset
 from ..training import TrainConfig, compute_metrics, json_safe, prediction_column, prediction_values
 from ..uncertainty import UncertaintyConfig, uncertainty_metrics
 from .calibration_part import calibration_part
-from .experiment import ExperimentResult, train_and_evaluate
+from .experiment import Experiment, ExperimentResult, run_experiment
+from .plan import RunPlan, plan_of
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -70,27 +70,34 @@ def fold_metrics(result: ExperimentResult, preset: Preset, names: Sequence[str],
     return pd.DataFrame(rows)
 
 
+#: The settings :func:`cross_validate` takes beside a preset: the fields of its :class:`RunPlan`,
+#: and ``kind`` for its ``split``.
+CV_SETTINGS = ("folds", "split", "kind", "valid_share", "uncertainty", "backbone")
+#: Folds of :func:`cross_validate` given a preset and no ``folds``.
+DEFAULT_FOLDS = 5
+
+
 def cross_validate(
     dataset: MoleculeDataset,
-    preset: Preset,
+    plan: Union[RunPlan, Preset],
     train_config: Optional[TrainConfig] = None,
-    folds: int = 5,
-    kind: str = "random",
+    *,
     groups: Optional[Sequence[Hashable]] = None,
     out_dir: Optional[PathLike] = None,
     overwrite: bool = False,
-    uncertainty: Optional[UncertaintyConfig] = None,
-    backbone: Optional[Pretrained] = None,
-    valid_share: float = VALID_SHARE,
+    **settings: Any,
 ) -> CVResult:
-    """Train ``folds`` runs of ``preset``: run ``k`` tests on fold ``k``; its validation part,
-    ``valid_share`` of the other folds' molecules, is carved from them, and the rest trains (so
-    each model trains on about ``(K - 1) / K`` of the data less its validation share). Folds are
-    random, by a split kind's groups (``scaffold``, ``kmeans``), or by ``groups`` (one value per
-    molecule); the carved parts keep the same groups whole. Seeded by ``train_config.seed``;
-    every molecule is tested exactly once.
+    """Train ``plan.folds`` runs of ``plan``: run ``k`` tests on fold ``k``; its validation part,
+    ``plan.valid_share`` of the other folds' molecules, is carved from them, and the rest trains
+    (so each model trains on about ``(K - 1) / K`` of the data less its validation share). Folds
+    are random, by a split kind's groups (``plan.split``: ``scaffold``, ``kmeans``), or by
+    ``groups`` (one value per molecule); the carved parts keep the same groups whole. Seeded by
+    ``plan.train.seed``; every molecule is tested exactly once. A
+    :class:`~dgl_graphtx.models.Preset` with the settings ``train_config``, ``folds`` (default 5),
+    ``kind`` (the split kind), ``valid_share``, ``uncertainty`` and ``backbone`` is shorthand for
+    the plan of them (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
-    With an ``uncertainty`` method, each run also carves its calibration part from the other
+    With an uncertainty method, each run also carves its calibration part from the other
     folds (``uncertainty.calibration_share`` of all molecules) and calibrates its intervals on it;
     the out-of-fold predictions then carry ``_std`` / ``_lo`` / ``_hi``, and their scores give
     CV+ intervals for new molecules (:class:`~dgl_graphtx.inference.CVPlus`, which
@@ -98,8 +105,7 @@ def cross_validate(
 
     With ``out_dir``, run ``k`` writes its usual files to ``out_dir/fold_<k>/``;
     ``oof_predictions.csv``, ``cv_metrics.json`` and ``cv_metrics.csv`` (mean and std over folds
-    per target and metric, and each fold's value) go to ``out_dir``. ``backbone`` goes to every
-    fold's run (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
+    per target and metric, and each fold's value) go to ``out_dir``.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -113,29 +119,28 @@ def cross_validate(
         >>> r.oof_predictions["row"].tolist() == list(range(30)), sorted(set(r.oof_predictions["fold"]))
         (True, [0, 1, 2])
     """
-    if train_config is None:
-        train_config = TrainConfig.from_recipe(preset.train)
-    uncertainty = uncertainty if uncertainty is not None else UncertaintyConfig(preset.model.uncertainty_head)
-    if uncertainty.calibration_bins != "none":
-        raise ConfigError(f"--calibration-bins {uncertainty.calibration_bins} bins one model's split-conformal intervals; "
-                          "cross-validation's CV+ intervals use every molecule's out-of-fold score in one set: drop the option "
-                          "or train without --cv")
-    kind = "group" if groups is not None else kind
-    seed = train_config.seed
+    if not isinstance(plan, RunPlan):
+        settings.setdefault("folds", DEFAULT_FOLDS)
+        if "kind" in settings:
+            settings["split"] = settings.pop("kind")
+    plan = plan_of(plan, train_config, settings, "cross_validate", CV_SETTINGS).for_data(dataset)
+    if not plan.folds:
+        raise ConfigError("cross_validate needs a plan with folds (RunPlan(..., folds=5))")
+    kind = "group" if groups is not None else str(plan.split)
+    seed, folds = plan.train.seed, plan.folds
     together = fold_groups(kind, seed, smiles=dataset.identifiers, groups=groups or ())
     cut = random_folds(len(dataset), folds, seed) if together is None else group_folds(together, folds, seed)
     out = Path(out_dir) if out_dir is not None else None
     runs: List[ExperimentResult] = []
     frames, tested = [], []
-    for k, split in enumerate(folds_to_splits(cut, valid_share, seed, together)):
-        split, part = calibration_part(dataset, split, uncertainty, seed + k, together)
+    for k, split in enumerate(folds_to_splits(cut, plan.valid_share, seed, together)):
+        split, part = calibration_part(dataset, split, plan.uncertainty, seed + k, together)
         logger.info("cross-validation fold %d of %d: %d train, %d valid, %s%d test molecules", k + 1, folds, len(split.train),
                     len(split.valid), f"{len(part.indices)} calibration, " if part is not None else "", len(split.test))
-        run = train_and_evaluate(dataset, preset, train_config, split=split, out_dir=out / f"fold_{k}" if out is not None else None,
-                                 overwrite=overwrite, uncertainty=uncertainty, calibration=part.indices if part is not None else None,
-                                 backbone=backbone)
+        fold = Experiment(dataclasses.replace(plan, split=split, folds=0), dataset, split, part)
+        run = run_experiment(fold, out / f"fold_{k}" if out is not None else None, overwrite)
         runs.append(run)
-        frames.append(fold_metrics(run, preset, dataset.target_names, train_config.metrics).assign(fold=k))
+        frames.append(fold_metrics(run, plan.preset, dataset.target_names, plan.train.metrics).assign(fold=k))
         tested.append(run.test_predictions.assign(fold=k))
     per_fold = pd.concat(frames, ignore_index=True)[["fold", "target", "metric", "value"]]
     grouped = per_fold.groupby(["target", "metric"], sort=False)["value"]
@@ -144,7 +149,7 @@ def cross_validate(
     oof.insert(2, "fold", oof.pop("fold"))
     if out is not None:
         atomic_to_csv(oof, out / OOF_FILE, index=False)
-        _write(out, per_fold, summary, folds, kind, uncertainty, preset.model.task)
+        _write(out, per_fold, summary, folds, kind, plan.uncertainty, plan.preset.model.task)
     return CVResult(runs, per_fold, summary, oof)
 
 

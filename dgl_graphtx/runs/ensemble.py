@@ -8,7 +8,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -16,10 +16,8 @@ from scipy.stats import spearmanr
 
 from torch.utils.data import Subset
 
-from ..datasets import MoleculeDataset, Split, make_split
-from ..datasets.splits import DEFAULT_FRACTIONS
+from ..datasets import MoleculeDataset, make_split
 from ..errors import ConfigError
-from ..inference.backbones import Pretrained
 from ..inference.ensemble import combine_members, with_intervals
 from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics, prediction_column
@@ -27,7 +25,9 @@ from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
-from .experiment import ExperimentResult, train_and_evaluate
+from .config import EnsembleConfig
+from .experiment import Experiment, ExperimentResult, run_experiment
+from .plan import RunPlan, plan_of
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -74,37 +74,19 @@ def member_seed(seed: int, replicate: int, member: int, size: int) -> int:
 
 
 @dataclass(frozen=True)
-class EnsemblePlan:
-    """The settings of :func:`train_ensemble` (see there), checked when made."""
+class EnsembleRun:
+    """An ensemble being trained: its checked ``plan``, the molecules, its output folder and the
+    calibration set given (if any)."""
 
+    plan: RunPlan
     dataset: MoleculeDataset
-    preset: Preset
-    train_config: TrainConfig
-    split: Union[str, Split]
-    fractions: Tuple[float, float, float]
-    ensemble_size: int
-    replicates: int
     out: Optional[Path]
-    uncertainty: Optional[UncertaintyConfig]
-    backbone: Optional[Pretrained]
     calibration: GivenCalibration
-
-    def __post_init__(self) -> None:
-        if self.ensemble_size < 1 or self.replicates < 1:
-            raise ConfigError(f"ensemble size and replicates must be >= 1, got {self.ensemble_size} and {self.replicates}")
-        if isinstance(self.split, Split) and self.replicates > 1:
-            raise ConfigError("replicates need random or scaffold splits; the data defines a single split")
-        if self.calibrates_spread and (self.ensemble_size < 2 or self.preset.model.task != "regression"):
-            raise ConfigError("uncertainty 'ensemble' calibrates the spread of >= 2 regression models; raise the ensemble size "
-                              "(or use mc_dropout for classification)")
-        if self.uncertainty is not None and self.uncertainty.calibration_bins != "none" and self.ensemble_size > 1:
-            raise ConfigError(f"--calibration-bins {self.uncertainty.calibration_bins} bins one model's split-conformal intervals; an "
-                              "ensemble's intervals are calibrated on its members' spread: drop the option or use --ensemble-size 1")
 
     @property
     def calibrates_spread(self) -> bool:
         """Whether the uncertainty is the members' spread (method ``ensemble``), calibrated here."""
-        return self.uncertainty is not None and uncertainty_method(self.uncertainty.method).std == "members"
+        return uncertainty_method(self.plan.uncertainty.method).std == "members"
 
     @property
     def names(self) -> List[str]:
@@ -126,31 +108,34 @@ class ReplicateResult:
     uncertainty: Optional[Dict[str, Any]] = None
 
 
+#: The settings :func:`train_ensemble` takes beside a preset: the fields of its :class:`RunPlan`,
+#: and ``ensemble_size`` / ``replicates`` for its ``ensemble``.
+ENSEMBLE_SETTINGS = ("split", "fractions", "uncertainty", "backbone", "ensemble", "ensemble_size", "replicates")
+
+
 def train_ensemble(
     dataset: MoleculeDataset,
-    preset: Preset,
-    train_config: TrainConfig = TrainConfig(),
-    split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
-    ensemble_size: int = 1,
-    replicates: int = 1,
+    plan: Union[RunPlan, Preset],
+    train_config: Optional[TrainConfig] = None,
+    *,
     out_dir: Optional[PathLike] = None,
-    uncertainty: Optional[UncertaintyConfig] = None,
-    backbone: Optional[Pretrained] = None,
     calibration: GivenCalibration = None,
+    **settings: Any,
 ) -> EnsembleResult:
-    """Train ``ensemble_size`` models per split over ``replicates`` splits and evaluate the
-    ensemble mean on each test part.
+    """Train ``plan.ensemble.size`` models per split over ``plan.ensemble.replicates`` splits and
+    evaluate the ensemble mean on each test part. A :class:`~dgl_graphtx.models.Preset` with the
+    settings ``train_config``, ``split``, ``fractions``, ``ensemble_size``, ``replicates``,
+    ``uncertainty`` and ``backbone`` is shorthand for the plan of them (see
+    :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
-    With an ``uncertainty`` method, each replicate sets apart one calibration part that no member
+    With an uncertainty method, each replicate sets apart one calibration part that no member
     trains on or chooses its epoch with (``calibration``, else a carved share: see
     :func:`~dgl_graphtx.runs.calibration_part.calibration_part`). Method ``ensemble`` calibrates
     the members' spread on it (z-scaling and conformal intervals, written to
     ``replicate_<r>/calibration.json`` with ``out_dir``); any other method is passed to every
-    member, which calibrates on the same molecules (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`, which also takes
-    ``backbone``).
+    member, which calibrates on the same molecules.
 
-    Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
+    Replicate ``r`` splits with seed ``train.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
     member runs go to ``replicate_<r>/member_<k>/`` and ``ensemble_test_predictions.csv`` and
     ``ensemble_metrics.json`` to ``out_dir``.
@@ -165,52 +150,57 @@ def train_ensemble(
         >>> len(r.metrics), sorted(r.summary["rmse"]), "expt_std" in r.predictions
         (2, ['mean', 'std'], True)
     """
-    plan = EnsemblePlan(dataset, preset, train_config, split, fractions, ensemble_size, replicates,
-                        Path(out_dir) if out_dir is not None else None, uncertainty, backbone, calibration)
-    done = [_train_replicate(plan, replicate) for replicate in range(replicates)]
-    result = _ensemble_result(plan, done)
-    if plan.out is not None:
-        _write_report(plan, result, done)
+    size, replicates = settings.pop("ensemble_size", None), settings.pop("replicates", None)
+    if size is not None or replicates is not None:
+        settings["ensemble"] = EnsembleConfig(size or 1, replicates or 1)
+    plan = plan_of(plan, train_config, settings, "train_ensemble", ENSEMBLE_SETTINGS).for_data(dataset, calibration is not None)
+    if plan.folds:
+        raise ConfigError("train_ensemble trains ensembles; a plan with folds runs with cross_validate")
+    run = EnsembleRun(plan, dataset, Path(out_dir) if out_dir is not None else None, calibration)
+    done = [_train_replicate(run, replicate) for replicate in range(plan.ensemble.replicates)]
+    result = _ensemble_result(run, done)
+    if run.out is not None:
+        _write_report(run, result, done)
     return result
 
 
-def _train_replicate(plan: EnsemblePlan, replicate: int) -> ReplicateResult:
+def _train_replicate(run: EnsembleRun, replicate: int) -> ReplicateResult:
     """Split with the replicate's seed, train its members, and evaluate their ensemble on the test part."""
-    names, config, size = plan.names, plan.train_config, plan.ensemble_size
-    seed = config.seed + replicate
-    parts, part = calibration_part(plan.dataset, make_split(plan.dataset, plan.split, plan.fractions, seed),
-                                   plan.uncertainty or UncertaintyConfig(), seed, given=plan.calibration, kind=plan.split)
-    given = (part.indices if part.dataset is plan.dataset else part.dataset) if part is not None and not plan.calibrates_spread else None
-    member_uncertainty = None if plan.calibrates_spread else plan.uncertainty
+    plan, names, size = run.plan, run.names, run.plan.ensemble.size
+    seed = plan.train.seed + replicate
+    parts, part = calibration_part(run.dataset, make_split(run.dataset, plan.split, plan.fractions, seed), plan.uncertainty, seed,
+                                   given=run.calibration, kind=plan.split)
     runs = []
     for member in range(size):
-        seed = member_seed(config.seed, replicate, member, size)
-        logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, plan.replicates, member + 1, size, seed)
-        member_dir = plan.out / f"replicate_{replicate}" / f"member_{member}" if plan.out is not None else None
-        runs.append(train_and_evaluate(plan.dataset, plan.preset, dataclasses.replace(config, seed=seed), parts, plan.fractions,
-                                       member_dir, uncertainty=member_uncertainty, calibration=given, backbone=plan.backbone))
+        seed = member_seed(plan.train.seed, replicate, member, size)
+        logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, plan.ensemble.replicates, member + 1, size, seed)
+        member_dir = run.out / f"replicate_{replicate}" / f"member_{member}" if run.out is not None else None
+        member_plan = dataclasses.replace(plan, train=dataclasses.replace(plan.train, seed=seed), split=parts, ensemble=EnsembleConfig(),
+                                          uncertainty=None if run.calibrates_spread else plan.uncertainty, calibration_given=False)
+        runs.append(run_experiment(Experiment(member_plan, run.dataset, parts, None if run.calibrates_spread else part), member_dir))
     table = combine_members([r.test_predictions for r in runs], names)
     calibration_fit = uncertainty_row = None
-    if plan.calibrates_spread and part is not None and plan.uncertainty is not None:
-        calibration_fit = _calibrate_spread(runs, part, plan.uncertainty, config)
+    if run.calibrates_spread and part is not None:
+        calibration_fit = _calibrate_spread(runs, part, plan.uncertainty, plan.train)
         table = with_intervals(table, names, calibration_fit)
         uncertainty_row = {"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
                            "test": _interval_metrics(table, names)}
-        if plan.out is not None:
-            (plan.out / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
+        if run.out is not None:
+            (run.out / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
     table.insert(0, "replicate", replicate)
     labels = table[names].to_numpy(dtype=float)
     predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
-    metrics = compute_metrics(plan.preset.model.task, labels, predicted)
+    task = plan.preset.model.task
+    metrics = compute_metrics(task, labels, predicted)
     member_means = {f"member_{k}": float(np.mean([r.test_metrics[k] for r in runs])) for k in metrics}
     return ReplicateResult(runs, table, {"replicate": replicate, **metrics, **member_means},
-                           per_target_metrics(plan.preset.model.task, labels, predicted, names), calibration_fit, uncertainty_row)
+                           per_target_metrics(task, labels, predicted, names), calibration_fit, uncertainty_row)
 
 
-def _ensemble_result(plan: EnsemblePlan, done: Sequence[ReplicateResult]) -> EnsembleResult:
+def _ensemble_result(run: EnsembleRun, done: Sequence[ReplicateResult]) -> EnsembleResult:
     """The replicates together: their predictions and metrics, the metrics' mean and spread over
     replicates, and the Spearman rho of the first target's std vs its absolute error."""
-    names = plan.names
+    names = run.names
     frame = pd.concat([r.table for r in done], ignore_index=True)
     metrics_frame = pd.DataFrame([r.metrics for r in done])
     summary = {k: _mean_std(metrics_frame[k]) for k in metrics_frame.columns if k != "replicate"}
@@ -219,21 +209,21 @@ def _ensemble_result(plan: EnsemblePlan, done: Sequence[ReplicateResult]) -> Ens
     first = names[0]
     errors = (frame[prediction_column(first)] - frame[first]).abs()
     keep = errors.notna() & frame[f"{first}_std"].notna()
-    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if plan.ensemble_size > 1 and keep.sum() > 2 else float("nan")
+    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if run.plan.ensemble.size > 1 and keep.sum() > 2 else float("nan")
     calibrations = [r.calibration for r in done if r.calibration is not None]
     return EnsembleResult([r.runs for r in done], frame, metrics_frame, summary, rho, calibrations, per_target)
 
 
-def _write_report(plan: EnsemblePlan, result: EnsembleResult, done: Sequence[ReplicateResult]) -> None:
-    """``ensemble_test_predictions.csv`` and ``ensemble_metrics.json`` into ``plan.out``."""
-    out = plan.out
+def _write_report(run: EnsembleRun, result: EnsembleResult, done: Sequence[ReplicateResult]) -> None:
+    """``ensemble_test_predictions.csv`` and ``ensemble_metrics.json`` into ``run.out``."""
+    out = run.out
     assert out is not None, "only a run with a folder writes its report"
     result.predictions.to_csv(out / "ensemble_test_predictions.csv", index=False)
     rho = result.spearman
-    report = {"ensemble_size": plan.ensemble_size, "replicates": plan.replicates, "summary": json_ready(result.summary),
+    report = {"ensemble_size": run.plan.ensemble.size, "replicates": run.plan.ensemble.replicates, "summary": json_ready(result.summary),
               "per_target": json_ready(result.per_target),
               "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready([r.metrics for r in done])}
-    if plan.calibrates_spread:
+    if run.calibrates_spread:
         report["uncertainty"] = json_ready([r.uncertainty for r in done if r.uncertainty is not None])
     (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
 

@@ -17,24 +17,21 @@ from ..checkpoint import CheckpointExtras, CheckpointMeta, load_checkpoint, save
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
 from ..datasets.extra_features import FittedExtraFeatures
-from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
-from ..inference.backbones import Pretrained, get_pretrained
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
-from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, check_binary_labels, check_class_labels, compute_metrics,
-                        json_safe, metric_notes, prediction_column, prediction_frame,
-                        seed_everything)
+from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, compute_metrics, json_safe, metric_notes, prediction_column,
+                        prediction_frame, seed_everything)
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
 from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
                                       predict_batches, report_metrics)
-from ..uncertainty.methods import check_method_fits, uncertainty_method
 from ..uncertainty.mondrian import check_bin_sizes, coverage_by_bin
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .fine_tuning import start_from_pretrained
 from .folder import RunFolder
+from .plan import PREDEFINED, RunPlan, plan_of
 
 PathLike = Union[str, Path]
 
@@ -59,38 +56,46 @@ class ExperimentResult:
     calibration_predictions: Optional[pd.DataFrame] = None
 
 
+#: The settings :func:`train_and_evaluate` takes beside a preset (the fields of its :class:`RunPlan`).
+SINGLE_RUN_SETTINGS = ("split", "fractions", "uncertainty", "backbone")
+
+
 def train_and_evaluate(
     dataset: MoleculeDataset,
-    preset: Preset,
+    plan: Union[RunPlan, Preset],
     train_config: Optional[TrainConfig] = None,
-    split: Union[str, Split] = "random",
-    fractions: Tuple[float, float, float] = DEFAULT_FRACTIONS,
+    *,
     out_dir: Optional[Union[PathLike, RunFolder]] = None,
     overwrite: bool = False,
     hooks: Optional[ProcessHooks] = None,
     resume: Union[None, bool, PathLike] = None,
-    uncertainty: Optional[UncertaintyConfig] = None,
-    backbone: Optional[Pretrained] = None,
     calibration: GivenCalibration = None,
+    **settings: Any,
 ) -> ExperimentResult:
-    """Split ``dataset`` (``random`` or ``scaffold``, seeded by ``train_config.seed``, or a given
-    :class:`Split`), train ``preset``'s model, select the best validation epoch, and evaluate on
-    the test part. Without ``train_config`` the preset's own training recipe is used
-    (``TrainConfig.from_recipe(preset.train)``).
+    """Split ``dataset`` as ``plan`` says (a :class:`~dgl_graphtx.runs.plan.RunPlan`: a split
+    kind seeded by ``plan.train.seed``, or a given :class:`Split`), train its model, select the
+    best validation epoch, and evaluate on the test part. A :class:`~dgl_graphtx.models.Preset`
+    with the settings ``train_config``, ``split``, ``fractions``, ``uncertainty`` and ``backbone``
+    is shorthand for the plan of them: ``train_and_evaluate(data, preset, config, split="scaffold")``
+    is ``train_and_evaluate(data, RunPlan(preset, config, split="scaffold"))``; without a
+    ``TrainConfig`` the preset's own training recipe is used. The plan checks the settings
+    together when it is made, and against ``dataset`` here.
 
     With ``out_dir``: ``best.pt``, ``last.pt`` (resumable), ``log.csv``, ``learning_curve.png``,
-    ``metrics.json``, ``test_predictions.csv``, ``input_report.csv`` and ``run.json`` are written
-    there, each atomically, by the main process only when ``hooks`` describe a distributed run.
+    ``metrics.json``, ``test_predictions.csv``, ``input_report.csv`` and ``run.json`` (which
+    records the device and compute path the run used) are written there, each atomically, by
+    the main process only when ``hooks`` describe a distributed run.
     The folder is a :class:`~dgl_graphtx.runs.folder.RunFolder`: locked while the run writes, and
     refused if it already holds a run unless ``overwrite=True`` or ``resume`` (which continues
     the run there, see :meth:`Trainer.fit`); pass an opened ``RunFolder`` to check the folder
     before featurizing, as the command line does.
 
-    With an ``uncertainty`` method (see :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`; the
-    preset's model gets the head the method needs; by default the method of the preset's
+    With an uncertainty method (``plan.uncertainty``, see :class:`~dgl_graphtx.uncertainty.UncertaintyConfig`;
+    the model gets the head the method needs; by default the method of the preset's
     ``uncertainty_head``), the uncertainty is calibrated on molecules that neither train the model
     nor choose its best epoch: ``calibration`` rows of ``dataset`` (taken out of the training and
-    validation parts) or a dataset of its own (featurized like ``dataset``), else
+    validation parts) or a dataset of its own (featurized like ``dataset``; molecules also in the
+    run's data are left out of it, with a warning saying how many), else
     ``uncertainty.calibration_share`` of the molecules carved from the
     ``uncertainty.calibration_from`` part (whole scaffolds or clusters of those splits). The
     calibration and which molecules made it are stored in ``best.pt`` and ``metrics.json``, whose
@@ -104,9 +109,9 @@ def train_and_evaluate(
     molecules, both tables get a ``similarity_to_training`` column, and ``metrics.json`` the
     test coverage per bin (``test_by_similarity_bin``).
 
-    With ``train_config.from_pretrained``, the model starts from that backbone's weights
-    (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`); ``backbone`` passes it when
-    it is loaded already, so that a run loads it once.
+    With ``train.from_pretrained`` (or a plan's ``backbone``), the model starts from that
+    backbone's weights (:func:`~dgl_graphtx.runs.fine_tuning.start_from_pretrained`), which the
+    plan loads once.
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -114,74 +119,51 @@ def train_and_evaluate(
         >>> p = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
         >>> ds = MoleculeDataset.from_dataframe(freesolv()[:40], target_cols=["expt"],
         ...                                     featurizer=p.featurizer, relation=p.relation, progress=False)
-        >>> r = train_and_evaluate(ds, p, TrainConfig(epochs=1, progress=False))
-        >>> sorted(r.test_metrics)
+        >>> r = train_and_evaluate(ds, RunPlan(p, TrainConfig(epochs=1, progress=False)))
+        >>> sorted(r.test_metrics), r.train.best_epoch
+        (['mae', 'r2', 'rmse'], 1)
+        >>> sorted(train_and_evaluate(ds, p, TrainConfig(epochs=1, progress=False), split="kmeans").test_metrics)
         ['mae', 'r2', 'rmse']
     """
-    if preset.model.num_tasks != dataset.num_tasks:
-        raise ConfigError(f"model has {preset.model.num_tasks} outputs but the dataset has {dataset.num_tasks} targets")
-    dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
-                                "featurize it with preset.featurizer / preset.relation")
-    if train_config is None:
-        train_config = TrainConfig.from_recipe(preset.train)
-    if uncertainty is None:
-        uncertainty = UncertaintyConfig(preset.model.uncertainty_head)
-    check_method_fits(uncertainty.method, preset.model.task)
-    method = uncertainty_method(uncertainty.method)
-    if method.std == "members":
-        raise ConfigError(f"uncertainty {method.name!r} is the spread of several models: train with ensemble size >= 2 "
-                          "(--ensemble-size, train_ensemble)")
-    if method.std == "dropout" and not (preset.model.dropout or preset.model.attn_dropout):
-        raise ConfigError(f"uncertainty {method.name!r} samples dropout, but the model has dropout=0 and attn_dropout=0; "
-                          "set one, e.g. --set model.dropout=0.1")
-    if preset.model.uncertainty_head != uncertainty.head:
-        preset = dataclasses.replace(preset, model=dataclasses.replace(preset.model, uncertainty_head=uncertainty.head))
-    if preset.model.task == "classification":
-        check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
-    if preset.model.task == "multiclass":
-        check_class_labels(dataset.raw_labels.double().numpy(), preset.model.num_classes, dataset.target_names)
-    parts = make_split(dataset, split, fractions, train_config.seed)
+    plan = plan_of(plan, train_config, settings, "train_and_evaluate", SINGLE_RUN_SETTINGS).for_data(dataset, calibration is not None)
+    if not plan.single:
+        raise ConfigError("train_and_evaluate trains one model; a plan with an ensemble or folds runs with train_ensemble "
+                          "or cross_validate")
+    if plan.split == PREDEFINED:
+        raise ConfigError("the plan's split is the data's: give it as a Split (plan.with_split(split))")
+    parts = make_split(dataset, plan.split, plan.fractions, plan.train.seed)
     if not parts.train or not parts.valid or not parts.test:
-        what = "the given split" if isinstance(split, Split) else f"split {split} {fractions}"
+        what = "the given split" if isinstance(plan.split, Split) else f"split {plan.split} {plan.fractions}"
         raise ConfigError(f"{what} of {len(dataset)} molecules left a part empty; use more data or other fractions")
-    parts, part = calibration_part(dataset, parts, uncertainty, train_config.seed, given=calibration, kind=split)
-    if part is not None and uncertainty.calibration_bins == "similarity":
-        if preset.model.task != "regression":
-            raise ConfigError("--calibration-bins similarity bins the conformal intervals of regression; this model is "
-                              f"{preset.model.task}: drop the option")
+    parts, part = calibration_part(dataset, parts, plan.uncertainty, plan.train.seed, given=calibration, kind=plan.split)
+    if part is not None and plan.uncertainty.calibration_bins == "similarity":
         labels = part.dataset.raw_labels[part.indices].double().numpy()
-        check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], uncertainty.coverage)
-    hooks = hooks if hooks is not None else ProcessHooks()
-    plan = ExperimentPlan(dataset, preset, train_config, split, fractions, parts, uncertainty, part)
-    if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
-        return _run(plan, out_dir, hooks, resume, backbone)
-    with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
-        return _run(plan, run, hooks, resume, backbone)
+        check_bin_sizes([int(n) for n in np.isfinite(labels).sum(axis=0)], plan.uncertainty.coverage)
+    return run_experiment(Experiment(plan, dataset, parts, part), out_dir, overwrite, hooks, resume)
 
 
 @dataclass(frozen=True)
-class ExperimentPlan:
-    """What one experiment trains and evaluates, once :func:`train_and_evaluate` has checked it.
+class Experiment:
+    """What one experiment trains and evaluates: its checked ``plan``, the molecules (``dataset``),
+    their split ``parts`` (indices into ``dataset``, without the calibration molecules) and the
+    molecules that calibrate the uncertainty (``calibration``; ``None`` without a method). Made
+    by :func:`train_and_evaluate`, and by ensembles and cross-validation for each of their runs."""
 
-    Attributes:
-        dataset: the molecules.
-        preset: the model (with the uncertainty head the method needs), featurization and recipe.
-        train_config: the training settings.
-        split: the split as asked for: a kind (``random``, ``scaffold``, ...) or the given :class:`Split`.
-        fractions: the parts' shares, for a kind of split.
-        parts: the split (indices into ``dataset``), without the calibration molecules.
-        uncertainty: the uncertainty method and its calibration settings.
-        calibration: the molecules that calibrate the uncertainty (``None`` without a method).
-    """
-
+    plan: RunPlan
     dataset: MoleculeDataset
-    preset: Preset
-    train_config: TrainConfig
-    split: Union[str, Split]
-    fractions: Tuple[float, float, float]
     parts: Split
-    uncertainty: UncertaintyConfig
     calibration: Optional[CalibrationPart]
+
+
+def run_experiment(experiment: Experiment, out_dir: Union[None, PathLike, RunFolder] = None, overwrite: bool = False,
+                   hooks: Optional[ProcessHooks] = None, resume: Union[None, bool, PathLike] = None) -> ExperimentResult:
+    """Train and evaluate ``experiment`` (in its run folder ``out_dir``, opened here unless it is
+    opened already; see :func:`train_and_evaluate`)."""
+    hooks = hooks if hooks is not None else ProcessHooks()
+    if out_dir is None or isinstance(out_dir, RunFolder) or not hooks.is_main:
+        return _run(experiment, out_dir, hooks, resume)
+    with RunFolder(out_dir, overwrite, resume=bool(resume)) as run:
+        return _run(experiment, run, hooks, resume)
 
 
 @dataclass
@@ -204,38 +186,38 @@ class EvaluationOnTest:
     near: Optional[TrainingSimilarity] = None
 
 
-def _run(plan: ExperimentPlan, out_dir: Union[None, PathLike, RunFolder], hooks: ProcessHooks,
-         resume: Union[None, bool, PathLike], backbone: Optional[Pretrained]) -> ExperimentResult:
+def _run(experiment: Experiment, out_dir: Union[None, PathLike, RunFolder], hooks: ProcessHooks,
+         resume: Union[None, bool, PathLike]) -> ExperimentResult:
     """Train and evaluate; ``out_dir`` is the main process's opened run folder, or the folder's
     path on the other processes of a distributed run (which read ``last.pt`` but write nothing)."""
-    dataset, parts = plan.dataset, plan.parts
+    plan, dataset, parts = experiment.plan, experiment.dataset, experiment.parts
     run = out_dir if isinstance(out_dir, RunFolder) else None
     out = out_dir.path if isinstance(out_dir, RunFolder) else (Path(out_dir) if out_dir is not None else None)
-    seed_everything(plan.train_config.seed)
-    fitted = _fit_extra_features(plan)
+    if run is not None:
+        run.record(device=plan.train.device, compute=plan.train.compute)
+    seed_everything(plan.train.seed)
+    fitted = _fit_extra_features(experiment)
     model = build_model(plan.preset.model if fitted is None else dataclasses.replace(
         plan.preset.model, molecule_features=len(fitted.spec.molecule_names), atom_extra_features=len(fitted.spec.atom_names)))
-    if backbone is None and plan.train_config.from_pretrained:
-        backbone = get_pretrained(plan.train_config.from_pretrained)
-    pretrained = start_from_pretrained(model, backbone, dataset) if backbone is not None else None
+    pretrained = start_from_pretrained(model, plan.backbone, dataset) if plan.backbone is not None else None
     meta = CheckpointMeta(plan.preset.featurizer, plan.preset.relation, dataset.target_names,
-                          _checkpoint_extra(plan, run, fitted, pretrained))
-    trainer = Trainer(model, plan.train_config, out_dir=out, meta=meta, hooks=hooks, uncertainty=plan.uncertainty)
+                          _checkpoint_extra(experiment, run, fitted, pretrained))
+    trainer = Trainer(model, plan.train, out_dir=out, meta=meta, hooks=hooks, uncertainty=plan.uncertainty)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
-    tested = _evaluate_test(plan, trainer)
+    tested = _evaluate_test(experiment, trainer)
     if run is not None:
-        _write_outputs(plan, run, result, tested, model)
+        _write_outputs(experiment, run, result, tested, model)
         run.finish()
     return ExperimentResult(model, parts, result, tested.metrics, tested.table, out, tested.notes, tested.per_target,
-                            tested.calibration, plan.calibration, tested.calibration_table)
+                            tested.calibration, experiment.calibration, tested.calibration_table)
 
 
-def _fit_extra_features(plan: ExperimentPlan) -> Optional[FittedExtraFeatures]:
+def _fit_extra_features(experiment: Experiment) -> Optional[FittedExtraFeatures]:
     """The dataset's extra features (if any) with their scalers fitted on the training part, and
     attached, scaled alike, to the calibration molecules of a dataset of their own."""
-    dataset, part = plan.dataset, plan.calibration
+    dataset, part = experiment.dataset, experiment.calibration
     extras = dataset.extra_values  # set by dgl_graphtx.datasets.add_extra_features
-    fitted = extras.fit(plan.parts.train) if extras is not None else None
+    fitted = extras.fit(experiment.parts.train) if extras is not None else None
     if fitted is not None and part is not None and part.dataset is not dataset:  # a calibration file: the same scalers
         values = part.dataset.extra_values
         if values is None:
@@ -245,23 +227,26 @@ def _fit_extra_features(plan: ExperimentPlan) -> Optional[FittedExtraFeatures]:
     return fitted
 
 
-def _checkpoint_extra(plan: ExperimentPlan, run: Optional[RunFolder], fitted: Optional[FittedExtraFeatures],
+def _checkpoint_extra(experiment: Experiment, run: Optional[RunFolder], fitted: Optional[FittedExtraFeatures],
                       pretrained: Optional[Dict[str, Any]]) -> CheckpointExtras:
     """What the run's checkpoints record beside the model: split, data, applicability domain,
     run id, class labels, uncertainty settings, extra features and the pretrained start."""
-    dataset, parts, split, uncertainty = plan.dataset, plan.parts, plan.split, plan.uncertainty
+    dataset, parts, plan = experiment.dataset, experiment.parts, experiment.plan
+    split, uncertainty = plan.split, plan.uncertainty
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
-    return CheckpointExtras(split="predefined" if isinstance(split, Split) else split, fractions=list(plan.fractions),
-                            data=training_data_record(dataset, parts), domain=domain.to_dict(),
+    return CheckpointExtras(split=PREDEFINED if isinstance(split, Split) else split, fractions=list(plan.fractions),
+                            data=training_data_record(dataset, parts, experiment.calibration.identity() if experiment.calibration else None),
+                            domain=domain.to_dict(),
                             run_id=run.run_id if run is not None else None,
                             class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,
                             uncertainty=dataclasses.asdict(uncertainty) if uncertainty.active else None,
                             extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained)
 
 
-def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> EvaluationOnTest:
+def _evaluate_test(experiment: Experiment, trainer: Trainer) -> EvaluationOnTest:
     """Predict the test part (calibrated, with an uncertainty method) and score the predictions."""
-    dataset, parts, preset, uncertainty, part = plan.dataset, plan.parts, plan.preset, plan.uncertainty, plan.calibration
+    plan, dataset, parts, part = experiment.plan, experiment.dataset, experiment.parts, experiment.calibration
+    preset, uncertainty = plan.preset, plan.uncertainty
     predicted = trainer.predict(Subset(dataset, parts.test))
     labels = dataset.raw_labels[parts.test].double().numpy()
     calibration = with_uncertainty = calibration_table = None
@@ -274,19 +259,19 @@ def _evaluate_test(plan: ExperimentPlan, trainer: Trainer) -> EvaluationOnTest:
     task, names = preset.model.task, dataset.target_names
     table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
                              near.test if near is not None else None)
-    return EvaluationOnTest(labels, predicted, compute_metrics(task, labels, predicted, plan.train_config.metrics),
+    return EvaluationOnTest(labels, predicted, compute_metrics(task, labels, predicted, plan.train.metrics),
                             metric_notes(task, labels, names),
                             per_target_metrics(task, labels, predicted, names, preset.model.num_classes),
                             table, calibration, with_uncertainty, calibration_table, near)
 
 
-def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
+def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
                    model: MoleculeModel) -> None:
     """``test_predictions.csv``, ``input_report.csv`` and ``metrics.json`` into the run folder;
     with an uncertainty method also ``calibration_predictions.csv`` and the calibration in ``best.pt``."""
-    out, parts, part = run.path, plan.parts, plan.calibration
+    out, parts, part = run.path, experiment.parts, experiment.calibration
     atomic_to_csv(tested.table, out / "test_predictions.csv", index=False)
-    plan.dataset.report.to_csv(out / "input_report.csv")
+    experiment.dataset.report.to_csv(out / "input_report.csv")
     summary = {"run_id": run.run_id, "test": json_safe(tested.metrics),
                "test_per_target": {name: json_safe(values) for name, values in tested.per_target.items()},
                "valid": json_safe(result.best_metrics),
@@ -295,23 +280,23 @@ def _write_outputs(plan: ExperimentPlan, run: RunFolder, result: TrainResult, te
                          **({"calibration": len(part.indices)} if part is not None else {})}}
     if tested.calibration is not None and part is not None and tested.with_uncertainty is not None:
         calibrated_on = part.record()
-        summary["uncertainty"] = _uncertainty_summary(plan, tested, calibrated_on)
+        summary["uncertainty"] = _uncertainty_summary(experiment, tested, calibrated_on)
         atomic_to_csv(tested.calibration_table, out / "calibration_predictions.csv", index=False)
-        _store_calibration(out, model, plan.uncertainty, tested.calibration, calibrated_on, tested.near)
+        _store_calibration(out, model, experiment.plan.uncertainty, tested.calibration, calibrated_on, tested.near)
     atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
 
 
-def _uncertainty_summary(plan: ExperimentPlan, tested: EvaluationOnTest, calibrated_on: Dict[str, Any]) -> Dict[str, Any]:
+def _uncertainty_summary(experiment: Experiment, tested: EvaluationOnTest, calibrated_on: Dict[str, Any]) -> Dict[str, Any]:
     """The ``uncertainty`` entry of ``metrics.json``: the calibration, which molecules made it, the
     test metrics of the uncertainty, the test coverage to expect and, with similarity bins, per bin."""
-    uncertainty, labels, near, names = plan.uncertainty, tested.labels, tested.near, plan.dataset.target_names
+    uncertainty, labels, near, names = experiment.plan.uncertainty, tested.labels, tested.near, experiment.dataset.target_names
     calibration, with_uncertainty = tested.calibration, tested.with_uncertainty
-    assert plan.calibration is not None and calibration is not None and with_uncertainty is not None, (
+    assert experiment.calibration is not None and calibration is not None and with_uncertainty is not None, (
         "only a run calibrated on a calibration part has an uncertainty summary")
     return json_ready({
         "method": uncertainty.method, "calibration": calibration.to_dict(), "calibrated_on": calibrated_on,
-        "test": report_metrics(plan.preset.model.task, labels, with_uncertainty, names),
-        "expected_test_coverage": _expected_coverage(plan.calibration, labels, names, uncertainty.coverage),
+        "test": report_metrics(experiment.plan.preset.model.task, labels, with_uncertainty, names),
+        "expected_test_coverage": _expected_coverage(experiment.calibration, labels, names, uncertainty.coverage),
         **({"test_by_similarity_bin": coverage_by_bin(calibration.similarity_bins, near.test, labels, with_uncertainty.lo,
                                                       with_uncertainty.hi, names)}
            if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None

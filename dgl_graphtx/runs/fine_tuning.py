@@ -3,18 +3,18 @@ takes the backbone's architecture, featurizer and relation settings with a head 
 the model starts from the backbone's weights."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import torch
 
 from ..datasets import MoleculeDataset
 from ..errors import ConfigError
-from ..featurize import FeaturizerConfig
 from ..inference.backbones import PathLike, Pretrained, get_pretrained, is_shipped
 from ..models import ModelConfig, MoleculeModel, Preset, get_preset
-from ..relation_graph import RelationConfig
+from ..models.settings import DEFAULT_MODEL
 from .config import PresetChoice, RunConfig
 
 #: Model settings a fine-tuning run chooses itself; everything else comes from the backbone.
@@ -30,8 +30,7 @@ def _with_head(pretrained: Pretrained, model: ModelConfig) -> ModelConfig:
 def pretrained_preset(pretrained: Pretrained, base: Preset) -> Preset:
     """``base`` with the backbone's model architecture, featurizer and relation settings, which
     replace ``base``'s; the head settings (:data:`HEAD_FIELDS`) and the training recipe stay
-    ``base``'s. (:func:`pretrained_run_config` refuses featurizer or relation settings a user
-    chose that differ from the backbone's; here ``base``'s are simply replaced.)
+    ``base``'s.
 
     Example:
         >>> from dgl_graphtx.inference import get_pretrained
@@ -43,25 +42,71 @@ def pretrained_preset(pretrained: Pretrained, base: Preset) -> Preset:
     return dataclasses.replace(base, model=_with_head(pretrained, base.model), featurizer=meta.featurizer, relation=meta.relation)
 
 
-def check_pretrained_settings(pretrained: Pretrained, featurizer: FeaturizerConfig, relation: RelationConfig,
-                              defaults: Tuple[FeaturizerConfig, RelationConfig]) -> None:
-    """One clear error when ``featurizer`` / ``relation`` were set (differ from ``defaults``) to
-    values the backbone was not pretrained with."""
-    meta = pretrained.checkpoint.meta
-    for what, given, default, used in (("featurizer", featurizer, defaults[0], meta.featurizer),
-                                       ("relation", relation, defaults[1], meta.relation)):
-        if given != default and given != used:
-            raise ConfigError(f"pretrained model {pretrained.source!r} was pretrained with {what} {used}, this run asks "
+def _flat(settings: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """A nested settings dict as ``{"a.b": value}``."""
+    out: Dict[str, Any] = {}
+    for name, value in settings.items():
+        key = f"{prefix}{name}"
+        out.update(_flat(value, key + ".") if isinstance(value, Mapping) else {key: value})
+    return out
+
+
+def check_fits_backbone(preset: Preset, pretrained: Pretrained) -> None:
+    """One clear error when ``preset`` is not the architecture of the backbone it fine-tunes: its
+    model variant, featurizer, relation settings or a model setting outside the head
+    (:data:`HEAD_FIELDS`) differs from the backbone's, which fine-tuning keeps.
+
+    Example:
+        >>> from dgl_graphtx.inference import get_pretrained
+        >>> backbone = get_pretrained("gradformer-tiny-moses3k")
+        >>> check_fits_backbone(pretrained_preset(backbone, get_preset("vanilla")), backbone)
+        >>> check_fits_backbone(get_preset("grpe"), backbone)
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: pretrained model 'gradformer-tiny-moses3k' is a gradformer backbone, which fixes the model; this run asks for grpe (--model, preset.model): drop it
+    """
+    theirs, meta, source = pretrained.checkpoint.model.config, pretrained.checkpoint.meta, pretrained.source
+    if preset.model.variant != theirs.variant:
+        raise ConfigError(f"pretrained model {source!r} is a {theirs.variant} backbone, which fixes the model; this run asks "
+                          f"for {preset.model.variant} (--model, preset.model): drop it")
+    for what, given, used in (("featurizer", preset.featurizer, meta.featurizer), ("relation", preset.relation, meta.relation)):
+        if given != used:
+            raise ConfigError(f"pretrained model {source!r} was pretrained with {what} {used}, this run asks "
                               f"for {given}; drop the {what} settings (the pretrained model's are used)")
+    mine = _flat(preset.model.to_dict())
+    for key, value in _flat(theirs.to_dict()).items():
+        if key.split(".")[0] not in HEAD_FIELDS and mine.get(key) != value:
+            raise ConfigError(f"model.{key}={mine.get(key)} but pretrained model {source!r} has {key}={value}: fine-tuning keeps "
+                              f"the backbone's architecture (the run sets only the head: {', '.join(HEAD_FIELDS)}); drop model.{key}")
+
+
+def _changed(given: Mapping[str, Any], base: Mapping[str, Any]) -> Dict[str, Any]:
+    """The settings of ``given`` (a nested dict) that differ from ``base``'s, as ``{"a.b": value}``."""
+    preset = _flat(base)
+    return {key: value for key, value in _flat(given).items() if value != preset.get(key)}
+
+
+def _with(settings: Dict[str, Any], changes: Mapping[str, Any]) -> Dict[str, Any]:
+    """``settings`` (a nested dict) with the dotted ``changes`` laid over it."""
+    out = copy.deepcopy(settings)
+    for key, value in changes.items():
+        *path, name = key.split(".")
+        node = out
+        for part in path:
+            node = node[part]
+        node[name] = value
+    return out
 
 
 def pretrained_run_config(run: RunConfig, pretrained: Optional[Pretrained] = None) -> RunConfig:
     """A :class:`~dgl_graphtx.runs.config.RunConfig` with ``train.from_pretrained`` resolved: the
-    backbone's architecture, featurizer and relation settings replace the run's (its head
-    settings, :data:`HEAD_FIELDS`, stay), and ``from_pretrained`` becomes the shipped name or an
-    absolute path, as config.yaml records it. Featurizer or relation settings the user changed
-    from the preset's to values the backbone was not pretrained with are an error. ``pretrained``
-    is the backbone when it is loaded already (else it is loaded here).
+    backbone's architecture, featurizer and relation settings replace the run's where the run
+    keeps its preset's (the head settings, :data:`HEAD_FIELDS`, stay the run's), and
+    ``from_pretrained`` becomes the shipped name or an absolute path, as config.yaml records it.
+    Settings the run changed from its preset's, and a model (other than the default) or preset
+    it names, are kept, so that the run's plan refuses those that contradict the backbone
+    (:func:`check_fits_backbone`) instead of dropping them. ``pretrained`` is the backbone when
+    it is loaded already (else it is loaded here).
 
     Example:
         >>> from dgl_graphtx.runs.config import resolve_run_config
@@ -69,18 +114,24 @@ def pretrained_run_config(run: RunConfig, pretrained: Optional[Pretrained] = Non
         >>> tuned = pretrained_run_config(run)
         >>> tuned.model.variant, tuned.model.hidden_dim, tuned.model.num_tasks, tuned.train.from_pretrained
         ('gradformer', 32, 1, 'gradformer-tiny-moses3k')
+        >>> pretrained_run_config(resolve_run_config(overrides=["train.from_pretrained=gradformer-tiny-moses3k",
+        ...                                                     "model.num_layers=6"])).model.num_layers
+        6
     """
     source = run.train.from_pretrained
     if source is None:
         raise ConfigError("the run names no pretrained model to fine-tune: set train.from_pretrained (--from-pretrained)")
     pretrained = pretrained if pretrained is not None else get_pretrained(source)
-    base = get_preset(run.preset.model, run.preset.name)
-    check_pretrained_settings(pretrained, run.featurizer, run.relation, (base.featurizer, base.relation))
     meta = pretrained.checkpoint.meta
-    model = _with_head(pretrained, run.model)
     train = dataclasses.replace(run.train, from_pretrained=source if is_shipped(source) else str(Path(source).resolve()))
-    return dataclasses.replace(run, preset=PresetChoice(model.variant, None), model=model, featurizer=meta.featurizer,
-                               relation=meta.relation, train=train)
+    if run.preset.name is not None or run.preset.model not in (DEFAULT_MODEL, pretrained.checkpoint.model.config.variant):
+        return dataclasses.replace(run, train=train)  # the run names a model of its own: kept whole, for its plan to compare
+    base = get_preset(run.preset.model, run.preset.name)
+    model = ModelConfig.from_dict(_with(_with_head(pretrained, run.model).to_dict(), _changed(run.model.to_dict(), base.model.to_dict())))
+    featurizer = dataclasses.replace(meta.featurizer, **_changed(run.featurizer.to_dict(), base.featurizer.to_dict()))
+    relation = dataclasses.replace(meta.relation, **_changed(dataclasses.asdict(run.relation), dataclasses.asdict(base.relation)))
+    return dataclasses.replace(run, preset=PresetChoice(model.variant, None), model=model, featurizer=featurizer,
+                               relation=relation, train=train)
 
 
 def load_backbone(model: MoleculeModel, pretrained: Pretrained) -> List[str]:

@@ -90,6 +90,7 @@ class RunFolder:
         self._locked = False
         self._created = False
         self._wrote_info = False
+        self._details: Dict[str, Any] = {}
 
     @property
     def lock_file(self) -> Path:
@@ -200,8 +201,25 @@ class RunFolder:
             return
 
     def _write_info(self, status: str) -> None:
-        atomic_write_text(json.dumps({"run_id": self.run_id, "status": status, "time": time.time()}), self.path / RUN_INFO)
+        info = {"run_id": self.run_id, "status": status, "time": time.time(), **self._details}
+        atomic_write_text(json.dumps(info), self.path / RUN_INFO)
         self._wrote_info = True
+
+    def record(self, **details: Any) -> None:
+        """Record ``details`` of the run (the device it trains on, say) in ``run.json``: now, and
+        with every later status; a resumed run's ``run.json`` stays as it was until the run
+        finishes.
+
+        Example:
+            >>> import tempfile
+            >>> with RunFolder(Path(tempfile.mkdtemp()) / "run") as run:
+            ...     run.record(device="cpu")
+            ...     json.loads((run.path / "run.json").read_text())["device"]
+            'cpu'
+        """
+        self._details.update(details)
+        if not self.resume:
+            self._write_info("running")
 
     def finish(self) -> None:
         """Mark the run complete (``run.json``): every file of the folder is now from this run."""

@@ -8,27 +8,28 @@ import contextlib
 import dataclasses
 import logging
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import Optional, Tuple, Union
 
 import torch
 
 from .._version import __version__
-from ..datasets import MoleculeDataset, Split
+from ..checkpoint import load_checkpoint
+from ..datasets import MoleculeDataset
 from ..devices import resolve_compute
 from ..errors import GraphTxError
-from ..inference.backbones import Pretrained, describe_loaded, get_pretrained
+from ..inference.backbones import describe_loaded
 from ..logs import log_to_file
 from ..training import ProcessHooks
-from ..training.resume import check_resumable_run
+from ..training.resume import check_resume_settings
 from ..training.target_metrics import format_metrics
 from .config import RunConfig, default_preset_name
-from .calibration_part import GivenCalibration
+from .calibration_part import GivenCalibration, check_resumed_calibration
 from .cross_validation import CVResult, cross_validate
 from .distributed import DistributedConfig, DistributedContext, check_processes, process_hooks, process_settings
 from .ensemble import EnsembleResult, train_ensemble
 from .experiment import ExperimentResult, train_and_evaluate
-from .fine_tuning import pretrained_run_config
 from .folder import RunFolder
+from .plan import RunPlan
 from .pretraining import PretrainConfig, PretrainResult, pretrain
 from .training_data import load_calibration_data, load_training_data
 
@@ -40,21 +41,15 @@ PathLike = Union[str, Path]
 RunResult = Union[ExperimentResult, EnsembleResult, CVResult]
 
 
-class CheckedRun(NamedTuple):
-    """A run's configuration as :func:`check_run` left it, and the backbone it fine-tunes (loaded once)."""
-
-    config: RunConfig
-    backbone: Optional[Pretrained]
-
-
 def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, resume: bool = False,
-              processes: int = 1) -> CheckedRun:
+              processes: int = 1) -> RunPlan:
     """Everything about a training run that can be checked before its data is read and before
     the processes of a distributed run start (``processes`` on this machine): data and targets
-    given, the input files there, ``train.from_pretrained`` resolved (its backbone located,
-    hash-checked and loaded, once), the device and compute path usable (a GPU per process), the
+    given, the input files there, every rule between the settings (the run's
+    :class:`~dgl_graphtx.runs.plan.RunPlan`, which also resolves ``train.from_pretrained``: its
+    backbone located, hash-checked and loaded, once; and the device), a GPU per process, the
     output folder free (or the run there resumable with these settings). One error for the
-    first problem.
+    first problem; the plan when there is none.
 
     Example:
         >>> import tempfile
@@ -71,22 +66,34 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
     for path in (training_path, data.valid, data.test, data.calibration):
         if path is not None and not (path == training_path and data.is_qm9) and not Path(path).exists():
             raise GraphTxError(f"data file not found: {path}")
-    backbone = get_pretrained(config.train.from_pretrained) if config.train.from_pretrained else None
-    if backbone is not None:
-        config = pretrained_run_config(config, backbone)
-    single = config.ensemble.single
-    if resume and not single:
-        raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) cannot resume")
-    if config.model.task == "multiclass" and not single:
-        raise GraphTxError("ensembles (--ensemble-size/--replicates) average regression or binary outputs; train multiclass models singly or with --cv")
-    if data.cv and (resume or not single):
-        raise GraphTxError("--cv trains one model per fold: drop --resume, --ensemble-size and --replicates")
-    resolve_compute(config.train.compute, check_processes(processes, config.train.device))
-    if single and not data.cv:
+    plan = RunPlan.from_config(config)
+    if resume and not plan.single:
+        raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) and --cv cannot resume")
+    if processes > 1:
+        check_processes(processes, plan.train.device)
+    if plan.single:
         RunFolder(out_dir, overwrite, resume=resume).check()
         if resume:  # before featurizing: a mismatch is refused at once, config.yaml untouched
-            check_resumable_run(Path(out_dir), config.train)
-    return CheckedRun(config, backbone)
+            check_resumable_plan(Path(out_dir), plan)
+    return plan
+
+
+def check_resumable_plan(out_dir: Path, plan: RunPlan) -> None:
+    """Refuse to resume the run in ``out_dir`` when its ``last.pt`` was trained with other
+    training settings than ``plan`` (:func:`~dgl_graphtx.training.resume.check_resume_settings`)
+    or other uncertainty settings that choose its calibration molecules
+    (:func:`~dgl_graphtx.runs.calibration_part.check_resumed_calibration`). Nothing to check
+    when there is no ``last.pt`` yet (the run then starts afresh).
+
+    Example:
+        >>> from dgl_graphtx.models import get_preset
+        >>> check_resumable_plan(Path("no-such-run"), RunPlan(get_preset("vanilla")))
+    """
+    path = Path(out_dir) / "last.pt"
+    if path.is_file():
+        extra = load_checkpoint(path, map_location="cpu").meta.extra
+        check_resume_settings(path, extra.train_config or {}, plan.train)
+        check_resumed_calibration(path, extra.uncertainty, plan.uncertainty)
 
 
 def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = False, resume: bool = False,
@@ -113,51 +120,51 @@ def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = Fa
         >>> sorted(result.test_metrics)
         ['mae', 'r2', 'rmse']
     """
-    config, backbone = check_run(config, out_dir, overwrite, resume)
+    plan = check_run(config, out_dir, overwrite, resume)
+    config = plan.config if plan.config is not None else config
     out = Path(out_dir)
-    joined = process_hooks(config.train.device, distributed) if hooks is None else contextlib.nullcontext(hooks)
+    joined = process_hooks(plan.train.device, distributed) if hooks is None else contextlib.nullcontext(hooks)
     with joined as hooks, contextlib.ExitStack() as opened:
-        config = _for_process(config.with_absolute_paths(), hooks, out)
-        single = config.ensemble.single and not config.data.cv
+        config, plan = _for_process(config.with_absolute_paths(), plan, hooks, out)
         # a resumed run keeps the run's config.yaml until it has checked its data and trained
-        resumed = resume and single and (out / "config.yaml").is_file()
+        resumed = resume and plan.single and (out / "config.yaml").is_file()
         # the main process locks the folder and records the run before the data is read (once: the
         # others read its cache); an error there stops every process of the job at once
         with hooks.main_first():
-            folder = opened.enter_context(RunFolder(out, overwrite, resume=resume)) if hooks.is_main and single else None
+            folder = opened.enter_context(RunFolder(out, overwrite, resume=resume)) if hooks.is_main and plan.single else None
             if hooks.is_main:
                 opened.enter_context(log_to_file(out / "train.log"))
-                logger.info("dgl_graphtx %s: training %s (preset %s) on %s with %d thread(s) per process; configuration in %s",
-                            __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
-                            config.data.path, config.train.threads or torch.get_num_threads(), out / "config.yaml")
-                if backbone is not None:
-                    logger.info("fine-tuning from the %s", describe_loaded(backbone))
+                _log_start(config, plan, out)
                 if not resumed:
                     config.save(out / "config.yaml")
             dataset, split = load_training_data(config)
             calibration = load_calibration_data(config, dataset)
-        result = _train(config, dataset, split, folder if folder is not None else out, hooks, overwrite, resume, backbone, calibration)
+        result = _train(config, plan.with_split(split), dataset, folder if folder is not None else out, hooks, overwrite, resume,
+                        calibration)
     return result if hooks.is_main else None
 
 
-def _train(config: RunConfig, dataset: MoleculeDataset, split: Optional[Split], out: Union[Path, RunFolder],
-           hooks: ProcessHooks, overwrite: bool, resume: bool, backbone: Optional[Pretrained],
-           calibration: GivenCalibration) -> RunResult:
-    """One model, an ensemble or the folds of a cross-validation of ``config`` on its data
+def _log_start(config: RunConfig, plan: RunPlan, out: Path) -> None:
+    """The first lines of ``train.log``: what trains, on which data and device, and from which backbone."""
+    logger.info("dgl_graphtx %s: training %s (preset %s) on %s on %s (compute %s) with %d thread(s) per process; "
+                "configuration in %s", __version__, config.model.variant, config.preset.name or default_preset_name(config.model.variant),
+                config.data.path, plan.train.device, plan.train.compute, config.train.threads or torch.get_num_threads(),
+                out / "config.yaml")
+    if plan.backbone is not None:
+        logger.info("fine-tuning from the %s", describe_loaded(plan.backbone))
+
+
+def _train(config: RunConfig, plan: RunPlan, dataset: MoleculeDataset, out: Union[Path, RunFolder], hooks: ProcessHooks,
+           overwrite: bool, resume: bool, calibration: GivenCalibration) -> RunResult:
+    """One model, an ensemble or the folds of a cross-validation of ``plan`` on its data
     (``calibration``: the molecules of ``data.calibration`` that calibrate the uncertainty)."""
-    data, preset = config.data, config.as_preset()
     folder = out.path if isinstance(out, RunFolder) else out
-    if data.cv:
-        return cross_validate(dataset, preset, config.train, folds=data.cv, kind=data.split,
-                              groups=dataset.groups if data.group_col else None, out_dir=folder, overwrite=overwrite,
-                              uncertainty=config.uncertainty, backbone=backbone, valid_share=data.cv_valid_share)
-    if not config.ensemble.single:
-        return train_ensemble(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
-                              ensemble_size=config.ensemble.size, replicates=config.ensemble.replicates, out_dir=folder,
-                              uncertainty=config.uncertainty, backbone=backbone, calibration=calibration)
-    result = train_and_evaluate(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
-                                out_dir=out, hooks=hooks, resume=resume, uncertainty=config.uncertainty,
-                                backbone=backbone, calibration=calibration)
+    if plan.folds:
+        return cross_validate(dataset, plan, groups=dataset.groups if config.data.group_col else None, out_dir=folder,
+                              overwrite=overwrite)
+    if not plan.ensemble.single:
+        return train_ensemble(dataset, plan, out_dir=folder, calibration=calibration)
+    result = train_and_evaluate(dataset, plan, out_dir=out, hooks=hooks, resume=resume, calibration=calibration)
     if hooks.is_main:
         if resume:  # a resumed run's config.yaml is replaced once it has checked its data and trained
             config.save(folder / "config.yaml")
@@ -165,18 +172,18 @@ def _train(config: RunConfig, dataset: MoleculeDataset, split: Optional[Split], 
     return result
 
 
-def _for_process(config: RunConfig, hooks: ProcessHooks, out: Path) -> RunConfig:
+def _for_process(config: RunConfig, plan: RunPlan, hooks: ProcessHooks, out: Path) -> Tuple[RunConfig, RunPlan]:
     """Per-process settings of a distributed run (see :func:`~dgl_graphtx.runs.distributed.process_settings`)
     and a shared featurization cache (rank 0 featurizes, the others read it; in ``OUT/cache``
     with ``--no-cache``)."""
     if not isinstance(hooks, DistributedContext):
-        return config
-    if config.data.cv:
+        return config, plan
+    if plan.folds:
         raise GraphTxError("--cv trains its folds in one process; drop --nproc or torchrun")
-    if not config.ensemble.single:
+    if not plan.ensemble.single:
         raise GraphTxError("ensembles (--ensemble-size/--replicates) train in one process; drop --nproc or torchrun")
     data = config.data if config.data.cache else dataclasses.replace(config.data, cache_dir=str((out / "cache").resolve()), cache=True)
-    return dataclasses.replace(config, train=process_settings(config.train, hooks), data=data)
+    return dataclasses.replace(config, data=data), dataclasses.replace(plan, train=process_settings(plan.train, hooks))
 
 
 def check_pretraining(config: RunConfig, corpus: PathLike, out_dir: PathLike, overwrite: bool = False,

@@ -16,7 +16,6 @@ from typing import Any, Dict, List, Optional, Tuple, cast
 import numpy as np
 import torch
 
-from ..checkpoint import load_checkpoint
 from ..datasets.data_record import PARTS
 from ..errors import ConfigError
 
@@ -180,17 +179,9 @@ def check_resume_data(path: Path, saved: Optional[Dict[str, Any]], current: Opti
     if moved:
         raise ConfigError(f"{path} was trained with another split: {', '.join(moved)}; resume with the run's split "
                           "(the same --split, --split-col, --seed, fractions or --valid/--test files)")
-
-
-def check_resumable_run(out_dir: Path, config: Any) -> None:
-    """Before any data are loaded: refuse to resume the run in ``out_dir`` when its ``last.pt``
-    was trained with other settings than ``config`` (see :func:`check_resume_settings`).
-    Nothing to check when there is no ``last.pt`` yet (the run then starts afresh).
-
-    Example:
-        >>> from dgl_graphtx.training import TrainConfig
-        >>> check_resumable_run(Path("no-such-run"), TrainConfig())
-    """
-    path = Path(out_dir) / "last.pt"
-    if path.is_file():
-        check_resume_settings(path, load_checkpoint(path, map_location="cpu").meta.extra.train_config or {}, config)
+    before, now = saved.get("calibration"), current.get("calibration")
+    if before is not None and before != now:
+        what = f"{now['molecules']} {now['source']}" if now is not None else "none"
+        raise ConfigError(f"{path} was trained beside {before['molecules']} calibration molecules ({before['source']}), not the ones "
+                          f"it is resumed with ({what}): a molecule that calibrates must never have trained; resume with the "
+                          "run's --uncertainty, --calibration-share and --calibration file, or start a new run")

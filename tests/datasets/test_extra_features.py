@@ -260,13 +260,14 @@ def test_extra_values_is_a_declared_attribute_that_pickled_and_cached_datasets_r
 def test_a_calibration_dataset_without_the_extra_features_is_refused_by_name(frame):
     from dgl_graphtx.datasets import Split
     from dgl_graphtx.runs.calibration_part import CalibrationPart
-    from dgl_graphtx.runs.experiment import ExperimentPlan, _fit_extra_features
+    from dgl_graphtx.runs import RunPlan
+    from dgl_graphtx.runs.experiment import Experiment, _fit_extra_features
     from dgl_graphtx.uncertainty import UncertaintyConfig
     preset = get_preset("vanilla", **TINY)
     data = MoleculeDataset.from_dataframe(frame[:8], target_cols=["expt"], progress=False)
     add_extra_features(data, ExtraFeatures(columns=("calc",)), list(frame["smiles"][:8]), frame[:8])
     other = MoleculeDataset.from_dataframe(frame[8:12], target_cols=["expt"], progress=False)
-    plan = ExperimentPlan(data, preset, TrainConfig(), "random", (0.8, 0.1, 0.1), Split([0, 1, 2, 3], [4, 5], [6, 7]),
-                          UncertaintyConfig(), CalibrationPart(other, [0, 1, 2, 3], "a file of its own"))
+    experiment = Experiment(RunPlan(preset, TrainConfig(), uncertainty=UncertaintyConfig("mve")), data,
+                            Split([0, 1, 2, 3], [4, 5], [6, 7]), CalibrationPart(other, [0, 1, 2, 3], "a file of its own"))
     with pytest.raises(ConfigError, match="calibration dataset has none"):
-        _fit_extra_features(plan)
+        _fit_extra_features(experiment)

@@ -85,7 +85,7 @@ def test_ensemble_predict_is_the_members_mean(ensemble):
 
 def test_replicates_need_a_random_or_scaffold_split(ensemble):
     dataset, result, _ = ensemble
-    with pytest.raises(ConfigError, match="replicates need random or scaffold splits"):
+    with pytest.raises(ConfigError, match="replicates need a split kind"):
         train_ensemble(dataset, tiny_preset("vanilla"), split=result.members[0][0].split, replicates=2)
 
 

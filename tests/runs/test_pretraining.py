@@ -22,7 +22,7 @@ from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.runs import pretrained_preset
 from dgl_graphtx.runs import PretrainConfig, pretrain
 from dgl_graphtx.runs.pretraining import MaskedDescriptorTrainer, descriptor_targets
-from dgl_graphtx.training import TrainConfig, masked_loss
+from dgl_graphtx.training import TrainConfig, Trainer, masked_loss
 
 TINY = dict(num_layers=1, hidden_dim=16, num_heads=2)
 CARD_FIELDS = ("name", "variant", "corpus", "targets", "recipe", "epochs", "wall_time_s", "hardware", "heldout_r2",
@@ -99,32 +99,45 @@ def test_interrupted_pretraining_resumes_to_the_same_weights(backbone, corpus, t
     assert_same_backbone(tmp_path / "run", backbone)
 
 
-def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path):
+def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path, monkeypatch):
     pretrained = get_pretrained(backbone)
     preset = pretrained_preset(pretrained, get_preset("grpe"))
     assert preset.model.variant == "gradformer" and preset.relation == pretrained.checkpoint.meta.relation
     ds = MoleculeDataset.from_dataframe(freesolv()[100:150], target_cols=["expt"], featurizer=preset.featurizer,
                                         relation=preset.relation, progress=False)
-    frozen = TrainConfig(epochs=1, batch_size=8, progress=False, from_pretrained=str(backbone), freeze_backbone_epochs=1)
-    result = train_and_evaluate(ds, preset, frozen, out_dir=tmp_path / "frozen")
-    tuned = result.model.state_dict()
+    frozen = TrainConfig(epochs=2, batch_size=8, progress=False, from_pretrained=str(backbone), freeze_backbone_epochs=1)
+    original = Trainer._check_weights
+
+    def stop_in_epoch_2(self, epoch):
+        if epoch == 2:
+            raise RuntimeError("stopped after the frozen epoch")
+        original(self, epoch)
+
+    with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="frozen epoch"):
+        patch.setattr(Trainer, "_check_weights", stop_in_epoch_2)
+        train_and_evaluate(ds, preset, frozen, out_dir=tmp_path / "frozen")
+    after_frozen_epoch = load_checkpoint(tmp_path / "frozen" / "last.pt")
+    assert after_frozen_epoch.training_state["epoch"] == 1
+    tuned = after_frozen_epoch.model.state_dict()
     source = pretrained.checkpoint.model.state_dict()
-    parameters = {name for name, _ in result.model.named_parameters()}  # BatchNorm statistics still move
+    parameters = {name for name, _ in after_frozen_epoch.model.named_parameters()}  # BatchNorm statistics still move
     backbone_keys = [k for k in source if k in parameters and not k.startswith("head.")]
     assert backbone_keys and all(torch.equal(tuned[k], source[k]) for k in backbone_keys)  # loaded, then frozen
     head = [k for k in tuned if k.startswith("head.")]
     assert head and all(k not in source or tuned[k].shape != source[k].shape or not torch.equal(tuned[k], source[k])
                         for k in head)  # a new head
-    assert load_checkpoint(tmp_path / "frozen" / "best.pt").meta.extra.pretrained["sha256"] == pretrained.card.sha256
+    assert after_frozen_epoch.meta.extra.pretrained["sha256"] == pretrained.card.sha256
     scaled = TrainConfig(epochs=2, batch_size=8, progress=False, from_pretrained=str(backbone), backbone_lr_scale=0.1)
     result = train_and_evaluate(ds, preset, scaled, out_dir=tmp_path / "scaled")
     assert not all(torch.equal(result.model.state_dict()[k], source[k]) for k in backbone_keys)
-    # the data must be featurized as the backbone was pretrained
+    # the model is the backbone's, and the data must be featurized as the backbone was pretrained
     grpe = get_preset("grpe", **TINY)
     other = MoleculeDataset.from_dataframe(freesolv()[100:150], target_cols=["expt"], featurizer=grpe.featurizer,
                                            relation=grpe.relation, progress=False)
-    with pytest.raises(ConfigError, match="fine-tuning data was featurized with"):
+    with pytest.raises(ConfigError, match="is a gradformer backbone, which fixes the model; this run asks for grpe"):
         train_and_evaluate(other, grpe, scaled, out_dir=tmp_path / "bad")
+    with pytest.raises(ConfigError, match="was featurized with other settings than the gradformer model reads"):
+        train_and_evaluate(other, preset, scaled, out_dir=tmp_path / "bad")
 
 
 def test_the_fine_tuning_run_chooses_its_head_kind(backbone):

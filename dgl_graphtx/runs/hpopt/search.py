@@ -22,6 +22,7 @@ from ...training.metrics import METRIC_DIRECTION, resolve_metrics
 from ..config import RunConfig, resolve_run_config
 from ..experiment import ExperimentResult
 from ..from_config import train_from_config
+from ..plan import RunPlan
 from .space import Param, as_overrides, search_space
 
 logger = logging.getLogger("dgl_graphtx")
@@ -211,7 +212,7 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
     configuration: ``dgl-graphtx train --config out_dir/config.yaml`` repeats the best trial
     (exactly on CPU with the same thread count).
     """
-    if base.data.cv or not base.ensemble.single:
+    if not RunPlan.from_config(base).single:  # the plan checks every rule between the base's settings
         raise ConfigError("hyperparameter search trains single runs; drop --cv, --ensemble-size and --replicates")
     if base.data.path is None or not base.data.targets:
         raise ConfigError("no training data or targets: give DATA and --targets (or data.path / data.targets)")
