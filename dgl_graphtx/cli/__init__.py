@@ -51,9 +51,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     configure_logging(verbosity(args))
-    if hasattr(args, "threads"):  # before torch starts its thread pool; processes started later inherit it
-        set_threads(args.threads)
     try:
+        if hasattr(args, "threads"):  # before torch starts its thread pool; processes started later inherit it
+            set_threads(args.threads)
         return args.func(args)
     except GraphTxError as err:
         message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held

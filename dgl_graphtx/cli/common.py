@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -17,7 +17,8 @@ from ..inference import Predictor
 from ..models import ModelConfig
 from ..models.settings import DEFAULT_MODEL, TASKS
 from ..models.variants import VARIANT_NAMES
-from ..runs.config import DataConfig, EnsembleConfig
+from ..runs.config import SECTION_TYPES, DataConfig, EnsembleConfig
+from ..runs.settings_files import coerce, field_types
 from ..threads import DEFAULT_THREADS
 from ..training import TrainConfig
 from ..training.losses import LOSSES
@@ -61,7 +62,9 @@ def split_targets(text: str) -> List[str]:
 
 
 def bounded(kind: type, low: Optional[float] = None, high: Optional[float] = None, **flags: bool) -> Callable[[str], float]:
-    """An argparse ``type`` parsing ``kind`` (int or float) and checking its range at parse time.
+    """An argparse ``type`` parsing ``kind`` (int or float) and checking its range at parse time,
+    for the options of the command line alone (``--nproc``); an option that sets a library
+    setting takes :func:`field_type` instead, and the library checks it.
 
     Example:
         >>> bounded(int, 1)("8")
@@ -83,8 +86,57 @@ def bounded(kind: type, low: Optional[float] = None, high: Optional[float] = Non
     return parse
 
 
+def field_type(cls: type, name: str, key: Optional[str] = None) -> Callable[[str], Any]:
+    """An argparse ``type`` for an option that sets the field ``name`` of the settings dataclass
+    ``cls``: the text converted to the field's type as config files and ``--set`` convert it
+    (:func:`~dgl_graphtx.runs.settings_files.coerce`; ``key`` names it in errors). Its range and
+    choices are the dataclass's, checked when the settings are made, and the rules between
+    settings the run's plan's (:class:`~dgl_graphtx.runs.plan.RunPlan`): nothing is restated here.
+
+    Example:
+        >>> field_type(TrainConfig, "epochs")("7"), field_type(TrainConfig, "metrics")("mae, rmse")
+        (7, ('mae', 'rmse'))
+        >>> field_type(TrainConfig, "epochs", "train.epochs")("many")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: train.epochs must be an integer, got 'many'
+    """
+    hint = field_types(cls)[name]
+
+    def parse(text: str) -> Any:
+        try:
+            return coerce(text, hint, key or name)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def setting_type(key: str) -> Callable[[str], Any]:
+    """:func:`field_type` of the run setting ``key`` (``section.field`` of a run configuration).
+
+    Example:
+        >>> setting_type("uncertainty.coverage")("0.8")
+        0.8
+    """
+    section, name = key.split(".", 1)
+    return field_type(SECTION_TYPES[section], name, key)
+
+
+def one_of(names: Sequence[str]) -> Dict[str, str]:
+    """The ``metavar`` of an option whose value is one of ``names`` (the library checks it).
+
+    Example:
+        >>> one_of(("stop", "skip"))
+        {'metavar': '{stop,skip}'}
+    """
+    return {"metavar": "{" + ",".join(names) + "}"}
+
+
 def device_option(text: str) -> str:
-    """An argparse ``type`` for ``--device``: the device must exist now (checked before any work).
+    """An argparse ``type`` for the ``--device`` of the commands that predict: the device must
+    exist now (checked before any work). ``train`` leaves its device to the run's plan.
 
     Example:
         >>> device_option("cpu")
@@ -97,70 +149,112 @@ def device_option(text: str) -> str:
     return text
 
 
-def pos_weight_option(text: str) -> Union[str, float]:
-    """An argparse ``type`` for ``--pos-weight``: ``auto`` or a positive number.
-
-    Example:
-        >>> pos_weight_option("auto"), pos_weight_option("3")
-        ('auto', 3.0)
-    """
-    if text.strip().lower() == "auto":
-        return "auto"
-    return bounded(float, 0, None, low_open=True)(text)
-
-
 #: ``--threads`` of every command that trains or predicts.
 THREADS_HELP = (f"torch intra-op CPU threads of this process (of each one with --nproc); loader workers use 1 each "
                 f"(default: $OMP_NUM_THREADS if set, else {DEFAULT_THREADS}: measured fastest per process, and far "
                 "faster as soon as anything else runs on the cores; see docs/training.md)")
 
 
-#: Explicit ``train`` flags and the configuration field each one sets (see :mod:`dgl_graphtx.runs.config`).
+#: Explicit ``train`` flags, the configuration field each one sets and its help (the value is
+#: converted to the field's type by :func:`setting_type`; its range, choices and rules are the
+#: library's, checked as a config file's are).
 TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
-    ("--model", "preset.model", dict(choices=MODELS, help=f"attention variant (default: {DEFAULT_MODEL}, chosen by measurement: docs/training.md)")),
-    ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by 'dgl-graphtx presets'; default: the model's default preset)")),
-    ("--atom-features", "featurizer.atom_features", dict(choices=ATOM_FEATURES, help=f"atom/bond featurizer (default: {FeaturizerConfig.atom_features})")),
-    ("--task", "model.task", dict(choices=TASKS, help=f"multiclass: labels 0 .. K-1 per target, with --num-classes K (default: {ModelConfig.task})")),
-    ("--num-classes", "model.num_classes", dict(type=bounded(int, 2), help=f"classes per target of --task multiclass (default: {ModelConfig.num_classes})")),
-    ("--positive-label", "data.positive_label", dict(metavar="VALUE", help="classification with text classes (e.g. BBB+/BBB-): the value that becomes 1 (default: two values are mapped automatically and the choice is printed)")),
-    ("--pos-weight", "train.pos_weight", dict(type=pos_weight_option, metavar="auto|X", help="classification: weight of positive labels in the loss, 'auto' = negatives/positives per target on the training split (default: none)")),
-    ("--loss", "train.loss", dict(choices=LOSSES, help=f"auto: mse, bce or cross_entropy by task; regression also mae, huber, bounded_mse (labels like <5.2 or >7 penalise only the wrong side) (default: {TrainConfig.loss})")),
-    ("--metrics", "train.metrics", dict(type=split_targets, help="comma-separated metrics to report; the first is watched by early stopping and the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: accuracy,f1,rocauc; default: all)")),
-    ("--task-weights", "train.task_weights", dict(type=split_targets, help="comma-separated loss weight per target (default: 1 each)")),
+    ("--model", "preset.model", dict(**one_of(MODELS), help=f"attention variant (default: {DEFAULT_MODEL}, chosen by "
+                                                         "measurement: docs/training.md)")),
+    ("--preset", "preset.name", dict(help="preset of the model, with its paper's training recipe (listed below and by "
+                                          "'dgl-graphtx presets'; default: the model's default preset)")),
+    ("--atom-features", "featurizer.atom_features", dict(**one_of(ATOM_FEATURES), help="atom/bond featurizer (default: "
+                                                                                        f"{FeaturizerConfig.atom_features})")),
+    ("--task", "model.task", dict(**one_of(TASKS), help="multiclass: labels 0 .. K-1 per target, with --num-classes K "
+                                                        f"(default: {ModelConfig.task})")),
+    ("--num-classes", "model.num_classes", dict(help=f"classes per target of --task multiclass (default: {ModelConfig.num_classes})")),
+    ("--positive-label", "data.positive_label", dict(metavar="VALUE", help="classification with text classes (e.g. BBB+/BBB-): "
+                                                     "the value that becomes 1 (default: two values are mapped automatically and "
+                                                     "the choice is printed)")),
+    ("--pos-weight", "train.pos_weight", dict(metavar="auto|X", help="classification: weight of positive labels in the loss, "
+                                              "'auto' = negatives/positives per target on the training split (default: none)")),
+    ("--loss", "train.loss", dict(**one_of(LOSSES), help="auto: mse, bce or cross_entropy by task; regression also mae, huber, "
+                                  "bounded_mse (labels like <5.2 or >7 penalise only the wrong side) "
+                                  f"(default: {TrainConfig.loss})")),
+    ("--metrics", "train.metrics", dict(help="comma-separated metrics to report; the first is watched by early stopping and "
+                                        "the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: "
+                                        "accuracy,f1,rocauc; default: all)")),
+    ("--task-weights", "train.task_weights", dict(help="comma-separated loss weight per target (default: 1 each)")),
     ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),
-    ("--cv", "data.cv", dict(type=bounded(int, 3), help="cross-validation: each of K folds tests once (OUT/fold_<k>/), validation is carved from the other folds; writes OUT/oof_predictions.csv and mean +/- std per target, and with --uncertainty CV+ intervals for 'predict --checkpoint OUT'")),
-    ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or scaffold folds)")),
-    ("--split", "data.split", dict(choices=SPLITS, help="; ".join(f"{k.name}: {k.summary}" for k in SPLIT_KINDS.values()) + f" (default: {DataConfig.split}, fractions {'/'.join(f'{f:g}' for f in DataConfig.fractions)})")),
+    ("--cv", "data.cv", dict(help="cross-validation: each of K >= 3 folds tests once (OUT/fold_<k>/), validation is carved "
+                             "from the other folds; writes OUT/oof_predictions.csv and mean +/- std per target, and with "
+                             "--uncertainty CV+ intervals for 'predict --checkpoint OUT'")),
+    ("--group-col", "data.group_col", dict(help="with --cv: column of groups that stay in one fold (instead of random or "
+                                           "scaffold folds)")),
+    ("--split", "data.split", dict(**one_of(SPLITS), help="; ".join(f"{k.name}: {k.summary}" for k in SPLIT_KINDS.values())
+                                   + f" (default: {DataConfig.split}, fractions "
+                                   + "/".join(f"{f:g}" for f in DataConfig.fractions) + ")")),
     ("--split-col", "data.split_col", dict(help="column saying train/valid/test for every row (instead of --split)")),
     ("--valid", "data.valid", dict(help="separate validation file (with --test; DATA is then the training part)")),
     ("--test", "data.test", dict(help="separate test file (with --valid)")),
-    ("--seed", "train.seed", dict(type=bounded(int, 0, 2**32 - 1), help=f"seed of the split, initialisation and shuffling (default: {TrainConfig.seed})")),
-    ("--epochs", "train.epochs", dict(type=bounded(int, 1), help="default: the preset's recipe")),
-    ("--batch-size", "train.batch_size", dict(type=bounded(int, 1), help="default: the preset's recipe")),
-    ("--lr", "train.lr", dict(type=bounded(float, 0, 10), help="peak learning rate (default: the preset's recipe)")),
-    ("--patience", "train.patience", dict(type=bounded(int, 0), help=f"early-stopping patience in epochs (default: {TrainConfig.patience}; 0: off)")),
-    ("--device", "train.device", dict(type=device_option, help=f"auto, cpu, cuda, cuda:1 ... (default: {TrainConfig.device})")),
-    ("--subset", "data.subset", dict(type=bounded(int, 1), help="qm9 only: train on this many molecules drawn with --seed")),
-    ("--on-nonfinite", "train.on_nonfinite", dict(choices=ON_NONFINITE, help=f"NaN/inf loss or gradient: stop with an error naming epoch and batch, or skip the step (default: {TrainConfig.on_nonfinite})")),
+    ("--seed", "train.seed", dict(help=f"seed of the split, initialisation and shuffling (default: {TrainConfig.seed})")),
+    ("--epochs", "train.epochs", dict(help="default: the preset's recipe")),
+    ("--batch-size", "train.batch_size", dict(help="default: the preset's recipe")),
+    ("--lr", "train.lr", dict(help="peak learning rate (default: the preset's recipe)")),
+    ("--patience", "train.patience", dict(help=f"early-stopping patience in epochs (default: {TrainConfig.patience}; 0: off)")),
+    ("--device", "train.device", dict(help=f"auto, cpu, cuda, cuda:1 ... (default: {TrainConfig.device}; the device used is "
+                                      "recorded in OUT/run.json)")),
+    ("--subset", "data.subset", dict(help="qm9 only: train on this many molecules drawn with --seed")),
+    ("--on-nonfinite", "train.on_nonfinite", dict(**one_of(ON_NONFINITE), help="NaN/inf loss or gradient: stop with an error "
+                                                  "naming epoch and batch, or skip the step (default: "
+                                                  f"{TrainConfig.on_nonfinite})")),
     ("--cache-dir", "data.cache_dir", dict(help="folder caching featurized molecules, keyed by file content and settings "
-                                                "(default: $XDG_CACHE_HOME/dgl_graphtx/datasets, i.e. ~/.cache/dgl_graphtx/datasets)")),
-    ("--no-cache", "data.cache", dict(action="store_const", const=False, help="featurize again on every run instead of reading the cache")),
-    ("--threads", "train.threads", dict(type=bounded(int, 1), metavar="N", help=THREADS_HELP)),
-    ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx pretrain') with a new head; its architecture, featurizer and relation settings are used")),
-    ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(type=bounded(int, 0), help=f"with --from-pretrained: train only the head for the first K epochs (default: {TrainConfig.freeze_backbone_epochs})")),
-    ("--backbone-lr-scale", "train.backbone_lr_scale", dict(type=bounded(float, 0, 1000), help=f"learning rate of the backbone relative to --lr (default: {TrainConfig.backbone_lr_scale:g})")),
-    ("--layer-lr-decay", "train.layer_lr_decay", dict(type=bounded(float, 0, 1, low_open=True), help=f"layer-wise learning-rate decay of the backbone: block i of L learns at g**(L+1-i) times the backbone's rate (default: {TrainConfig.layer_lr_decay:g}, off)")),
-    ("--features-generators", "data.features_generators", dict(type=split_targets, help="molecule-level extra features read by the head, comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see docs/features.md)")),
-    ("--features-cols", "data.features_cols", dict(type=split_targets, help="comma-separated numeric input columns used as molecule-level extra features; predict then needs them too")),
-    ("--atom-properties", "data.atom_properties", dict(type=split_targets, help="comma-separated SDF atom properties (atom.dprop.NAME lists) used as atom-level extra features")),
-    ("--ensemble-size", "ensemble.size", dict(type=bounded(int, 1), help=f"models per split with different seeds; predictions get a std column (default: {EnsembleConfig.size})")),
-    ("--replicates", "ensemble.replicates", dict(type=bounded(int, 1), help=f"splits with seeds seed..seed+R-1; metrics as mean +/- std (default: {EnsembleConfig.replicates})")),
-    ("--uncertainty", "uncertainty.method", dict(choices=UNCERTAINTY_METHODS, help=f"uncertainty: a variance head (mve), an evidential head, MC dropout, or the ensemble's spread (with --ensemble-size >= 2); calibrated on molecules that neither trained nor chose the model, see docs/uncertainty.md (default: {UncertaintyConfig.method})")),
-    ("--calibration-share", "uncertainty.calibration_share", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"with --uncertainty: share of the molecules carved from the {UncertaintyConfig.calibration_from} part to calibrate (whole scaffolds/clusters for those splits) (default: {UncertaintyConfig.calibration_share})")),
-    ("--calibration-bins", "uncertainty.calibration_bins", dict(choices=CALIBRATION_BINS, help=f"with --uncertainty (regression, one model): 'similarity' fits one conformal quantile per third of the calibration molecules by nearest-neighbour Tanimoto similarity to the training part, so that molecules unlike the training set get wider intervals (scaffold or series shift; stores the training fingerprints in the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md (default: {UncertaintyConfig.calibration_bins})")),
-    ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that calibrate instead of a carved share (as chemprop's calibration path)")),
-    ("--coverage", "uncertainty.coverage", dict(type=bounded(float, 0, 1, low_open=True, high_open=True), help=f"coverage of the conformal prediction intervals (default: {UncertaintyConfig.coverage})")),
-    ("--mc-samples", "uncertainty.mc_samples", dict(type=bounded(int, 2, 10000), help=f"stochastic passes of MC dropout (default: {UncertaintyConfig.mc_samples})")),
+                                           "(default: $XDG_CACHE_HOME/dgl_graphtx/datasets, i.e. ~/.cache/dgl_graphtx/datasets)")),
+    ("--no-cache", "data.cache", dict(action="store_const", const=False, help="featurize again on every run instead of "
+                                      "reading the cache")),
+    ("--threads", "train.threads", dict(metavar="N", help=THREADS_HELP)),
+    ("--from-pretrained", "train.from_pretrained", dict(metavar="NAME|PATH", help="start from a pretrained backbone (a name "
+                                                        "from 'dgl-graphtx pretrained', or a folder written by 'dgl-graphtx "
+                                                        "pretrain') with a new head; its architecture, featurizer and relation "
+                                                        "settings are used, and a --model or setting that contradicts them is "
+                                                        "refused")),
+    ("--freeze-backbone-epochs", "train.freeze_backbone_epochs", dict(help="with --from-pretrained: train only the head for "
+                                                                      "the first K epochs, fewer than --epochs (default: "
+                                                                      f"{TrainConfig.freeze_backbone_epochs})")),
+    ("--backbone-lr-scale", "train.backbone_lr_scale", dict(help="learning rate of the backbone relative to --lr (default: "
+                                                            f"{TrainConfig.backbone_lr_scale:g})")),
+    ("--layer-lr-decay", "train.layer_lr_decay", dict(help="layer-wise learning-rate decay of the backbone in (0, 1]: block i "
+                                                      "of L learns at g**(L+1-i) times the backbone's rate (default: "
+                                                      f"{TrainConfig.layer_lr_decay:g}, off)")),
+    ("--features-generators", "data.features_generators", dict(help="molecule-level extra features read by the head, "
+                                                               "comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see "
+                                                               "docs/features.md)")),
+    ("--features-cols", "data.features_cols", dict(help="comma-separated numeric input columns used as molecule-level extra "
+                                                   "features (never a target); predict then needs them too")),
+    ("--atom-properties", "data.atom_properties", dict(help="comma-separated SDF atom properties (atom.dprop.NAME lists) used "
+                                                       "as atom-level extra features")),
+    ("--ensemble-size", "ensemble.size", dict(help="models per split with different seeds; predictions get a std column "
+                                              f"(default: {EnsembleConfig.size})")),
+    ("--replicates", "ensemble.replicates", dict(help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: "
+                                             f"{EnsembleConfig.replicates})")),
+    ("--uncertainty", "uncertainty.method", dict(**one_of(UNCERTAINTY_METHODS), help="uncertainty: a variance head (mve), an "
+                                                 "evidential head, MC dropout, or the ensemble's spread (with --ensemble-size "
+                                                 ">= 2); calibrated on molecules that neither trained nor chose the model, see "
+                                                 f"docs/uncertainty.md (default: {UncertaintyConfig.method})")),
+    ("--calibration-share", "uncertainty.calibration_share", dict(help="with --uncertainty and no --calibration file: share of "
+                                                                  "the molecules carved from the "
+                                                                  f"{UncertaintyConfig.calibration_from} part to calibrate "
+                                                                  "(whole scaffolds/clusters for those splits) (default: "
+                                                                  f"{UncertaintyConfig.calibration_share})")),
+    ("--calibration-bins", "uncertainty.calibration_bins", dict(**one_of(CALIBRATION_BINS), help="with --uncertainty "
+                                                                "(regression, one model): 'similarity' fits one conformal "
+                                                                "quantile per third of the calibration molecules by "
+                                                                "nearest-neighbour Tanimoto similarity to the training part, so "
+                                                                "that molecules unlike the training set get wider intervals "
+                                                                "(scaffold or series shift; stores the training fingerprints in "
+                                                                "the checkpoint, ~0.25 kB a molecule); see docs/uncertainty.md "
+                                                                f"(default: {UncertaintyConfig.calibration_bins})")),
+    ("--calibration", "data.calibration", dict(metavar="FILE", help="with --uncertainty: a labelled file of molecules that "
+                                               "calibrate instead of a carved share (as chemprop's calibration path); its "
+                                               "molecules that are also in the run's data are left out, with a warning")),
+    ("--coverage", "uncertainty.coverage", dict(help="with --uncertainty: coverage of the conformal prediction intervals "
+                                                f"(default: {UncertaintyConfig.coverage})")),
+    ("--mc-samples", "uncertainty.mc_samples", dict(help=f"stochastic passes of MC dropout (default: {UncertaintyConfig.mc_samples})")),
 )
 
 
@@ -172,14 +266,22 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[],
                         help="override config fields, e.g. model.num_layers=6 model.moire.focus=laplacian relation=hops=3")
     for flag, key, kwargs in TRAIN_FLAGS:
-        parser.add_argument(flag, default=None, **kwargs)
+        add_setting_option(parser, flag, key, kwargs)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
+
+
+def add_setting_option(parser: argparse.ArgumentParser, flag: str, key: str, kwargs: Dict[str, Any]) -> None:
+    """The option ``flag`` of :data:`TRAIN_FLAGS` setting ``key`` (``None`` unless given, so that
+    only flags actually given override the config file)."""
+    typed = {} if "action" in kwargs else {"type": setting_type(key)}
+    parser.add_argument(flag, default=None, **typed, **kwargs)
 
 
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N`` of the commands that predict (``train`` has it among :data:`TRAIN_FLAGS`);
-    the CLI's entry point applies it before the command runs."""
-    parser.add_argument("--threads", type=bounded(int, 1), default=None, metavar="N", help=THREADS_HELP)
+    the CLI's entry point applies it (and :func:`~dgl_graphtx.threads.resolve_threads` checks it)
+    before the command runs."""
+    parser.add_argument("--threads", type=field_type(TrainConfig, "threads"), default=None, metavar="N", help=THREADS_HELP)
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ from ..inference import Predictor
 from ..runs.config import apply_threads, resolve_run_config
 from ..runs.from_config import train_from_config
 from ..training import TrainConfig
-from .common import bounded, print_table
+from .common import print_table, setting_type
 from .run_report import print_run
 
 DEMO_SMILES = ["CCO", "c1ccccc1", "CC(=O)OC1=CC=CC=C1C(=O)O", "ClC(Cl)(Cl)Cl", "C1CC"]
@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command to ``sub``."""
     demo = sub.add_parser("demo", help="run 'train' with its defaults on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder, replaced on each run (default: demo_run)")
-    demo.add_argument("--epochs", type=bounded(int, 1), default=None, help="override train's default epoch count (for a quick look)")
-    demo.add_argument("--seed", type=bounded(int, 0, 2**32 - 1), default=TrainConfig.seed)
+    demo.add_argument("--epochs", type=setting_type("train.epochs"), default=None, help="override train's default epoch count (for a quick look)")
+    demo.add_argument("--seed", type=setting_type("train.seed"), default=TrainConfig.seed)
     demo.set_defaults(func=run)
 
 

@@ -10,7 +10,7 @@ from ..runs.config import apply_threads, resolve_run_config
 from ..runs.hpopt.search import PRUNERS, SearchSettings
 from ..runs.hpopt.space import COMMON
 from ..training.target_metrics import format_metrics
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags
+from .common import add_input_options, add_logging_options, add_train_options, explicit_train_flags, field_type, one_of
 
 EPILOG = "searched for every model: " + "; ".join(p.describe() for p in COMMON) + "\n" + "\n".join(
     f"  {variant}: " + ("; ".join(p.describe() for p in spec.search) or "nothing more") for variant, spec in VARIANT_SPECS.items()
@@ -38,13 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_train_options(parser)
     add_logging_options(parser)
     search = parser.add_argument_group("search")
-    search.add_argument("--trials", type=bounded(int, 1), default=SearchSettings.trials,
+    search.add_argument("--trials", type=field_type(SearchSettings, "trials"), default=SearchSettings.trials,
                         help=f"trials in total, an earlier search's included (default: {SearchSettings.trials})")
-    search.add_argument("--timeout", type=bounded(float, 0, low_open=True), default=SearchSettings.timeout,
+    search.add_argument("--timeout", type=field_type(SearchSettings, "timeout"), default=SearchSettings.timeout,
                         help=f"seconds after which no new trial starts (default: {SearchSettings.timeout:g})")
-    search.add_argument("--jobs", type=bounded(int, 1), default=SearchSettings.jobs,
+    search.add_argument("--jobs", type=field_type(SearchSettings, "jobs"), default=SearchSettings.jobs,
                         help=f"trials at the same time, one process each (default: {SearchSettings.jobs})")
-    search.add_argument("--pruner", choices=PRUNERS, default=SearchSettings.pruner,
+    search.add_argument("--pruner", type=field_type(SearchSettings, "pruner"), **one_of(PRUNERS), default=SearchSettings.pruner,
                         help=f"stop unpromising trials early on their per-epoch validation metric (default: {SearchSettings.pruner})")
     search.add_argument("--resume", action="store_true", help="continue the search in --out (its hpopt.journal)")
     parser.set_defaults(func=run)

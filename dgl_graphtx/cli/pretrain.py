@@ -11,7 +11,7 @@ from ..runs.distributed import launch_local
 from ..runs.from_config import check_pretraining, pretrain_from_config
 from ..runs.masked_atoms import OBJECTIVES
 from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
-from .common import SMILES_COL, TRAIN_FLAGS, add_logging_options, bounded, without_option
+from .common import SMILES_COL, TRAIN_FLAGS, add_logging_options, add_setting_option, bounded, field_type, one_of, without_option
 
 
 #: ``train`` flags that ``pretrain`` takes too (the rest concern labelled data).
@@ -32,17 +32,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
     run.add_argument("--smiles-col", default=None, help=f"SMILES column of a table (default: {SMILES_COL}; SMILES for moses)")
-    run.add_argument("--subset", type=bounded(int, 2), help="pretrain on this many molecules drawn with --seed (default: all)")
-    run.add_argument("--objective", choices=OBJECTIVES, default=PretrainConfig.objective,
+    run.add_argument("--subset", type=field_type(PretrainConfig, "subset"), help="pretrain on this many molecules drawn with --seed (default: all)")
+    run.add_argument("--objective", type=field_type(PretrainConfig, "objective"), default=PretrainConfig.objective, **one_of(OBJECTIVES),
                      help="what the backbone learns from: descriptors, the elements of masked atoms (atoms), or both "
                           f"(default: {PretrainConfig.objective})")
-    run.add_argument("--atom-mask-share", type=bounded(float, 0, 1, low_open=True), default=PretrainConfig.atom_mask_share,
-                     help=f"share of atoms masked at each step with --objective atoms/both (default: {PretrainConfig.atom_mask_share})")
-    run.add_argument("--mask-share", type=bounded(float, 0, 1), default=PretrainConfig.mask_share,
-                     help=f"share of descriptor targets left out of each step's loss (default: {PretrainConfig.mask_share})")
-    run.add_argument("--valid-share", type=bounded(float, 0, 1), default=PretrainConfig.valid_share,
-                     help=f"held-out share for descriptor R2 and epoch selection (default: {PretrainConfig.valid_share})")
-    run.add_argument("--workers", type=bounded(int, 1), default=PretrainConfig.workers,
+    run.add_argument("--atom-mask-share", type=field_type(PretrainConfig, "atom_mask_share"), default=PretrainConfig.atom_mask_share,
+                     help=f"share of atoms masked at each step with --objective atoms/both, in (0, 1] (default: {PretrainConfig.atom_mask_share})")
+    run.add_argument("--mask-share", type=field_type(PretrainConfig, "mask_share"), default=PretrainConfig.mask_share,
+                     help=f"share of descriptor targets left out of each step's loss, in [0, 1) (default: {PretrainConfig.mask_share})")
+    run.add_argument("--valid-share", type=field_type(PretrainConfig, "valid_share"), default=PretrainConfig.valid_share,
+                     help=f"held-out share for descriptor R2 and epoch selection, in (0, 1) (default: {PretrainConfig.valid_share})")
+    run.add_argument("--workers", type=field_type(PretrainConfig, "workers"), default=PretrainConfig.workers,
                      help=f"processes computing descriptors (default: {PretrainConfig.workers})")
     run.add_argument("--corpus-name", help="corpus name in the card (default: the file name; MOSES for moses)")
     run.add_argument("--corpus-licence", help="licence of the corpus, recorded in the card (default: unknown; MIT for moses)")
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[], help="override config fields, e.g. model.num_layers=2")
     for flag, key, kwargs in TRAIN_FLAGS:
         if flag in SHARED_FLAGS:
-            run.add_argument(flag, default=None, **kwargs)
+            add_setting_option(run, flag, key, kwargs)
     run.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
     run.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")

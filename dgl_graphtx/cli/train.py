@@ -11,7 +11,8 @@ from ..runs.config import apply_threads, presets_help, resolve_run_config
 from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
 from ..runs.from_config import check_run, train_from_config
 from ..runs.store_recipe import read_store_recipe, recipe_flags
-from .common import add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, without_option
+from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, field_type, one_of,
+                     without_option)
 from .run_report import print_run
 
 logger = logging.getLogger("dgl_graphtx")
@@ -53,8 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
     scale = train.add_argument_group("distributed training (see docs/scaling.md)")
     scale.add_argument("--nproc", type=bounded(int, 1), default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
-    scale.add_argument("--backend", choices=BACKENDS, default=DistributedConfig.backend, help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
-    scale.add_argument("--dist-timeout", type=bounded(float, 0, low_open=True), default=DistributedConfig.timeout_s,
+    scale.add_argument("--backend", **one_of(BACKENDS), default=DistributedConfig.backend,
+                       help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
+    scale.add_argument("--dist-timeout", type=field_type(DistributedConfig, "timeout_s"), default=DistributedConfig.timeout_s,
                        help=f"seconds a process waits for the others before the job fails (default: {DistributedConfig.timeout_s:g})")
     train.set_defaults(func=run)
 

@@ -340,7 +340,8 @@ def load_config_file(path: PathLike) -> Dict[str, Any]:
     return read_settings_file(path, SECTIONS)
 
 
-_SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
+#: The settings dataclass of each section.
+SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfig, "featurizer": FeaturizerConfig,
                   "relation": RelationConfig, "train": TrainConfig, "ensemble": EnsembleConfig,
                   "uncertainty": UncertaintyConfig}
 
@@ -390,7 +391,7 @@ def _normalise(layer: Mapping[str, Any], origin: str) -> Dict[str, Dict[str, Any
         elif section == "model" and isinstance(values, Mapping):  # either layout: before model.gps too
             out[section] = _section_dict(ModelConfig, upgrade_model_dict(values), section, origin)
         else:
-            out[section] = _section_dict(_SECTION_TYPES[section], values, section, origin)
+            out[section] = _section_dict(SECTION_TYPES[section], values, section, origin)
     return out
 
 

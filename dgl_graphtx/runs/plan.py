@@ -23,7 +23,7 @@ from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained, get_pretrained
 from ..models import Preset
-from ..training import TrainConfig, check_binary_labels, check_class_labels, resolve_loss, resolve_metrics
+from ..training import TrainConfig, check_binary_labels, check_class_labels, check_pos_weight, resolve_loss, resolve_metrics
 from ..uncertainty import UncertaintyConfig, uncertainty_method
 from ..uncertainty.methods import check_method_fits
 from .config import EnsembleConfig, RunConfig
@@ -186,11 +186,18 @@ def _on_device(train: TrainConfig) -> TrainConfig:
     return dataclasses.replace(train, device=str(device), compute=resolve_compute(train.compute, device))
 
 
+def _check_split(plan: RunPlan) -> None:
+    """A split named by its kind names a kind there is."""
+    if isinstance(plan.split, str) and plan.split != PREDEFINED:
+        split_kind(plan.split)
+
+
 def _check_task(plan: RunPlan) -> None:
-    """The loss, metrics and task weights fit the model and its targets."""
+    """The loss, metrics, positive weight and task weights fit the model and its targets."""
     task, train = plan.preset.model.task, plan.train
     resolve_loss(task, train.loss)
     resolve_metrics(task, train.metrics)
+    check_pos_weight(task, train.pos_weight)
     weights, targets = train.task_weights, plan.targets
     if weights and targets and len(weights) != len(targets):
         raise ConfigError(f"{len(weights)} task weight(s) {list(weights)} for {len(targets)} target(s) {list(targets)}; "
@@ -293,7 +300,7 @@ def _check_freezing(plan: RunPlan) -> None:
 
 
 #: Every rule between settings, in the order they are checked.
-RULES = (_check_task, _check_uncertainty, _check_calibration, _check_ensemble, _check_folds, _check_features, _check_freezing)
+RULES = (_check_split, _check_task, _check_uncertainty, _check_calibration, _check_ensemble, _check_folds, _check_features, _check_freezing)
 UNCERTAINTY_DEFAULTS = {f.name: f.default for f in dataclasses.fields(UncertaintyConfig)}
 
 

@@ -1,6 +1,6 @@
 """Training: the Trainer, metrics, learning-rate schedules, plots, process hooks and resume state."""
 from .hooks import ProcessHooks
-from .losses import LOSSES, TASK_LOSSES, per_label_loss, resolve_loss, weighted_loss
+from .losses import LOSSES, TASK_LOSSES, check_pos_weight, per_label_loss, resolve_loss, weighted_loss
 from .metrics import PRIMARY_METRIC, TASK_METRICS, check_binary_labels, check_class_labels, multiclass_metrics, resolve_metrics, classification_metrics, compute_metrics, json_safe, metric_notes, regression_metrics
 from .outputs import prediction_column, prediction_frame, prediction_values
 from .plots import plot_learning_curve, plot_parity
@@ -12,6 +12,7 @@ __all__ = [
     "TASK_LOSSES",
     "TASK_METRICS",
     "check_class_labels",
+    "check_pos_weight",
     "multiclass_metrics",
     "per_label_loss",
     "prediction_column",

@@ -37,6 +37,21 @@ def resolve_loss(task: str, loss: str) -> str:
     return loss
 
 
+def check_pos_weight(task: str, pos_weight: object) -> None:
+    """Refuse a ``pos_weight`` (``--pos-weight``) for a task other than classification, which has
+    no positive labels to weigh.
+
+    Example:
+        >>> check_pos_weight("classification", "auto")
+        >>> check_pos_weight("regression", 2.0)
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: pos_weight=2.0 (--pos-weight) applies to classification only
+    """
+    if task != "classification" and pos_weight is not None:
+        raise ConfigError(f"pos_weight={pos_weight!r} (--pos-weight) applies to classification only")
+
+
 def per_label_loss(loss: str, output: torch.Tensor, target: torch.Tensor, censor: Optional[torch.Tensor] = None,
                    pos_weight: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Unreduced loss ``[B, T]`` of every label.

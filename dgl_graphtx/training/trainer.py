@@ -33,7 +33,7 @@ from .epoch_bookkeeping import EpochBookkeeping
 from .hooks import ProcessHooks
 from .label_statistics import fit_atom_reference, normalization_statistics, refuse_unlabelled_targets
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
-from .losses import LOSSES, resolve_loss, weighted_loss
+from .losses import LOSSES, check_pos_weight, resolve_loss, weighted_loss
 from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
 from .parameter_groups import backbone_depths as backbone_depths  # importable from here as before the split
 from .parameter_groups import backbone_parameters, parameter_groups
@@ -378,8 +378,7 @@ class Trainer:
         labels = dataset_labels(train_set).double()
         names = self._target_names(labels.shape[1])
         refuse_unlabelled_targets(labels, names)
-        if self.task != "classification" and self.config.pos_weight is not None:
-            raise ConfigError(f"pos_weight={self.config.pos_weight!r} (--pos-weight) applies to classification only")
+        check_pos_weight(self.task, self.config.pos_weight)
         if self.task == "classification":
             self.pos_weight = self._positive_weight(labels, names)
         if self.task != "regression":

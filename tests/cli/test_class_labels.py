@@ -160,4 +160,4 @@ def test_pos_weight_is_refused_for_regression_and_checked_at_parse_time(tmp_path
     assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--pos-weight", "2", "--out", tmp_path / "o", *SMALL]),
                           "classification only")
     assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--pos-weight", "-1", "--out", tmp_path / "o"]),
-                          "--pos-weight")
+                          "pos_weight must be a finite number > 0, got -1.0")

@@ -1,5 +1,6 @@
-"""Command-line options: options validated at parse time with their
-allowed range, classification labels checked, metrics printed as valid JSON with reasons."""
+"""Command-line options: values checked before any work, by the parser (their type) and by the
+library (ranges and choices), classification labels checked, metrics printed as valid JSON with
+reasons."""
 from __future__ import annotations
 
 import json
@@ -16,22 +17,24 @@ from dgl_graphtx.datasets import random_split
 
 
 # --------------------------------------------------------------------------------------------
-# options validated at parse time, with the allowed range
+# options checked before any work, with the allowed range
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("option, value, allowed", [
-    ("--lr", "-1", "must be a finite number in [0, 10], got '-1'"),
-    ("--lr", "nan", "must be a finite number in [0, 10], got 'nan'"),
-    ("--lr", "fast", "got 'fast'"),
-    ("--patience", "-3", "must be an integer >= 0, got '-3'"),
-    ("--batch-size", "0", "must be an integer >= 1, got '0'"),
-    ("--epochs", "2.5", "must be an integer >= 1"),
-    ("--seed", "-1", "must be an integer in [0, 4294967295]"),
-    ("--device", "tpu:7", "device"),
+    ("--lr", "-1", "lr must be a finite number in [0, 10], got -1.0"),
+    ("--lr", "nan", "lr must be a finite number in [0, 10], got nan"),
+    ("--lr", "fast", "--lr: train.lr must be a number, got 'fast'"),
+    ("--patience", "-3", "patience must be an integer >= 0, got -3"),
+    ("--batch-size", "0", "batch_size must be an integer >= 1, got 0"),
+    ("--epochs", "2.5", "--epochs: train.epochs must be an integer, got '2.5'"),
+    ("--seed", "-1", "seed must be an integer in [0, 4294967295], got -1"),
+    ("--device", "tpu:7", "unknown device 'tpu:7'"),
 ])
 def test_train_options_are_checked_before_any_work(data_csv, workdir, option, value, allowed):
+    """A value of the wrong type is refused by the parser, naming the option; one out of range
+    by the library's own check of the setting (as in a config file), before any work."""
     out = workdir / f"never{option}{value}"
     result = run_cli(["train", data_csv, "--targets", "expt", "--out", out, option, value])
-    assert_one_error_line(result, option, allowed)
+    assert_one_error_line(result, allowed)
     assert not out.exists()
 
 
@@ -49,7 +52,7 @@ def test_unavailable_cuda_device_is_refused_at_parse_time(checkpoint, data_csv):
 
 def test_unknown_choice_is_one_error_line(data_csv, workdir):
     assert_one_error_line(run_cli(["train", data_csv, "--targets", "expt", "--out", workdir / "c", "--task", "ranking"]),
-                          "--task", "invalid choice")
+                          "task must be one of ('regression', 'classification', 'multiclass'), got 'ranking'")
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ...errors import ConfigError, GraphTxError
 from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
+from ...validation import check_number
 from ..config import RunConfig, resolve_run_config
 from ..experiment import ExperimentResult
 from ..from_config import train_from_config
@@ -64,12 +65,14 @@ class SearchSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.trials < 1 or self.jobs < 1 or self.startup_trials < 0 or self.warmup_epochs < 0:
-            raise ConfigError(f"trials and jobs must be >= 1 and startup_trials, warmup_epochs >= 0, got {self}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {self.timeout}")
+        check_number("trials (--trials)", self.trials, 1, integer=True)
+        check_number("jobs (--jobs)", self.jobs, 1, integer=True)
+        check_number("startup_trials", self.startup_trials, 0, integer=True)
+        check_number("warmup_epochs", self.warmup_epochs, 0, integer=True)
+        if self.timeout is not None:
+            check_number("timeout (--timeout, seconds)", self.timeout, 0, low_open=True)
         if self.pruner not in PRUNERS:
-            raise ConfigError(f"pruner must be one of {PRUNERS}, got {self.pruner!r}")
+            raise ConfigError(f"pruner (--pruner) must be one of {PRUNERS}, got {self.pruner!r}")
 
 
 @dataclass
