@@ -273,7 +273,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
 def add_setting_option(parser: argparse.ArgumentParser, flag: str, key: str, kwargs: Dict[str, Any]) -> None:
     """The option ``flag`` of :data:`TRAIN_FLAGS` setting ``key`` (``None`` unless given, so that
     only flags actually given override the config file)."""
-    typed = {} if "action" in kwargs else {"type": setting_type(key)}
+    typed: Dict[str, Any] = {} if "action" in kwargs else {"type": setting_type(key)}
     parser.add_argument(flag, default=None, **typed, **kwargs)
 
 

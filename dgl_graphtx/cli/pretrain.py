@@ -9,8 +9,7 @@ from ..inference.backbones import describe, list_pretrained
 from ..runs.config import apply_threads, resolve_run_config
 from ..runs.distributed import launch_local
 from ..runs.from_config import check_pretraining, pretrain_from_config
-from ..runs.masked_atoms import OBJECTIVES
-from ..runs.pretraining import MOSES_LICENCE, PretrainConfig, moses_corpus
+from ..runs.pretraining import MOSES_LICENCE, OBJECTIVES, PretrainConfig, moses_corpus
 from .common import SMILES_COL, TRAIN_FLAGS, add_logging_options, add_setting_option, bounded, field_type, one_of, without_option
 
 

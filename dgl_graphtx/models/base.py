@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, List, Optional, Tuple, Union, cast
+from typing import Iterator, List, NamedTuple, Optional, Tuple, Union, cast
 
 import torch
 from torch import nn
@@ -19,6 +19,21 @@ from .encoders import FeatureEncoder
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer).
 Encoded = Tuple[torch.Tensor, Optional[torch.Tensor], List[torch.Tensor]]
+
+
+class AtomMask(NamedTuple):
+    """Atoms hidden from a model (masked-atom pretraining, :mod:`~dgl_graphtx.models.masked_atoms`):
+    the embedded input of every atom where ``atoms`` (bool ``[N]``) is set is replaced by
+    ``embedding`` (``[d]``) before anything else is added to it.
+
+    Example:
+        >>> mask = AtomMask(torch.tensor([False, True]), torch.zeros(4))
+        >>> int(mask.atoms.sum()), tuple(mask.embedding.shape)
+        (1, (4,))
+    """
+
+    atoms: torch.Tensor
+    embedding: torch.Tensor
 
 
 class MoleculeModel(nn.Module):
@@ -94,10 +109,12 @@ class MoleculeModel(nn.Module):
         rwse = graph.ndata["rwse"].to(self.rwse_encoder.weight.dtype)
         return self.rwse_norm(rwse) if self.rwse_norm is not None else rwse
 
-    def encode_atoms(self, graph: GraphLike, rwse: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Input node states ``[N, d]`` from ``ndata["feat"]`` plus the encoded ``rwse`` (default:
-        :meth:`structural_encoding`)."""
+    def encode_atoms(self, graph: GraphLike, rwse: Optional[torch.Tensor] = None, masked: Optional[AtomMask] = None) -> torch.Tensor:
+        """Input node states ``[N, d]`` from ``ndata["feat"]`` (the ``masked`` atoms' replaced by
+        the mask's embedding) plus the encoded ``rwse`` (default: :meth:`structural_encoding`)."""
         x = self.atom_encoder(graph.ndata["feat"])
+        if masked is not None:
+            x = torch.where(masked.atoms.unsqueeze(-1), masked.embedding.to(x.dtype), x)
         if self.atom_extra_encoder is not None:
             x = x + self.atom_extra_encoder(self._node_input(graph, EXTRA_ATOM_FEATURES, self.config.atom_extra_features, "atom-level"))
         if self.rwse_encoder is not None:
@@ -105,8 +122,9 @@ class MoleculeModel(nn.Module):
             x = x + self.rwse_encoder(rwse)
         return self.input_mlp(x) if self.input_mlp is not None else x
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
-        """Node states after the model's layers; implemented by subclasses."""
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
+        """Node states after the model's layers, with the ``masked`` atoms' inputs hidden
+        (:meth:`encode_atoms`); implemented by subclasses."""
         raise NotImplementedError
 
     def forward(

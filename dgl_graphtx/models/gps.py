@@ -2,12 +2,14 @@
 Gradformer is the GPS model with Gradformer's decay-masked attention."""
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import nn
 
 from ..errors import ConfigError
 from ..nn.graph_tensors import GraphLike
 from .attention_layers import build_attention_layers
-from .base import Encoded, MoleculeModel
+from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import GPSBlock
 from .config import ModelConfig
 from .encoders import FeatureEncoder
@@ -47,14 +49,14 @@ class GPSModel(MoleculeModel):
             for attention in build_attention_layers(config)
         )
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
         if relation_graph.num_nodes() != graph.num_nodes():
             raise ConfigError(
                 "the GPS model needs relation graphs without a virtual node: build the dataset with "
                 "RelationConfig(virtual_node=False)"
             )
         rwse = self.structural_encoding(graph)
-        x = self.encode_atoms(graph, rwse)
+        x = self.encode_atoms(graph, rwse, masked)
         edge_feat = self.bond_encoder(graph.edata["feat"])
         pe = rwse if self.config.gps.pe_gate else None
         attentions = []

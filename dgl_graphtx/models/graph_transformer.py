@@ -1,13 +1,15 @@
 """Pre-LN graph transformer over relation graphs: GRPE, MoireGT and the two baselines."""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import nn
 
 from ..errors import ConfigError
 from ..nn.graph_tensors import GraphLike
 from .attention_layers import build_attention_layers
-from .base import Encoded, MoleculeModel
+from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import PreNormBlock
 from .config import ModelConfig
 
@@ -42,8 +44,8 @@ class GraphTransformer(MoleculeModel):
         self.final_norm = nn.LayerNorm(config.hidden_dim)
         self.virtual_embedding = nn.Parameter(torch.randn(config.hidden_dim) * 0.02) if config.virtual_node else None
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike) -> Encoded:
-        atoms = self.encode_atoms(graph)
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
+        atoms = self.encode_atoms(graph, masked=masked)
         is_virtual = relation_graph.ndata["is_virtual"]
         num_virtual = int(is_virtual.sum())
         expected = graph.batch_size if self.config.virtual_node else 0

@@ -176,7 +176,7 @@ def _train_replicate(run: EnsembleRun, replicate: int) -> ReplicateResult:
         logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, plan.ensemble.replicates, member + 1, size, seed)
         member_dir = run.out / f"replicate_{replicate}" / f"member_{member}" if run.out is not None else None
         member_plan = dataclasses.replace(plan, train=dataclasses.replace(plan.train, seed=seed), split=parts, ensemble=EnsembleConfig(),
-                                          uncertainty=None if run.calibrates_spread else plan.uncertainty, calibration_given=False)
+                                          uncertainty=UncertaintyConfig() if run.calibrates_spread else plan.uncertainty, calibration_given=False)
         runs.append(run_experiment(Experiment(member_plan, run.dataset, parts, None if run.calibrates_spread else part), member_dir))
     table = combine_members([r.test_predictions for r in runs], names)
     calibration_fit = uncertainty_row = None

@@ -331,12 +331,13 @@ def plan_of(plan: Union[RunPlan, Preset], train: Optional[TrainConfig], settings
     """
     if isinstance(plan, RunPlan):
         if train is not None or settings:
-            given = ["train_config"] * (train is not None) + sorted(settings)
-            raise ConfigError(f"{workflow} got a RunPlan and the settings {', '.join(given)} beside it: give them to the "
+            beside = ["train_config"] * (train is not None) + sorted(settings)
+            raise ConfigError(f"{workflow} got a RunPlan and the settings {', '.join(beside)} beside it: give them to the "
                               "RunPlan (dataclasses.replace(plan, ...))")
         return plan
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         raise TypeError(f"{workflow}() got unexpected keyword argument(s) {', '.join(unknown)}; its settings are "
                         f"{', '.join(allowed)} (or a RunPlan)")
-    return RunPlan(plan, train, **settings)
+    fields: Dict[str, Any] = {**settings, **({"train": train} if train is not None else {})}
+    return RunPlan(plan, **fields)

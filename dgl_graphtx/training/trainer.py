@@ -476,7 +476,7 @@ class Trainer:
     def training_module(self) -> torch.nn.Module:
         """What the training steps run each batch through (wrapped for a distributed run): the
         model. Override to train through a module around it, as masked-atom pretraining does
-        (:class:`~dgl_graphtx.runs.masked_atoms.MaskedAtomNetwork`)."""
+        (:class:`~dgl_graphtx.models.masked_atoms.MaskedAtomNetwork`)."""
         return self.model
 
     def _run_epoch(self, run: FitRun, epoch: int, valid_set: Optional[Dataset]

@@ -21,7 +21,7 @@ from dgl_graphtx.inference.backbones import describe
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.runs import PretrainConfig, pretrain
 from dgl_graphtx.runs.fine_tuning import load_backbone, pretrained_preset
-from dgl_graphtx.runs.masked_atoms import MaskedAtomNetwork, MaskedAtoms
+from dgl_graphtx.models.masked_atoms import MaskedAtomNetwork, MaskedAtoms
 from dgl_graphtx.runs.pretraining import MaskedDescriptorTrainer
 from dgl_graphtx.training import TrainConfig, masked_loss
 
@@ -55,22 +55,25 @@ def _pretrain(corpus, out, objective="both", **kwargs):
 
 
 def test_the_mask_vector_replaces_exactly_the_masked_atoms():
+    """The mask is an input of the model's encoding (no hook): the masked atoms' embedded inputs are
+    the mask vector, the others' and an unmasked encoding stay as they were."""
     model = _model()
-    g, _ = _graphs()
-    plain = model.atom_encoder(g.ndata["feat"])
+    g, rel = _graphs()
+    plain = model.encode_atoms(g)
     pretext = MaskedAtoms(model, share=0.5)
     masked = torch.zeros(g.num_nodes(), dtype=torch.bool)
     masked[[1, 6]] = True
-    pretext.masked = masked
-    embedded = model.atom_encoder(g.ndata["feat"])
-    assert torch.equal(embedded[masked], pretext.mask_embedding.expand(2, -1))
+    embedded = model.encode_atoms(g, masked=pretext.mask(masked))
+    rest = plain - model.atom_encoder(g.ndata["feat"])  # the random-walk encodings added to every atom's input
+    assert model.input_mlp is None and rest.abs().sum() > 0
+    torch.testing.assert_close(embedded[masked], pretext.mask_embedding + rest[masked], rtol=0, atol=1e-6)
     assert torch.equal(embedded[~masked], plain[~masked])
-    pretext.masked = None
-    assert torch.equal(model.atom_encoder(g.ndata["feat"]), plain)
+    assert torch.equal(model.encode_atoms(g), plain)
+    with model.eval_mode():
+        atoms, _, _ = model.encode(g, rel, masked=pretext.mask(masked))
+        unmasked, _, _ = model.encode(g, rel)
+        assert not torch.allclose(atoms, unmasked) and torch.equal(model.encode(g, rel)[0], unmasked)
     assert not any("mask" in key for key in model.state_dict())
-    pretext.remove()
-    pretext.masked = masked
-    assert torch.equal(model.atom_encoder(g.ndata["feat"]), plain)
 
 
 def test_every_atom_can_be_drawn_and_at_least_one_is():
@@ -158,4 +161,4 @@ def test_cli_pretrain_takes_the_objective(corpus, tmp_path):
     recipe = get_pretrained(tmp_path / "pt").card.recipe["pretrain"]
     assert recipe["objective"] == "atoms" and recipe["atom_mask_share"] == 0.2
     code, _, err = run_cli(["pretrain", corpus, "--out", tmp_path / "bad", "--objective", "masked"])
-    assert code != 0 and "invalid choice: 'masked'" in err
+    assert code == 2 and err == "error: unknown pretraining objective 'masked'; choose one of descriptors, atoms, both\n"

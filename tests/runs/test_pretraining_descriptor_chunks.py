@@ -11,7 +11,7 @@ from dgl_graphtx.featurize.descriptors import compute_features, feature_names
 from dgl_graphtx.models import get_preset
 from dgl_graphtx.runs import PretrainConfig, descriptor_chunks, pretrain
 from dgl_graphtx.runs.descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
-from dgl_graphtx.runs.pretraining import _descriptors
+from dgl_graphtx.runs.pretraining.corpus import _descriptors
 from dgl_graphtx.training import TrainConfig
 
 SMILES = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCN", "c1ccncc1", "CCOC", "CC(C)O", "C1CCCCC1"]

@@ -1,34 +1,31 @@
 """Masked-atom pretraining, the attribute masking of Hu et al. (ICLR 2020): at every training step a
-share of the atoms have their embedded input replaced by a learned mask vector, and a classifier
-reads their final node states to tell their element from the rest of the molecule.
+share of the atoms have their embedded input replaced by a learned mask vector (an
+:class:`~dgl_graphtx.models.base.AtomMask` that :meth:`~dgl_graphtx.models.MoleculeModel.encode`
+takes), and a classifier reads their final node states to tell their element from the rest of
+the molecule.
 
 :class:`MaskedAtoms` holds the pretext task's parameters, trained beside the model (a ``part`` of
 :class:`~dgl_graphtx.training.Trainer`: in the optimizer and in ``last.pt``, never in the backbone);
-:class:`MaskedAtomNetwork` is what the training steps run through. With the
-``atoms`` objective the descriptor head still learns, from the detached node states (a probe
-whose held-out R2 selects the epoch), so that the backbone learns from the masked atoms alone.
+:class:`MaskedAtomNetwork` is what the training steps run through. With the ``atoms`` objective
+of :mod:`~dgl_graphtx.runs.pretraining` the descriptor head still learns, from the detached node
+states (a probe whose held-out R2 selects the epoch), so that the backbone learns from the masked
+atoms alone.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Tuple
+from typing import Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..featurize.elements import element_classes, element_index
-from ..models import MoleculeModel
 from ..nn.graph_tensors import GraphLike
-
-#: What a backbone can be pretrained on: the RDKit descriptors, the elements of masked atoms, or both
-#: (the two losses summed).
-OBJECTIVES = ("descriptors", "atoms", "both")
+from .base import AtomMask, MoleculeModel
 
 
 class MaskedAtoms(nn.Module):
-    """The mask vector and the element classifier of masked-atom pretraining for ``model``, whose
-    atom encoder's output takes the mask vector on the atoms of :attr:`masked` (set for one
-    forward pass by :class:`MaskedAtomNetwork`) until :meth:`remove`.
+    """The mask vector and the element classifier of masked-atom pretraining for ``model``.
 
     Args:
         model: the model to pretrain.
@@ -40,8 +37,7 @@ class MaskedAtoms(nn.Module):
         >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2))
         >>> pretext = MaskedAtoms(model, share=0.15)
         >>> g, _ = smiles_to_graphs("CCO")
-        >>> pretext.masked = torch.tensor([False, False, True])
-        >>> embedded = model.atom_encoder(g.ndata["feat"])
+        >>> embedded = model.encode_atoms(g, masked=pretext.mask(torch.tensor([False, False, True])))
         >>> torch.equal(embedded[2], pretext.mask_embedding), torch.equal(embedded[0], pretext.mask_embedding)
         (True, False)
     """
@@ -53,17 +49,10 @@ class MaskedAtoms(nn.Module):
         self.share = share
         self.mask_embedding = nn.Parameter(torch.randn(d) * 0.02)
         self.classifier = nn.Linear(d, element_classes(self.atom_features))
-        self.masked: Optional[torch.Tensor] = None
-        self._hook = model.atom_encoder.register_forward_hook(self._mask_inputs)
 
-    def remove(self) -> None:
-        """Take the masking hook off the model's atom encoder."""
-        self._hook.remove()
-
-    def _mask_inputs(self, module: nn.Module, inputs: Tuple[Any, ...], output: torch.Tensor) -> Optional[torch.Tensor]:
-        if self.masked is None:
-            return None
-        return torch.where(self.masked.unsqueeze(-1), self.mask_embedding.to(output.dtype), output)
+    def mask(self, atoms: torch.Tensor) -> AtomMask:
+        """The input of :meth:`~dgl_graphtx.models.MoleculeModel.encode` hiding ``atoms`` (bool ``[N]``)."""
+        return AtomMask(atoms, self.mask_embedding)
 
     def draw(self, num_atoms: int, device: torch.device) -> torch.Tensor:
         """Which of ``num_atoms`` atoms to mask ``[N]`` (bool), from torch's generator (so a
@@ -120,36 +109,9 @@ class MaskedAtomNetwork(nn.Module):
         self.correct = torch.zeros((), dtype=torch.long)
 
     def forward(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
-        pretext = self.pretext
-        self.masked = pretext.masked = pretext.draw(graph.num_nodes(), graph.ndata["feat"].device)
-        try:
-            atoms, virtual, _ = self.model.encode(graph, relation_graph)
-        finally:
-            pretext.masked = None
-        self.element_loss, self.correct = pretext.element_loss(graph, atoms, self.masked)
+        self.masked = self.pretext.draw(graph.num_nodes(), graph.ndata["feat"].device)
+        atoms, virtual, _ = self.model.encode(graph, relation_graph, masked=self.pretext.mask(self.masked))
+        self.element_loss, self.correct = self.pretext.element_loss(graph, atoms, self.masked)
         if self.probe:
             atoms, virtual = atoms.detach(), (virtual.detach() if virtual is not None else None)
         return self.model.head_outputs(graph, atoms, virtual)
-
-
-@torch.no_grad()
-def heldout_element_accuracy(network: MaskedAtomNetwork, batches: Iterable[Tuple[GraphLike, GraphLike]]) -> float:
-    """The share of masked atoms whose element ``network`` (in eval mode) tells right over
-    ``batches`` of (molecular graph, relation graph) pairs (NaN: no atoms).
-
-    Example:
-        >>> from dgl_graphtx.featurize import smiles_to_graphs
-        >>> from dgl_graphtx.models import ModelConfig, build_model
-        >>> model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2))
-        >>> network = MaskedAtomNetwork(model, MaskedAtoms(model, share=1.0), probe=False)
-        >>> g, rel = smiles_to_graphs("CCO")
-        >>> 0.0 <= heldout_element_accuracy(network, [(g, rel)]) <= 1.0
-        True
-    """
-    correct, counted = 0, 0
-    with network.model.eval_mode():
-        for graph, relation_graph in batches:
-            network(graph, relation_graph)
-            correct += int(network.correct)
-            counted += int(network.masked.sum())
-    return correct / counted if counted else float("nan")
