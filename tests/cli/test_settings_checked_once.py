@@ -229,3 +229,19 @@ def test_pretraining_settings_are_checked_by_their_dataclass(option, value, pyth
 def test_an_unavailable_device_is_refused_by_the_plan(data, tmp_path, monkeypatch):
     got = _cli_error(monkeypatch, ["train", data, "--targets", "expt", "--out", tmp_path / "o", "--device", "cuda"])
     assert "CUDA is not available" in str(got) and _where(got)[0] == "devices.py"
+
+
+@pytest.mark.parametrize("command, extra, message", [
+    ("train", ["--overwrite", "--resume"], "--overwrite replaces the run in the output folder and --resume continues it; give one of them"),
+    ("train", ["--cv", "3", "--resume"],
+     "--resume continues a single run; ensembles (--ensemble-size/--replicates) and --cv cannot resume"),
+    ("train", ["--ensemble-size", "2", "--resume"], "--resume continues a single run"),
+    ("pretrain", ["--overwrite", "--resume"], "--overwrite replaces the run in the output folder and --resume continues it"),
+])
+def test_run_modes_that_contradict_each_other_or_the_settings_are_refused_before_any_work(command, extra, message, data, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.json").write_text("{}")  # a run that --overwrite would delete
+    argv = [command, data, "--out", out, *(["--targets", "expt"] if command == "train" else []), *extra]
+    assert_one_error_line(run_cli(argv), message)
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json"]
