@@ -323,4 +323,5 @@ def _check_shapes(config: ModelConfig, state: Any) -> None:
         raise ConfigError(f"weights do not fit the model config: missing {missing[:3]}, unexpected {unexpected[:3]}")
     for name, value in expected.items():
         if tuple(state[name].shape) != tuple(value.shape):
-            raise ConfigError(f"weights do not fit the model config: {name!r} has shape {tuple(state[name].shape)}, the model config needs {tuple(value.shape)}")
+            raise ConfigError(f"weights do not fit the model config: {name!r} has shape {tuple(state[name].shape)}, the model "
+                              f"config needs {tuple(value.shape)}")

@@ -139,6 +139,37 @@ def _project(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
     return out if bias is None else out + bias
 
 
+def _grpe_terms(ref: bool, L: int, params: Dict[str, torch.Tensor], q: torch.Tensor, k: torch.Tensor, pairs: DensePairs):
+    """GRPE's query/key biases ``[H, i, j]`` and per-pair value terms ``[H, i, j, dh]`` (``ref``: the
+    authors' code; else the paper), from the per-head queries and keys ``[N, H, dh]``."""
+    n, H, dh = q.shape
+    psi = _map(pairs.spd, lambda s_: spatial_class(s_, L, ref))
+    phi = _map(pairs.bond, lambda b_: edge_class(b_, ref))
+    if ref:
+        # SPEC 2, authors' preprocessing: the diagonal is first set to SELF, then every entry
+        # whose distance is not 1 becomes NO_EDGE; the task token's distance to itself is 0.
+        # So every self pair, the virtual node's included, is (spatial 0, NO_EDGE).
+        eye = torch.eye(n, dtype=torch.bool)
+        psi[eye] = spatial_class(0, L, ref)
+        phi[eye] = NO_EDGE
+
+    def per_pair(table):  # [C, d] -> [N, N, H, dh], row c split per head
+        return table.reshape(table.shape[0], H, dh)
+
+    PQ, PK, PV = (per_pair(params[t])[psi] for t in ("PQ", "PK", "PV"))
+    EQ, EK, EV = (per_pair(params[t])[phi] for t in ("EQ", "EK", "EV"))
+    q_i = q[:, None, :, :].expand(n, n, H, dh)  # [i, j, h, c] = q_i
+    key_of_pair = k[:, None] if ref else k[None, :]  # reference: k_i, paper: k_j
+    k_pair = key_of_pair.expand(n, n, H, dh)
+    bias = (
+        (q_i * PQ).sum(-1)
+        + (k_pair * PK).sum(-1)
+        + (q_i * EQ).sum(-1)
+        + (k_pair * EK).sum(-1)
+    ).permute(2, 0, 1)  # [H, i, j]
+    return bias, (PV + EV).permute(2, 0, 1, 3)  # [H, i, j, dh]
+
+
 def reference_attention(
     kind: str,
     mode: str,
@@ -193,33 +224,8 @@ def reference_attention(
         c = params["edge_bias"]  # [C_e, H]
         s = qk * scale + b[psi].permute(2, 0, 1) + c[phi].permute(2, 0, 1)
     elif kind == "grpe":
-        L = opts["max_distance"]
-        ref = mode == "reference"
-        psi = _map(spd, lambda s_: spatial_class(s_, L, ref))
-        phi = _map(pairs.bond, lambda b_: edge_class(b_, ref))
-        if ref:
-            # SPEC 2, authors' preprocessing: the diagonal is first set to SELF, then every entry
-            # whose distance is not 1 becomes NO_EDGE; the task token's distance to itself is 0.
-            # So every self pair, the virtual node's included, is (spatial 0, NO_EDGE).
-            psi[eye] = spatial_class(0, L, ref)
-            phi[eye] = NO_EDGE
-
-        def per_pair(table):  # [C, d] -> [N, N, H, dh], row c split per head
-            return table.reshape(table.shape[0], H, dh)
-
-        PQ, PK, PV = (per_pair(params[t])[psi] for t in ("PQ", "PK", "PV"))
-        EQ, EK, EV = (per_pair(params[t])[phi] for t in ("EQ", "EK", "EV"))
-        q_i = q[:, None, :, :].expand(n, n, H, dh)  # [i, j, h, c] = q_i
-        key_of_pair = k[:, None] if ref else k[None, :]  # reference: k_i, paper: k_j
-        k_pair = key_of_pair.expand(n, n, H, dh)
-        bias = (
-            (q_i * PQ).sum(-1)
-            + (k_pair * PK).sum(-1)
-            + (q_i * EQ).sum(-1)
-            + (k_pair * EK).sum(-1)
-        ).permute(2, 0, 1)  # [H, i, j]
+        bias, value_extra = _grpe_terms(mode == "reference", opts["max_distance"], params, q, k, pairs)
         s = (qk + bias) * scale
-        value_extra = (PV + EV).permute(2, 0, 1, 3)  # [H, i, j, dh]
     elif kind == "moire":
         if opts["distance"] == "dist":
             assert pairs.dist is not None

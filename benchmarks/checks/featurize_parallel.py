@@ -161,7 +161,8 @@ def job(args: argparse.Namespace) -> Dict[str, object]:
     for _ in DataLoader(dataset, batch_size=128, collate_fn=collate_molecules):
         pass
     return {"seconds": opened, "pass_s": time.perf_counter() - start - opened, "molecules": len(dataset),
-            "peak_main_mb": _peak_mb(resource.RUSAGE_SELF), "anon_mb": _status_mb("RssAnon") - anon0, "file_mb": _status_mb("RssFile") - file0,
+            "peak_main_mb": _peak_mb(resource.RUSAGE_SELF), "anon_mb": _status_mb("RssAnon") - anon0,
+            "file_mb": _status_mb("RssFile") - file0,
             "disk_mb": _size_mb(Path(args.path))}
 
 
@@ -265,9 +266,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         f"({kept:,} kept, {molecules - kept:,} invalid), GRPE-Tiny featurization (complete relation graph + virtual node), shards of "
         f"{args.shard_size:,}. Each row runs in a fresh process. Cold = `featurize_to_store(workers=W)` into an empty folder "
         f"(1 worker = in the calling process); CPU s = user + system time of the main process and its workers "
-        f"(independent of other jobs on the machine, unlike the wall-clock speed-up); load = open the dataset (mol/s counts the opening only) then one "
+        f"(independent of other jobs on the machine, unlike the wall-clock speed-up); load = open the dataset (mol/s counts "
+        f"the opening only) then one "
         f"`DataLoader(batch_size=128)` pass; anon / file RSS = growth of the process's heap / of its resident "
-        f"file-backed pages (the memory-mapped arrays, droppable by the kernel) from before opening to after the pass. Target: >= {TARGET_SPEEDUP}x with {args.workers} workers on "
+        f"file-backed pages (the memory-mapped arrays, droppable by the kernel) from before opening to after the pass. "
+        f"Target: >= {TARGET_SPEEDUP}x with {args.workers} workers on "
         f"2 cores. {R.load_note()}; the machine is shared with other jobs, so the speed-up is noisy.",
         *([""] + lines if lines else []),
     ], update_docs=not (args.quick or args.no_docs))

@@ -180,7 +180,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         "and DataLoader pass, on FreeSolv SMILES repeated to N molecules.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="smoke test: 256 molecules (64 for radius), 2 repeats, 1 torch thread unless --threads is given")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: 256 molecules (64 for radius), 2 repeats, 1 torch thread unless --threads is given")
     parser.add_argument(
         "--molecules", type=int, default=10_000,
         help="molecules per mode: FreeSolv repeated and cut to this many (its content hash differs from "
@@ -198,8 +199,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     )
     parser.add_argument("--batch-size", type=int, default=128, help="DataLoader batch size")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads; None: torch's choice (all cores)")
-    parser.add_argument("--work-dir", type=Path, default=None, help="parent of the temporary cache dirs (removed at the end); None: the system temp dir")
-    parser.add_argument("--csv", type=Path, default=None, help="CSV output; None: benchmarks/results/featurize_speed.csv (-quick.csv with --quick)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="parent of the temporary cache dirs (removed at the end); None: the system temp dir")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="CSV output; None: benchmarks/results/featurize_speed.csv (-quick.csv with --quick)")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md (never updated with --quick)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -266,7 +269,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print()
     print(f"TARGET: cached load >= {TARGET_CACHED_MOL_PER_S:,.0f} molecules/s on 2 cores (torch threads: {torch.get_num_threads()})")
     for row in rows:
-        print(f"  {row['mode']:<28} {row['load_mol_s']:>12,.0f} mol/s  {'meets target' if row['meets_target'] == 'yes' else 'BELOW target'}")
+        verdict = "meets target" if row["meets_target"] == "yes" else "BELOW target"
+        print(f"  {row['mode']:<28} {row['load_mol_s']:>12,.0f} mol/s  {verdict}")
     R.publish("featurize_speed", rows, COLUMNS, env, args.csv, [
         "#### Featurization and loading speed",
         "",

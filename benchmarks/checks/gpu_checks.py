@@ -117,7 +117,8 @@ def train_and_predict(device: str, epochs: int, work: Path, extra: Sequence[str]
     on_device = Predictor(out / "best.pt", device=device).predict(smiles)
     column = [c for c in on_cpu.columns if c.endswith("_pred") or c == FREESOLV_TARGET][0]
     diff = float((on_cpu[column] - on_device[column]).abs().max())
-    return {"check": f"train{''.join(' ' + e for e in extra)} {epochs} epochs on {device} ({seconds:.0f} s), predict {len(smiles)} on cpu and {device}",
+    trained = f"train{''.join(' ' + e for e in extra)} {epochs} epochs on {device} ({seconds:.0f} s)"
+    return {"check": f"{trained}, predict {len(smiles)} on cpu and {device}",
             "result": f"max |cpu - {device}| = {diff:.2e}"}
 
 
@@ -125,7 +126,8 @@ def pretrain_on_device(device: str, smiles_file: Path, molecules: int, epochs: i
     """Check 3: pretrain with both objectives on the device, then fine-tune from the backbone."""
     out = work / "pretrained"
     seconds, problem = _run_cli(["pretrain", str(smiles_file), "--subset", str(molecules), "--objective", "both",
-                                 "--out", str(out), "--device", device, "--epochs", str(epochs), "--workers", str(min(8, os.cpu_count() or 1)),
+                                 "--out", str(out), "--device", device, "--epochs", str(epochs),
+                                 "--workers", str(min(8, os.cpu_count() or 1)),
                                  "--set", "train.warmup_epochs=1"])
     if problem:
         return {"check": "pretrain on device", "result": problem}

@@ -48,7 +48,8 @@ def components(config: ModelConfig) -> Dict[str, int]:
 
 def markdown_table() -> str:
     lines = [
-        "| model | preset | dataset | layers / d / heads | ours | inputs | tables | layers | readout | paper | official code | ours vs paper |",
+        "| model | preset | dataset | layers / d / heads | ours | inputs | tables | layers | readout | paper | official code "
+        "| ours vs paper |",
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summarize_presets():

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command to ``sub``."""
     demo = sub.add_parser("demo", help="run 'train' with its defaults on the embedded FreeSolv data, then predict")
     demo.add_argument("--out", default="demo_run", help="output folder, replaced on each run (default: demo_run)")
-    demo.add_argument("--epochs", type=setting_type("train.epochs"), default=None, help="override train's default epoch count (for a quick look)")
+    demo.add_argument("--epochs", type=setting_type("train.epochs"), default=None,
+                      help="override train's default epoch count (for a quick look)")
     demo.add_argument("--seed", type=setting_type("train.seed"), default=TrainConfig.seed)
     demo.set_defaults(func=run)
 

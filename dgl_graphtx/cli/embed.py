@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     embed.add_argument("--atoms", help="also write per-atom states to this .npz (array 'mol_<row>' per valid molecule)")
     add_device_option(embed)
     add_threads_option(embed)
-    embed.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
+    embed.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE,
+                       help=f"most molecules per forward pass (default: {BATCH_SIZE})")
     add_logging_options(embed)
     embed.set_defaults(func=run)
 

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     featurize.add_argument("--out", required=True, help="folder of the store")
     featurize.add_argument("--targets", default="", help="comma-separated target columns / SD properties (none for .smi)")
     add_input_options(featurize)
-    featurize.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL, help=f"model whose featurization to use (default: {DEFAULT_MODEL})")
+    featurize.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL,
+                           help=f"model whose featurization to use (default: {DEFAULT_MODEL})")
     featurize.add_argument("--preset", default=None, help="preset of the model (as for train)")
     featurize.add_argument("--atom-features", choices=ATOM_FEATURES, default=FeaturizerConfig.atom_features,
                            help=f"atom/bond featurizer (default: {FeaturizerConfig.atom_features})")

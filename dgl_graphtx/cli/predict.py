@@ -8,13 +8,16 @@ from ..featurize import SizeLimits
 from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
-from .common import SMILES_COL, add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, print_table, verbosity
+from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, print_table,
+                     verbosity)
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` sub-command to ``sub``."""
-    predict = sub.add_parser("predict", help="predict SMILES with a checkpoint", description="Predict from SMILES given as arguments or in a file (CSV/TSV, SDF, .smi, .xyz, gzipped too); invalid molecules get NaN and an error message.")
+    predict = sub.add_parser("predict", help="predict SMILES with a checkpoint",
+                             description="Predict from SMILES given as arguments or in a file (CSV/TSV, SDF, .smi, .xyz, gzipped "
+                                         "too); invalid molecules get NaN and an error message.")
     predict.add_argument("smiles", nargs="*", help="SMILES strings (or use --input)")
     add_checkpoint_option(predict, ensembles=True)
     predict.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF, .smi or .xyz")
@@ -23,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
     add_device_option(predict)
     add_threads_option(predict)
-    predict.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE, help=f"most molecules per forward pass (default: {BATCH_SIZE})")
+    predict.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE,
+                         help=f"most molecules per forward pass (default: {BATCH_SIZE})")
     predict.add_argument("--batch-edges", type=bounded(int, 1), default=BATCH_EDGES,
                          help=f"most relation-graph edges per forward pass, bounding its memory (default: {BATCH_EDGES:,})")
     predict.add_argument("--max-atoms", type=bounded(int, 1), default=SizeLimits.max_atoms,

@@ -31,12 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--name", help="name of the pretrained model in its card (default: the --out folder's name)")
     run.add_argument("--smiles-col", default=None, help=f"SMILES column of a table (default: {SMILES_COL}; SMILES for moses)")
-    run.add_argument("--subset", type=field_type(PretrainConfig, "subset"), help="pretrain on this many molecules drawn with --seed (default: all)")
+    run.add_argument("--subset", type=field_type(PretrainConfig, "subset"),
+                     help="pretrain on this many molecules drawn with --seed (default: all)")
     run.add_argument("--objective", type=field_type(PretrainConfig, "objective"), default=PretrainConfig.objective, **one_of(OBJECTIVES),
                      help="what the backbone learns from: descriptors, the elements of masked atoms (atoms), or both "
                           f"(default: {PretrainConfig.objective})")
     run.add_argument("--atom-mask-share", type=field_type(PretrainConfig, "atom_mask_share"), default=PretrainConfig.atom_mask_share,
-                     help=f"share of atoms masked at each step with --objective atoms/both, in (0, 1] (default: {PretrainConfig.atom_mask_share})")
+                     help="share of atoms masked at each step with --objective atoms/both, in (0, 1] (default: "
+                          f"{PretrainConfig.atom_mask_share})")
     run.add_argument("--mask-share", type=field_type(PretrainConfig, "mask_share"), default=PretrainConfig.mask_share,
                      help=f"share of descriptor targets left out of each step's loss, in [0, 1) (default: {PretrainConfig.mask_share})")
     run.add_argument("--valid-share", type=field_type(PretrainConfig, "valid_share"), default=PretrainConfig.valid_share,
@@ -48,14 +50,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--notes", default="", help="free text for the model card (how and why the model was made)")
     run.add_argument("--moses-dir", default=".cache/moses", help="folder with the molsets wheel (pip download --no-deps molsets -d DIR)")
     run.add_argument("--config", help="TOML or YAML file with sections preset, model, featurizer, relation, train")
-    run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[], help="override config fields, e.g. model.num_layers=2")
+    run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", default=[],
+                     help="override config fields, e.g. model.num_layers=2")
     for flag, key, kwargs in TRAIN_FLAGS:
         if flag in SHARED_FLAGS:
             add_setting_option(run, flag, key, kwargs)
     run.add_argument("--no-progress", action="store_true", help="no progress bar or per-epoch progress lines")
     run.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt")
-    run.add_argument("--nproc", type=bounded(int, 1), default=1, help="DDP processes on this machine (or start with torchrun ... -m dgl_graphtx pretrain ...)")
+    run.add_argument("--nproc", type=bounded(int, 1), default=1,
+                     help="DDP processes on this machine (or start with torchrun ... -m dgl_graphtx pretrain ...)")
     add_logging_options(run)
     run.set_defaults(func=run_pretrain)
 

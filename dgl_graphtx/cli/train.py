@@ -22,8 +22,10 @@ configuration (later wins): defaults < preset < --config file < --set KEY=VALUE 
 Every field of the sections preset, data, model (with model.{"/".join(option_sections())}),
 featurizer, relation, train, ensemble and uncertainty can be set in the file or with --set; the fields are
 documented in docs/configuration.md and in the docstrings of ModelConfig, FeaturizerConfig, RelationConfig,
-TrainConfig, DataConfig, EnsembleConfig and UncertaintyConfig (docs/uncertainty.md). The resolved configuration is written to OUT/config.yaml;
-'dgl-graphtx train --config OUT/config.yaml --out NEW' repeats the run.
+TrainConfig, DataConfig, EnsembleConfig and UncertaintyConfig (docs/uncertainty.md). Each value is checked by
+its dataclass, and the rules between settings by the run's plan, before any work (docs/configuration.md). The
+resolved configuration is written to OUT/config.yaml; 'dgl-graphtx train --config OUT/config.yaml --out NEW'
+repeats the run.
 
 presets (--model NAME --preset PRESET):
 {presets_help()}
@@ -44,7 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "train.log, log.csv, learning_curve.png, metrics.json and test_predictions.csv to --out.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    train.add_argument("data", nargs="?", help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, .xyz (targets as comment-line key=value pairs), a store written by 'featurize', or 'qm9' (DFT geometries; needs dgl_graphtx[qm9])")
+    train.add_argument("data", nargs="?",
+                       help="training data: CSV/TSV (SMILES column + targets), SDF (targets as SD properties), .smi, .xyz (targets "
+                            "as comment-line key=value pairs), a store written by 'featurize', or 'qm9' (DFT geometries; needs "
+                            "dgl_graphtx[qm9])")
     train.add_argument("--targets", help="comma-separated target column / SD property names")
     train.add_argument("--out", required=True, help="output folder (refused if it already holds a run, unless --overwrite or --resume)")
     add_input_options(train)
@@ -53,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_logging_options(train)
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its last.pt (a fresh start if there is none)")
     scale = train.add_argument_group("distributed training (see docs/scaling.md)")
-    scale.add_argument("--nproc", type=bounded(int, 1), default=1, help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
+    scale.add_argument("--nproc", type=bounded(int, 1), default=1,
+                       help="processes on this machine, started with torchrun's elastic launcher (default: 1)")
     scale.add_argument("--backend", **one_of(BACKENDS), default=DistributedConfig.backend,
                        help="torch.distributed backend (auto: nccl on CUDA, gloo on CPU)")
     scale.add_argument("--dist-timeout", type=field_type(DistributedConfig, "timeout_s"), default=DistributedConfig.timeout_s,

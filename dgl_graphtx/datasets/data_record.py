@@ -24,7 +24,8 @@ def content_digest(dataset: MoleculeDataset) -> str:
         >>> from dgl_graphtx.datasets import MoleculeDataset
         >>> a = MoleculeDataset(["C", "CC"], [[1.0], [2.0]], progress=False)
         >>> b = MoleculeDataset(["C", "CC"], [[1.0], [2.5]], progress=False)
-        >>> content_digest(a) == content_digest(MoleculeDataset(["C", "CC"], [[1.0], [2.0]], progress=False)), content_digest(a) == content_digest(b)
+        >>> again = MoleculeDataset(["C", "CC"], [[1.0], [2.0]], progress=False)
+        >>> content_digest(a) == content_digest(again), content_digest(a) == content_digest(b)
         (True, False)
     """
     digest = hashlib.sha256()

@@ -352,7 +352,8 @@ class MoleculeDataset(Dataset):
         return cls.from_table(table, target_cols, **kwargs)
 
     @classmethod
-    def from_csv(cls, path: PathLike, smiles_col: str = "smiles", target_cols: Optional[Sequence[str]] = None, **kwargs: Any) -> "MoleculeDataset":
+    def from_csv(cls, path: PathLike, smiles_col: str = "smiles", target_cols: Optional[Sequence[str]] = None,
+                 **kwargs: Any) -> "MoleculeDataset":
         """Build from a delimited table (see :meth:`from_file`; rows are 0-based, header excluded).
 
         Example:
@@ -397,10 +398,11 @@ class MoleculeDataset(Dataset):
 
         Example:
             >>> ds = MoleculeDataset(["CCO"], progress=False)
-            >>> ds.check_featurized_as(FeaturizerConfig(atom_features="canonical"), ds.relation, "the model", "featurize it again")
+            >>> needed = FeaturizerConfig(atom_features="canonical")
+            >>> ds.check_featurized_as(needed, ds.relation, "the model", "featurize it again")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            dgl_graphtx.errors.ConfigError: the dataset was featurized with other settings than the model reads: atom_features 'ogb' (needed: 'canonical'); featurize it again
+            dgl_graphtx.errors.ConfigError: the dataset was featurized with other settings than the model reads: atom_features 'ogb' ...
         """
         stored = {**self.featurizer.config.to_dict(), "relation": str(self.relation)}
         wanted = {**featurizer.to_dict(), "relation": str(relation)}

@@ -160,8 +160,11 @@ def qm9(
 
     Example:
         >>> table = qm9(subset=3, seed=1)
-        >>> table[["qm9_id", "smiles", "homo", "homo_ev"]].round(3).values.tolist()
-        [[63569, 'CC1(O)CC11CNC1=O', -0.24, -6.525], [68642, 'CC12CC(OC1=N)C=C2', -0.25, -6.814], [100791, 'COC(C)C(C)N1CC1', -0.231, -6.286]]
+        >>> for row in table[["qm9_id", "smiles", "homo", "homo_ev"]].round(3).values.tolist():
+        ...     print(row)
+        [63569, 'CC1(O)CC11CNC1=O', -0.24, -6.525]
+        [68642, 'CC12CC(OC1=N)C=C2', -0.25, -6.814]
+        [100791, 'COC(C)C(C)N1CC1', -0.231, -6.286]
         >>> ds = qm9(as_dataset=True, subset=3, seed=1, progress=False)
         >>> ds[0][0].ndata["pos"].shape, ds.target_names
         (torch.Size([9, 3]), ['homo', 'lumo', 'gap'])

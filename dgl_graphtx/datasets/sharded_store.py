@@ -378,10 +378,10 @@ def load_store(path: PathLike, verify: bool = True) -> MoleculeDataset:
     (:func:`check_store_files`; it reads the whole store once: measured 55-70 ms for 20 MiB, about 3 s per GB).
 
     Example:
-        >>> load_store("no/such/store")
+        >>> load_store("no/such/store")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: no/such/store is not a complete featurized store (no manifest.json); run 'dgl-graphtx featurize' (again) to finish it
+        dgl_graphtx.errors.ConfigError: no/such/store is not a complete featurized store (no manifest.json); run 'dgl-graphtx ...
     """
     root = Path(path)
     if not is_store(root):

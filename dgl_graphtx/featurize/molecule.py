@@ -122,7 +122,8 @@ def prepare_input(molecule: MoleculeLike, config: FeaturizerConfig) -> MoleculeL
 
     Example:
         >>> with_h = Chem.AddHs(Chem.MolFromSmiles("CO"))
-        >>> prepare_input(with_h, FeaturizerConfig()).GetNumAtoms(), prepare_input(with_h, FeaturizerConfig(explicit_hydrogens=True)).GetNumAtoms()
+        >>> kept = FeaturizerConfig(explicit_hydrogens=True)
+        >>> prepare_input(with_h, FeaturizerConfig()).GetNumAtoms(), prepare_input(with_h, kept).GetNumAtoms()
         (2, 6)
     """
     if config.explicit_hydrogens or not isinstance(molecule, Chem.Mol):

@@ -4,9 +4,10 @@ The features are those of :mod:`ogb.utils.features` (9 per atom, 3 per bond), st
 that models can embed each column, with one change: the chirality column (atom column 1) holds the
 atom's CIP label (1: R, 2: S; 3: a stereo tag RDKit could not label; 0: none) instead of RDKit's
 local CW/CCW tag. The local tag is defined relative to the order of the atom's bonds, so it changes
-with the way a SMILES is written and can even make enantiomers look alike; the CIP label does not. The objects follow dgllife's featurizer protocol: calling one
-on an RDKit molecule returns ``{field: tensor}``, and ``feat_size()`` gives the column count, so
-they plug into :func:`dgllife.utils.mol_to_bigraph` like ``CanonicalAtomFeaturizer``.
+with the way a SMILES is written and can even make enantiomers look alike; the CIP label does not.
+The objects follow dgllife's featurizer protocol: calling one on an RDKit molecule returns
+``{field: tensor}``, and ``feat_size()`` gives the column count, so they plug into
+:func:`dgllife.utils.mol_to_bigraph` like ``CanonicalAtomFeaturizer``.
 """
 from __future__ import annotations
 

@@ -86,10 +86,10 @@ def get_pretrained(name_or_path: PathLike) -> Pretrained:
     checking its SHA-256 against its model card; loads with ``weights_only=True``, offline.
 
     Example:
-        >>> get_pretrained("no-such-model")
+        >>> get_pretrained("no-such-model")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: no pretrained model 'no-such-model': give one of [...] (see 'dgl-graphtx pretrained') or the folder / backbone.pt written by 'dgl-graphtx pretrain'
+        dgl_graphtx.errors.ConfigError: no pretrained model 'no-such-model': give one of [...] (see 'dgl-graphtx pretrained') or the ...
     """
     backbone, card_path = _locate(name_or_path)
     if not backbone.is_file():
@@ -114,10 +114,10 @@ def read_card(path: Path, name_or_path: PathLike) -> ModelCard:
         >>> import tempfile, pathlib
         >>> card = pathlib.Path(tempfile.mkdtemp()) / "card.json"
         >>> _ = card.write_text("{")
-        >>> read_card(card, "mine")
+        >>> read_card(card, "mine")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: pretrained model 'mine': its model card ... is not valid JSON (line 1, column 2: Expecting property name enclosed in double quotes); restore it or re-run 'dgl-graphtx pretrain'
+        dgl_graphtx.errors.ConfigError: pretrained model 'mine': its model card ... is not valid JSON (line 1, column 2: Expecting ...
     """
     fix = "restore it or re-run 'dgl-graphtx pretrain'"
     try:

@@ -110,7 +110,7 @@ def single_checkpoint(given: Union[PathLike, Sequence[PathLike]], use: str = "th
         >>> single_checkpoint(ens, "plot attention")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.CheckpointError: ... holds 2 checkpoints (an ensemble); plot attention reads one model: give one of them, e.g. .../member_0/best.pt
+        dgl_graphtx.errors.CheckpointError: ... holds 2 checkpoints (an ensemble); plot attention reads one model: give one of them, ...
     """
     paths = resolve_checkpoints(given)
     if len(paths) > 1:

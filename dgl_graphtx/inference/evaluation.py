@@ -123,8 +123,9 @@ def _scores(table: pd.DataFrame, names: Sequence[str], task: str, num_classes: i
     """Metrics (mean over targets), ``per_target`` and, where intervals exist, each target's coverage and width."""
     labels = table[list(names)].to_numpy(float)
     predicted = prediction_values(task, num_classes, names, table)
+    per_target = per_target_metrics(task, labels, predicted, names, num_classes)
     out: Dict[str, Any] = {**json_safe(compute_metrics(task, labels, predicted)),
-                           "per_target": {n: json_safe(v) for n, v in per_target_metrics(task, labels, predicted, names, num_classes).items()}}
+                           "per_target": {n: json_safe(v) for n, v in per_target.items()}}
     intervals = {n: json_safe(uncertainty_metrics(table[n].to_numpy(float), table[prediction_column(n)].to_numpy(float),
                                                   lo=table[f"{n}_lo"].to_numpy(float), hi=table[f"{n}_hi"].to_numpy(float)))
                  for n in names if f"{n}_lo" in table and f"{n}_hi" in table}

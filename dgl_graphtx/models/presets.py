@@ -114,7 +114,8 @@ def _baseline(variant: str) -> Callable[[], Preset]:
     return make
 
 
-def _moire(distance: str, layers: int = 4, dim: int = 64, heads: int = 8, train: TrainRecipe = TrainRecipe(), info: Optional[PresetInfo] = None) -> Callable[[], Preset]:
+def _moire(distance: str, layers: int = 4, dim: int = 64, heads: int = 8, train: TrainRecipe = TrainRecipe(),
+           info: Optional[PresetInfo] = None) -> Callable[[], Preset]:
     def make() -> Preset:
         model = ModelConfig(
             "moire", layers, dim, heads, readout="max", virtual_node=False, input_mlp=True, head_layers=2,

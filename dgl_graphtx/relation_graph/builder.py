@@ -92,13 +92,15 @@ class RelationConfig:
             object.__setattr__(self, "hops", int(self.hops))
         if self.mode == "radius":
             if not isinstance(self.radius, (int, float, np.number)) or not 0 < float(self.radius) < math.inf:
-                raise ConfigError(f"mode 'radius' needs a finite radius > 0, e.g. RelationConfig('radius', radius=5.0); got {self.radius!r}")
+                raise ConfigError(f"mode 'radius' needs a finite radius > 0, e.g. RelationConfig('radius', radius=5.0); "
+                                  f"got {self.radius!r}")
             object.__setattr__(self, "radius", float(self.radius))  # radius=5 and 5.0 are one setting
         if self.spd_cap is not None:
             if self.mode != "radius":
                 raise ConfigError(f"spd_cap={self.spd_cap} given but mode is {self.mode!r}; it applies to mode 'radius' only")
             if isinstance(self.spd_cap, bool) or not isinstance(self.spd_cap, (int, np.integer)) or self.spd_cap < 1:
-                raise ConfigError(f"spd_cap must be an integer >= 1, e.g. RelationConfig('radius', radius=5.0, spd_cap=32); got {self.spd_cap!r}")
+                raise ConfigError(f"spd_cap must be an integer >= 1, e.g. RelationConfig('radius', radius=5.0, spd_cap=32); "
+                                  f"got {self.spd_cap!r}")
             object.__setattr__(self, "spd_cap", int(self.spd_cap))
 
     @property

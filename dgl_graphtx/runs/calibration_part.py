@@ -192,17 +192,18 @@ def check_resumed_calibration(path: Path, saved: Optional[Dict[str, Any]], uncer
 
     Example:
         >>> check_resumed_calibration(Path("last.pt"), {"method": "mve", "calibration_share": 0.1}, UncertaintyConfig("mve"))
-        >>> check_resumed_calibration(Path("last.pt"), {"method": "mve", "calibration_share": 0.1},
+        >>> check_resumed_calibration(Path("last.pt"), {"method": "mve", "calibration_share": 0.1},  # doctest: +ELLIPSIS
         ...                           UncertaintyConfig("mve", calibration_share=0.3))
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: last.pt was trained with uncertainty.calibration_share=0.1; resume with the same (now 0.3): the molecules that calibrate must be those set apart when the run started, which never trained
+        dgl_graphtx.errors.ConfigError: last.pt was trained with uncertainty.calibration_share=0.1; resume with the same (now 0.3): the ...
     """
     before = dict(saved) if saved else {"method": "none"}
     defaults = UncertaintyConfig()
     names = CHOOSING if before["method"] != "none" or uncertainty.active else CHOOSING[:1]
     changed = [name for name in names if before.get(name, getattr(defaults, name)) != getattr(uncertainty, name)]
     if changed:
-        raise ConfigError(f"{path} was trained with {', '.join(f'uncertainty.{n}={before.get(n, getattr(defaults, n))}' for n in changed)}; "
+        trained = ", ".join(f"uncertainty.{n}={before.get(n, getattr(defaults, n))}" for n in changed)
+        raise ConfigError(f"{path} was trained with {trained}; "
                           f"resume with the same (now {', '.join(str(getattr(uncertainty, n)) for n in changed)}): the molecules that "
                           "calibrate must be those set apart when the run started, which never trained")

@@ -184,7 +184,8 @@ class DistributedContext(ProcessHooks):
         self.config = config
 
     @classmethod
-    def from_environment(cls, device: Union[str, torch.device] = "auto", config: DistributedConfig = DistributedConfig()) -> "DistributedContext":
+    def from_environment(cls, device: Union[str, torch.device] = "auto",
+                         config: DistributedConfig = DistributedConfig()) -> "DistributedContext":
         """Join the process group described by torchrun's environment variables."""
         missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
         if missing:

@@ -176,7 +176,8 @@ def _train_replicate(run: EnsembleRun, replicate: int) -> ReplicateResult:
         logger.info("replicate %d/%d, member %d/%d (seed %d)", replicate + 1, plan.ensemble.replicates, member + 1, size, seed)
         member_dir = run.out / f"replicate_{replicate}" / f"member_{member}" if run.out is not None else None
         member_plan = dataclasses.replace(plan, train=dataclasses.replace(plan.train, seed=seed), split=parts, ensemble=EnsembleConfig(),
-                                          uncertainty=UncertaintyConfig() if run.calibrates_spread else plan.uncertainty, calibration_given=False)
+                                          uncertainty=UncertaintyConfig() if run.calibrates_spread else plan.uncertainty,
+                                          calibration_given=False)
         runs.append(run_experiment(Experiment(member_plan, run.dataset, parts, None if run.calibrates_spread else part), member_dir))
     table = combine_members([r.test_predictions for r in runs], names)
     calibration_fit = uncertainty_row = None
@@ -186,7 +187,8 @@ def _train_replicate(run: EnsembleRun, replicate: int) -> ReplicateResult:
         uncertainty_row = {"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
                            "test": _interval_metrics(table, names)}
         if run.out is not None:
-            (run.out / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
+            calibration_file = run.out / f"replicate_{replicate}" / "calibration.json"
+            calibration_file.write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
     table.insert(0, "replicate", replicate)
     labels = table[names].to_numpy(dtype=float)
     predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
@@ -209,7 +211,8 @@ def _ensemble_result(run: EnsembleRun, done: Sequence[ReplicateResult]) -> Ensem
     first = names[0]
     errors = (frame[prediction_column(first)] - frame[first]).abs()
     keep = errors.notna() & frame[f"{first}_std"].notna()
-    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if run.plan.ensemble.size > 1 and keep.sum() > 2 else float("nan")
+    spread = run.plan.ensemble.size > 1 and keep.sum() > 2
+    rho = float(spearmanr(frame.loc[keep, f"{first}_std"], errors[keep]).statistic) if spread else float("nan")
     calibrations = [r.calibration for r in done if r.calibration is not None]
     return EnsembleResult([r.runs for r in done], frame, metrics_frame, summary, rho, calibrations, per_target)
 

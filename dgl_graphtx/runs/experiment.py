@@ -235,7 +235,8 @@ def _checkpoint_extra(experiment: Experiment, run: Optional[RunFolder], fitted: 
     split, uncertainty = plan.split, plan.uncertainty
     domain = Domain.from_molecules(dataset.identifiers[i] for i in parts.train).with_feature_values(dataset.graphs, parts.train)
     return CheckpointExtras(split=PREDEFINED if isinstance(split, Split) else split, fractions=list(plan.fractions),
-                            data=training_data_record(dataset, parts, experiment.calibration.identity() if experiment.calibration else None),
+                            data=training_data_record(dataset, parts,
+                                                      experiment.calibration.identity() if experiment.calibration else None),
                             domain=domain.to_dict(),
                             run_id=run.run_id if run is not None else None,
                             class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,

@@ -60,10 +60,10 @@ def check_fits_backbone(preset: Preset, pretrained: Pretrained) -> None:
         >>> from dgl_graphtx.inference import get_pretrained
         >>> backbone = get_pretrained("gradformer-tiny-moses3k")
         >>> check_fits_backbone(pretrained_preset(backbone, get_preset("vanilla")), backbone)
-        >>> check_fits_backbone(get_preset("grpe"), backbone)
+        >>> check_fits_backbone(get_preset("grpe"), backbone)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: pretrained model 'gradformer-tiny-moses3k' is a gradformer backbone, which fixes the model; this run asks for grpe (--model, preset.model): drop it
+        dgl_graphtx.errors.ConfigError: pretrained model 'gradformer-tiny-moses3k' is a gradformer backbone, which fixes the model; ...
     """
     theirs, meta, source = pretrained.checkpoint.model.config, pretrained.checkpoint.meta, pretrained.source
     if preset.model.variant != theirs.variant:

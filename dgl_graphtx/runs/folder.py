@@ -77,7 +77,7 @@ class RunFolder:
         >>> RunFolder(out).open()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.OutputError: ... already holds a run (run.json, metrics.json); use --overwrite (overwrite=True) to replace it, or choose another output folder
+        dgl_graphtx.errors.OutputError: ... already holds a run (run.json, metrics.json); use --overwrite (overwrite=True) to replace ...
     """
 
     def __init__(self, path: PathLike, overwrite: bool = False, resume: bool = False) -> None:

@@ -72,10 +72,10 @@ class RunPlan:
         >>> plan = RunPlan(get_preset("vanilla"), TrainConfig(epochs=3, device="auto"), split="scaffold")
         >>> plan.train.epochs, plan.train.device in ("cpu", "cuda"), plan.uncertainty.method
         (3, True, 'none')
-        >>> RunPlan(get_preset("vanilla"), TrainConfig(epochs=3, freeze_backbone_epochs=1))
+        >>> RunPlan(get_preset("vanilla"), TrainConfig(epochs=3, freeze_backbone_epochs=1))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: --freeze-backbone-epochs 1 (train.freeze_backbone_epochs) freezes a pretrained backbone, but the run starts from none: give --from-pretrained (train.from_pretrained) or drop it
+        dgl_graphtx.errors.ConfigError: --freeze-backbone-epochs 1 (train.freeze_backbone_epochs) freezes a pretrained backbone, but ...
     """
 
     preset: Preset
@@ -97,7 +97,8 @@ class RunPlan:
         uncertainty = self.uncertainty if self.uncertainty is not None else UncertaintyConfig(self.preset.model.uncertainty_head)
         model = self.preset.model
         if model.uncertainty_head != uncertainty.head:  # the head the method needs
-            object.__setattr__(self, "preset", dataclasses.replace(self.preset, model=dataclasses.replace(model, uncertainty_head=uncertainty.head)))
+            headed = dataclasses.replace(model, uncertainty_head=uncertainty.head)
+            object.__setattr__(self, "preset", dataclasses.replace(self.preset, model=headed))
         object.__setattr__(self, "train", _on_device(train))
         object.__setattr__(self, "uncertainty", uncertainty)
         for rule in RULES:
@@ -114,10 +115,11 @@ class RunPlan:
             >>> from dgl_graphtx.runs.config import resolve_run_config
             >>> RunPlan.from_config(resolve_run_config(overrides=["data.targets=y", "data.cv=5", "data.split=scaffold"])).folds
             5
-            >>> RunPlan.from_config(resolve_run_config(overrides=["data.targets=y", "uncertainty.calibration_share=0.2"]))
+            >>> unused = resolve_run_config(overrides=["data.targets=y", "uncertainty.calibration_share=0.2"])
+            >>> RunPlan.from_config(unused)  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            dgl_graphtx.errors.ConfigError: --calibration-share (uncertainty.calibration_share) calibrates an uncertainty, but the run estimates none: choose a method with --uncertainty (uncertainty.method), or drop it
+            dgl_graphtx.errors.ConfigError: --calibration-share (uncertainty.calibration_share) calibrates an uncertainty, but the run ...
         """
         if config.train.from_pretrained:
             backbone = backbone if backbone is not None else get_pretrained(config.train.from_pretrained)

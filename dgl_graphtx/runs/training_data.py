@@ -67,10 +67,15 @@ def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Option
         return None
     calibration, _ = load_labelled(data.calibration, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
                                    task=config.model.task, featurizer=config.featurizer,
-                                   positive_label=data.positive_label or (dataset.class_labels[0].positive if dataset.class_labels else None),
+                                   positive_label=data.positive_label or _positive_class(dataset),
                                    relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
                                    extra_features=data.extra_features)
     if calibration.class_labels != dataset.class_labels:
         raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
                            f"data {dataset.class_labels}; give the same class names")
     return calibration
+
+
+def _positive_class(dataset: MoleculeDataset) -> Optional[str]:
+    """The text class the training data mapped to 1 (``None`` for numeric labels)."""
+    return dataset.class_labels[0].positive if dataset.class_labels else None

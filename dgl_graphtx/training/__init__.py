@@ -1,7 +1,8 @@
 """Training: the Trainer, metrics, learning-rate schedules, plots, process hooks and resume state."""
 from .hooks import ProcessHooks
 from .losses import LOSSES, TASK_LOSSES, check_pos_weight, per_label_loss, resolve_loss, weighted_loss
-from .metrics import PRIMARY_METRIC, TASK_METRICS, check_binary_labels, check_class_labels, multiclass_metrics, resolve_metrics, classification_metrics, compute_metrics, json_safe, metric_notes, regression_metrics
+from .metrics import (PRIMARY_METRIC, TASK_METRICS, check_binary_labels, check_class_labels, classification_metrics, compute_metrics,
+                      json_safe, metric_notes, multiclass_metrics, regression_metrics, resolve_metrics)
 from .outputs import prediction_column, prediction_frame, prediction_values
 from .plots import plot_learning_curve, plot_parity
 from .resume import TrainingState

@@ -19,10 +19,10 @@ def refuse_unlabelled_targets(labels: torch.Tensor, names: Sequence[str]) -> Non
     :class:`~dgl_graphtx.errors.ConfigError` naming those targets (``names``: all ``T``).
 
     Example:
-        >>> refuse_unlabelled_targets(torch.tensor([[1.0, float("nan")]]), ["a", "b"])
+        >>> refuse_unlabelled_targets(torch.tensor([[1.0, float("nan")]]), ["a", "b"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: no observed training label for ['b']: every value of the training part is blank or not a number; check the column / SD property values (see input_report.csv) or choose other targets
+        dgl_graphtx.errors.ConfigError: no observed training label for ['b']: every value of the training part is blank or not a ...
     """
     observed = ~torch.isnan(labels)
     if not observed.any(dim=0).all():

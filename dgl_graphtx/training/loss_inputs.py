@@ -24,7 +24,8 @@ class RowIndexed(Dataset):
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset
-        >>> item = collate_indexed(RowIndexed(MoleculeDataset(["C", "CC", "CCC"], [[1.0], [2.0], [3.0]], progress=False)).__getitems__([2, 0]))
+        >>> indexed = RowIndexed(MoleculeDataset(["C", "CC", "CCC"], [[1.0], [2.0], [3.0]], progress=False))
+        >>> item = collate_indexed(indexed.__getitems__([2, 0]))
         >>> item.rows.tolist(), item.batch.labels.flatten().tolist()
         ([2, 0], [3.0, 1.0])
     """

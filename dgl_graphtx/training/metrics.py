@@ -153,10 +153,10 @@ def check_class_labels(y_true: np.ndarray, num_classes: int, names: Optional[Seq
 
     Example:
         >>> check_class_labels(np.array([[0.0], [2.0]]), 3)
-        >>> check_class_labels(np.array([[0.0], [3.0]]), 3, ["kind"])
+        >>> check_class_labels(np.array([[0.0], [3.0]]), 3, ["kind"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: multiclass needs labels 0 .. 2 (--num-classes 3), but target 'kind' has 1 other value(s) (e.g. 3.0 in row 1); number the classes from 0 or raise --num-classes
+        dgl_graphtx.errors.ConfigError: multiclass needs labels 0 .. 2 (--num-classes 3), but target 'kind' has 1 other value(s) (e.g. ...
     """
     y_true = np.asarray(y_true, dtype=np.float64)
     for t, name in enumerate(_names(names, y_true.shape[1])):
@@ -182,10 +182,10 @@ def check_binary_labels(y_true: np.ndarray, names: Optional[Sequence[str]] = Non
 
     Example:
         >>> check_binary_labels(np.array([[0.0], [1.0], [np.nan]]))
-        >>> check_binary_labels(np.array([[-11.0], [0.0]]), ["logS"])
+        >>> check_binary_labels(np.array([[-11.0], [0.0]]), ["logS"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.ConfigError: classification needs labels 0 or 1, but target 'logS' has 1 other value(s) (e.g. -11.0 in row 0); map your two classes to 0/1, or train with task 'regression'
+        dgl_graphtx.errors.ConfigError: classification needs labels 0 or 1, but target 'logS' has 1 other value(s) (e.g. -11.0 in row ...
     """
     y_true = np.asarray(y_true, dtype=np.float64)
     for t, name in enumerate(_names(names, y_true.shape[1])):

@@ -163,7 +163,9 @@ def format_uncertainty(table: pd.DataFrame, names: Sequence[str], coverage: floa
         y, m = table[name].to_numpy(float), table[predicted(name)].to_numpy(float)
         std, lo, hi = (_table_column(table, f"{name}_{suffix}") for suffix in ("std", "lo", "hi"))
         metrics = uncertainty_metrics(y, m, std, lo, hi)
-        text = [f"{coverage:.0%} interval coverage {metrics['coverage']:.3f}, width {metrics['width']:.3f}"] if "coverage" in metrics else []
+        text = []
+        if "coverage" in metrics:
+            text.append(f"{coverage:.0%} interval coverage {metrics['coverage']:.3f}, width {metrics['width']:.3f}")
         if "spearman" in metrics:
             text.append(f"Spearman rho(std, |error|) {metrics['spearman']:.3f}")
         parts.append(f"{name}: " + ", ".join(text or ["no uncertainty columns"]))

@@ -48,7 +48,8 @@ def test_option_defaults_are_the_library_defaults(argv, library, options):
 def test_search_option_defaults_are_the_search_settings_defaults():
     parsed = vars(build_parser().parse_args(["hpopt", "d.csv", "--targets", "y", "--out", "s"]))
     library = _field_defaults(SearchSettings)
-    assert {o: parsed[o] for o in ("trials", "timeout", "jobs", "pruner")} == {o: library[o] for o in ("trials", "timeout", "jobs", "pruner")}
+    options = ("trials", "timeout", "jobs", "pruner")
+    assert {o: parsed[o] for o in options} == {o: library[o] for o in options}
 
 
 def test_train_help_states_the_library_defaults():

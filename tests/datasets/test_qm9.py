@@ -124,7 +124,8 @@ def test_heavy_atom_graphs_carry_the_dft_coordinates_and_distances(table, raw):
         np.testing.assert_allclose(graph.ndata["pos"].numpy(), heavy, atol=1e-6)
         src, dst = (t.numpy() for t in rel.edges())
         np.testing.assert_allclose(rel.edata["dist"].numpy(), np.linalg.norm(heavy[src] - heavy[dst], axis=1), atol=1e-5)
-        np.testing.assert_allclose(labels.numpy(), [float(text["HOMO_au"]), float(text["LUMO_au"]), float(text["HOMO_LUMO_gap_au"])], rtol=1e-6)
+        np.testing.assert_allclose(labels.numpy(), [float(text["HOMO_au"]), float(text["LUMO_au"]), float(text["HOMO_LUMO_gap_au"])],
+                                   rtol=1e-6)
 
 
 def test_geometry_molecules_agree_with_the_given_smiles(table):

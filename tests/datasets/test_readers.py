@@ -249,7 +249,8 @@ def test_a_target_without_any_training_label_is_named(tmp_path):
     frame["logP"] = ["", "n/a"] * 10
     path = tmp_path / "d.csv"
     frame.to_csv(path, index=False)
-    assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt,logP"), "target 'logP'", "has no usable label: every value is blank")
+    assert_one_error_line(_train(path, tmp_path / "o", "--targets", "expt,logP"), "target 'logP'",
+                          "has no usable label: every value is blank")
 
 
 # --------------------------------------------------------------------------------------------

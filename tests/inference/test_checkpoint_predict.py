@@ -140,7 +140,8 @@ def test_predictions_do_not_depend_on_batch_size(trained):
     small = Predictor(out / "best.pt", device="cpu", batch_size=2).predict(inputs)
     np.testing.assert_allclose(big[PREDICTED].to_numpy(dtype=float), small[PREDICTED].to_numpy(dtype=float), atol=1e-6)
     # the same SMILES gives the same prediction wherever it sits in the list
-    np.testing.assert_allclose(big.loc[0, PREDICTED].to_numpy(dtype=float), big.loc[len(inputs) - 1, PREDICTED].to_numpy(dtype=float), atol=1e-6)
+    np.testing.assert_allclose(big.loc[0, PREDICTED].to_numpy(dtype=float), big.loc[len(inputs) - 1, PREDICTED].to_numpy(dtype=float),
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("container", [pd.Series, np.array], ids=["series", "ndarray"])

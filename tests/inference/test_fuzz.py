@@ -87,7 +87,8 @@ def test_batch_result_equals_single_molecule_result(smiles):
 
 
 cells = st.one_of(
-    odd_smiles, st.text(max_size=15), st.sampled_from(["", "nan", "inf", "-inf", "1e308", "-1e400", "NaN", "  ", '"', "a,b", "x\ny", "ü🙂"]),
+    odd_smiles, st.text(max_size=15),
+    st.sampled_from(["", "nan", "inf", "-inf", "1e308", "-1e400", "NaN", "  ", '"', "a,b", "x\ny", "ü🙂"]),
     st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers(-10**30, 10**30).map(str),
 )
 

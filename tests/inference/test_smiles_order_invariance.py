@@ -188,7 +188,8 @@ def _wl_hash(graph):
 
 def test_l_and_d_alanine_from_the_issue():
     p = tiny_preset("grpe", "tiny", num_layers=1)
-    values = _predictor("grpe", p).predict(["N[C@@H](C)C(=O)O", "C[C@H](N)C(=O)O", "OC(=O)[C@@H](N)C", "N[C@H](C)C(=O)O"])["y_pred"].to_numpy()
+    values = _predictor("grpe", p).predict(["N[C@@H](C)C(=O)O", "C[C@H](N)C(=O)O", "OC(=O)[C@@H](N)C",
+                                            "N[C@H](C)C(=O)O"])["y_pred"].to_numpy()
     assert np.ptp(values[:3]) <= 1e-6  # three writings of L-alanine
     assert abs(values[3] - values[0]) > 1e-6  # D-alanine differs
 

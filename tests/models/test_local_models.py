@@ -115,7 +115,8 @@ def test_gine_layer_ignores_pe_and_keeps_dgl_parameter_names():
     graph, x, e, pe = _inputs(4)
     layer = GINELayer(4).double()
     assert torch.equal(layer(graph, x, e, pe), layer(graph, x, e))
-    assert sorted(n for n, _ in layer.named_parameters()) == ["apply_func.0.bias", "apply_func.0.weight", "apply_func.2.bias", "apply_func.2.weight", "eps"]
+    assert sorted(n for n, _ in layer.named_parameters()) == ["apply_func.0.bias", "apply_func.0.weight", "apply_func.2.bias",
+                                                              "apply_func.2.weight", "eps"]
 
 
 def test_local_model_options_are_validated():

@@ -282,7 +282,8 @@ def test_lr_factor_linear():
 def test_lr_factor_cosine():
     f = lr_factor("cosine", warmup_steps=2, total_steps=10, final_ratio=0.1)
     # 0.1 + 0.45 (1 + cos(pi p)), p = (s - 2) / 8
-    expected = {0: 0.5, 1: 1.0, 2: 1.0, 4: 0.1 + 0.45 * (1 + math.sqrt(0.5)), 6: 0.55, 8: 0.1 + 0.45 * (1 - math.sqrt(0.5)), 10: 0.1, 15: 0.1}
+    expected = {0: 0.5, 1: 1.0, 2: 1.0, 4: 0.1 + 0.45 * (1 + math.sqrt(0.5)), 6: 0.55, 8: 0.1 + 0.45 * (1 - math.sqrt(0.5)), 10: 0.1,
+                15: 0.1}
     for step, value in expected.items():
         assert f(step) == pytest.approx(value, abs=1e-12), step
     values = [f(s) for s in range(2, 11)]

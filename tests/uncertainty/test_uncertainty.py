@@ -267,7 +267,8 @@ def test_predictor_applies_a_stored_regression_calibration(tmp_path):
     assert table["y_lo"][0] == pytest.approx(2 * table["y_pred"][0] - table["y_hi"][0], rel=1e-6)
     assert np.isnan(table.loc[2, ["y_pred", "y_std", "y_lo", "y_hi"]].astype(float)).all()
     plain = Predictor(path, uncertainty="none").predict(["CCO"])
-    assert list(plain.columns) == ["smiles", "canonical_smiles", "y_pred", "error", "warning"] and plain["y_pred"][0] == pytest.approx(table["y_pred"][0])
+    assert list(plain.columns) == ["smiles", "canonical_smiles", "y_pred", "error",
+                                   "warning"] and plain["y_pred"][0] == pytest.approx(table["y_pred"][0])
 
 
 def test_predictor_applies_a_stored_temperature(tmp_path):

@@ -103,7 +103,8 @@ def save_descriptor_cache(out: Path, values: np.ndarray, names: Sequence[str], c
         >>> import tempfile
         >>> folder = Path(tempfile.mkdtemp())
         >>> _ = save_descriptor_cache(folder, np.ones((2, 1)), ["MolWt"], "ab12", 3.0)
-        >>> _cached_descriptors(folder / DESCRIPTOR_CACHE, "ab12", ["MolWt"])[1], _cached_descriptors(folder / DESCRIPTOR_CACHE, "cd34", ["MolWt"])
+        >>> cache = folder / DESCRIPTOR_CACHE
+        >>> _cached_descriptors(cache, "ab12", ["MolWt"])[1], _cached_descriptors(cache, "cd34", ["MolWt"])
         (3.0, None)
     """
     cache = out / DESCRIPTOR_CACHE
