@@ -7,6 +7,7 @@ import warnings
 from typing import Any, Callable, Sequence, Tuple
 
 from dgl_graphtx.cli import main
+from dgl_graphtx.training import Trainer
 
 
 def run_cli(argv: Sequence[object]) -> Tuple[int, str, str]:
@@ -49,3 +50,21 @@ def must_not_be_called(what: str) -> Callable[..., Any]:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(what)
     return refuse
+
+
+def stopped_after_first_epoch(monkeypatch: Any, argv: Sequence[object]) -> None:
+    """Run the training command ``argv`` and stop it as Ctrl-C would (``KeyboardInterrupt``) when
+    its second epoch starts, so that its ``last.pt`` holds epoch 1."""
+    import pytest
+
+    real = Trainer._train_epoch
+
+    def stop_at_epoch_2(self, module, loader, optimizer, scheduler, epoch):
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return real(self, module, loader, optimizer, scheduler, epoch)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "_train_epoch", stop_at_epoch_2)
+        with pytest.raises(KeyboardInterrupt):
+            run_cli(argv)

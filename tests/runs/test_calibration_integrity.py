@@ -12,9 +12,8 @@ import pytest
 from rdkit import Chem
 
 from conftest_models import freesolv_rows
-from cli_runner import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line, run_cli, stopped_after_first_epoch
 
-from dgl_graphtx.training import Trainer
 
 TRAIN = ["--model", "vanilla", "--preset", "tiny", "--set", "model.num_layers=1", "--batch-size", "16", "--device", "cpu",
          "--no-progress", "--no-cache", "--epochs", "3", "--uncertainty", "mve"]
@@ -38,17 +37,7 @@ def _calibration_file(path, first, last):
 
 def _stopped(monkeypatch, data, out, *extra):
     """A run of 3 epochs stopped after its first (last.pt holds epoch 1)."""
-    real = Trainer._train_epoch
-
-    def stop_at_epoch_2(self, module, loader, optimizer, scheduler, epoch):
-        if epoch == 2:
-            raise KeyboardInterrupt
-        return real(self, module, loader, optimizer, scheduler, epoch)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_train_epoch", stop_at_epoch_2)
-        with pytest.raises(KeyboardInterrupt):
-            _train(data, out, *extra)
+    stopped_after_first_epoch(monkeypatch, ["train", data, "--targets", "expt", "--out", out, *TRAIN, *extra])
     return out
 
 

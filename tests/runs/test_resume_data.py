@@ -11,17 +11,19 @@ import pytest
 import yaml
 
 from conftest_models import freesolv_rows
-from cli_runner import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line, run_cli, stopped_after_first_epoch
 
-from dgl_graphtx.training import Trainer
 
 EPOCHS = ["--epochs", "3"]
 
 
+def _argv(data, out, *extra):
+    return ["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--preset", "tiny",
+            "--set", "model.num_layers=1", "--batch-size", "16", "--device", "cpu", "--no-progress", "--no-cache", *EPOCHS, *extra]
+
+
 def _train(data, out, *extra):
-    return run_cli(["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--preset", "tiny",
-                    "--set", "model.num_layers=1", "--batch-size", "16", "--device", "cpu", "--no-progress", "--no-cache",
-                    *EPOCHS, *extra])
+    return run_cli(_argv(data, out, *extra))
 
 
 @pytest.fixture()
@@ -36,17 +38,7 @@ def data(tmp_path):
 def stopped(data, tmp_path, monkeypatch):
     """A run of 3 epochs stopped after its first (last.pt holds epoch 1)."""
     out = tmp_path / "run"
-    real = Trainer._train_epoch
-
-    def stop_at_epoch_2(self, module, loader, optimizer, scheduler, epoch):
-        if epoch == 2:
-            raise KeyboardInterrupt
-        return real(self, module, loader, optimizer, scheduler, epoch)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Trainer, "_train_epoch", stop_at_epoch_2)
-        with pytest.raises(KeyboardInterrupt):
-            _train(data, out)
+    stopped_after_first_epoch(monkeypatch, _argv(data, out))
     assert json.loads((out / "run.json").read_text())["status"] == "running"
     return out
 
