@@ -229,8 +229,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                "--threads", str(args.threads), "--variants", *args.variants]
         start = time.perf_counter()
         # fixed mmap threshold: large tensors are returned to the OS when freed, so resident size tracks live memory
-        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "1048576",
-                                                                            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])})
+        path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+        done = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "1048576", "PYTHONPATH": path})
         if done.returncode != 0:
             print(f"  {system}: worker failed ({done.returncode}):\n{done.stderr[-2000:]}")
             return 1

@@ -68,7 +68,8 @@ def relative_errors(frame: pd.DataFrame, reference: str = "default") -> pd.DataF
         if both.empty:
             continue
         ratios = [1 - relative_improvement(metric[s], row[tool], row[reference]) for (s, _), row in both.iterrows()]
-        rows.append({"tool": tool, "relative error": float(np.mean(ratios)), "pairs": len(ratios), "better": int(sum(r < 1 for r in ratios))})
+        rows.append({"tool": tool, "relative error": float(np.mean(ratios)), "pairs": len(ratios),
+                     "better": int(sum(r < 1 for r in ratios))})
     return pd.DataFrame(rows, columns=["tool", "relative error", "pairs", "better"])
 
 
@@ -171,8 +172,8 @@ def moleculeace_summary(frame: pd.DataFrame, published: pd.DataFrame) -> List[st
             names = [s for s in SETS_BY_NAME if SETS_BY_NAME[s].family == "moleculeace" and SETS_BY_NAME[s].half == half]
             per_set = part[part.set.isin(names)].groupby("set")[["value" if kind == "in-run" else "rmse", "cliff_rmse"]].mean()
             complete = len(per_set) == len(names)
-            cells.append(f"{per_set.iloc[:, 0].mean():.3f} ({per_set.iloc[:, 1].mean():.3f})" + ("" if complete else f", {len(per_set)} sets")
-                         if len(per_set) else "-")
+            mean = f"{per_set.iloc[:, 0].mean():.3f} ({per_set.iloc[:, 1].mean():.3f})" + ("" if complete else f", {len(per_set)} sets")
+            cells.append(mean if len(per_set) else "-")
             better += [int((per_set.iloc[:, 0] < chemprop.reindex(per_set.index)).sum()), len(per_set)] if len(per_set) else []
         seeds = ", ".join(str(s) for s in sorted(part.seed.unique()))
         wins = f"{sum(better[0::2])} of {sum(better[1::2])}" if better else "-"
