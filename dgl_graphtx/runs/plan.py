@@ -13,8 +13,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
-import torch
-
 from ..datasets import MoleculeDataset, Split
 from ..datasets.folds import VALID_SHARE
 from ..datasets.split_kinds import SPLIT_KINDS, split_kind
@@ -26,6 +24,7 @@ from ..models import Preset
 from ..training import TrainConfig, check_binary_labels, check_class_labels, check_pos_weight, resolve_loss, resolve_metrics
 from ..uncertainty import UncertaintyConfig, uncertainty_method
 from ..uncertainty.methods import check_method_fits
+from ..validation import check_number
 from .config import EnsembleConfig, RunConfig
 from .fine_tuning import check_fits_backbone, pretrained_run_config
 
@@ -138,11 +137,6 @@ class RunPlan:
     def single(self) -> bool:
         """One model on one split: neither an ensemble nor cross-validation."""
         return self.ensemble.single and not self.folds
-
-    @property
-    def device(self) -> torch.device:
-        """The device the run trains on, resolved once when the plan was made."""
-        return torch.device(self.train.device)
 
     def with_split(self, split: Union[None, str, Split]) -> "RunPlan":
         """The plan with the split the data defines (``None``: unchanged).
@@ -273,6 +267,7 @@ def _check_folds(plan: RunPlan) -> None:
     if plan.folds < 3 or plan.predefined or not split_kind(str(plan.split)).folds:
         raise ConfigError(f"--cv {plan.folds}: cross-validation needs >= 3 folds, no --split-col/--valid/--test, and --split "
                           f"one of {', '.join(folding)} (or --group-col); got split {_describe_split(plan.split)}")
+    check_number("valid_share", plan.valid_share, 0, 1, low_open=True, high_open=True)
     if plan.calibration_given:
         raise ConfigError("--cv calibrates each fold on a share carved from the other folds, and gives CV+ intervals from "
                           "every molecule's out-of-fold score; drop --calibration")

@@ -203,7 +203,7 @@ def test_user_errors_of_a_two_process_run_are_found_before_the_processes_start(m
         expected = "already holds a run"
     else:
         argv += ["--dist-timeout", mistake.split()[1]]
-        expected = "--dist-timeout: must be a finite number > 0"
+        expected = "timeout_s (--dist-timeout) must be a finite number > 0"
     assert_one_error_line(run_cli(argv), expected)
 
 
