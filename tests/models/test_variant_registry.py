@@ -111,3 +111,21 @@ def test_options_defaults_are_the_layers_defaults(name):
                 assert getattr(options, parameter.name) == parameter.default, (cls.__name__, parameter.name)
                 shared += 1
     assert shared >= 1  # the check compared something
+
+
+def test_an_unknown_variant_is_refused_by_the_registry_alone():
+    """A variant's name is checked in one place (``variant_spec``), whichever object is given it."""
+    import traceback
+    from dgl_graphtx.errors import ConfigError
+    from dgl_graphtx.models import summarize_presets
+    from dgl_graphtx.runs import PresetChoice, resolve_run_config
+
+    calls = [lambda: ModelConfig(variant="xformer"), lambda: get_preset("xformer"), lambda: get_preset("xformer", "tiny"),
+             lambda: summarize_presets("xformer"), lambda: PresetChoice("xformer"),
+             lambda: resolve_run_config(overrides=["preset.model=xformer"])]
+    raised = []
+    for call in calls:
+        with pytest.raises(ConfigError, match="unknown model 'xformer'") as err:
+            call()
+        raised.append(traceback.extract_tb(err.value.__traceback__)[-1][:3])
+    assert len(set(raised)) == 1 and raised[0][2] == "variant_spec"
