@@ -7,6 +7,8 @@ Opening a :class:`RunFolder` (before any featurization or training):
   error naming the other's process);
 * refuses a folder that already holds a run's files unless ``overwrite=True``, in which case the
   previous run's files are deleted first, so every file in the folder comes from the same run;
+* keeps a record of the SHA-256 of every file the run writes (``SHA256SUMS``, see
+  :func:`~dgl_graphtx.atomic_io.keep_record`), against which reading a file back checks it;
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
   marks it ``"complete"``. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
@@ -26,8 +28,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..atomic_io import atomic_write_text, describe_os_error
+from ..atomic_io import atomic_write_text, describe_os_error, keep_record
+from ..checksums import RECORD
 from ..errors import OutputError
+from ..saved_files import read_json
 from ..inference.checkpoint_paths import RUN_INFO
 
 PathLike = Union[str, Path]
@@ -35,10 +39,10 @@ PathLike = Union[str, Path]
 LOCK_NAME = ".run.lock"
 #: Files a training run writes; their presence marks a folder as holding a run.
 RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learning_curve.png", "metrics.json",
-                              "test_predictions.csv", "input_report.csv", "config.yaml", "train.log")
+                              "test_predictions.csv", "input_report.csv", "config.yaml", "train.log", RECORD)
 #: The files that make a run worth keeping; a folder with only the others (``run.json``,
-#: ``config.yaml``, ``train.log`` of a run that failed before training) is reused without asking.
-RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log"))
+#: ``config.yaml``, ``train.log`` and the record of a run that failed before training) is reused without asking.
+RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log", RECORD))
 
 
 def _process_alive(pid: int) -> bool:
@@ -51,7 +55,8 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _read_json(lock: Path) -> Dict[str, Any]:
+def _read_lock(lock: Path) -> Dict[str, Any]:
+    """What a lock file says of its holder (``{}`` when it cannot be read: it is written once, not atomically)."""
     try:
         return json.loads(lock.read_text())
     except (OSError, ValueError):
@@ -90,6 +95,7 @@ class RunFolder:
         self._locked = False
         self._created = False
         self._wrote_info = False
+        self._made_record = False
 
     @property
     def lock_file(self) -> Path:
@@ -121,7 +127,7 @@ class RunFolder:
 
     def _lock_holder(self) -> Tuple[bool, str]:
         """Whether the lock in the folder was left by a killed run, and the error refusing it."""
-        holder = _read_json(self.lock_file)
+        holder = _read_lock(self.lock_file)
         same_host = holder.get("host") == socket.gethostname()
         stale = same_host and isinstance(holder.get("pid"), int) and not _process_alive(holder["pid"])
         who = f"process {holder.get('pid')} on {holder.get('host')}" if holder else "another process"
@@ -149,7 +155,9 @@ class RunFolder:
         self._take_lock()
         try:
             previous = [name for name in RUN_FILES if (self.path / name).exists()]
+            self._made_record = RECORD not in previous
             if self.resume:
+                keep_record(self.path)
                 self._continue(previous)
                 return self
             self._refuse_previous(previous)
@@ -158,6 +166,7 @@ class RunFolder:
             for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
                 for leftover in self.path.glob(f".{name}.*.tmp"):
                     leftover.unlink(missing_ok=True)
+            keep_record(self.path, fresh=True)
             self._write_info("running")
         except BaseException:
             self.close(failed=True)
@@ -169,7 +178,8 @@ class RunFolder:
         are until training continues; a folder with a run's results but no ``last.pt`` to continue
         from is refused (resuming would train it again from the start, over its results)."""
         self._refuse_resume_without_last(previous)
-        info = _read_json(self.path / RUN_INFO)
+        info = read_json(self.path / RUN_INFO, "restore it, or use --overwrite (overwrite=True) to train the run again",
+                         optional=True) or {}
         self.run_id = info.get("run_id", self.run_id)
         if not info:
             self._write_info("running")
@@ -214,6 +224,8 @@ class RunFolder:
             return
         if failed and self._wrote_info and not any((self.path / name).exists() for name in RESULT_FILES):
             (self.path / RUN_INFO).unlink(missing_ok=True)
+            if self._made_record:
+                (self.path / RECORD).unlink(missing_ok=True)
         self.lock_file.unlink(missing_ok=True)
         self._locked = False
         if failed and self._created and not any(self.path.iterdir()):

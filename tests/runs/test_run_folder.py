@@ -77,7 +77,8 @@ def test_overwrite_deletes_the_previous_run_before_writing(tmp_path):
     (tmp_path / "cache").mkdir()  # not a run file: kept
     with RunFolder(tmp_path, overwrite=True) as run:
         present = sorted(p.name for p in tmp_path.iterdir())
-        assert present == sorted([LOCK_NAME, "cache", "run.json"])  # a kill now leaves no old file
+        assert present == sorted([LOCK_NAME, "cache", "run.json", "SHA256SUMS"])  # a kill now leaves no old file
+        assert (tmp_path / "SHA256SUMS").read_text().split()[1:] == ["run.json"]  # the old record went with the old run
         assert json.loads((tmp_path / "run.json").read_text()) == {**json.loads((tmp_path / "run.json").read_text()),
                                                                    "run_id": run.run_id, "status": "running"}
 
@@ -173,7 +174,7 @@ def test_full_disk_while_saving_is_one_error_line_naming_the_file(data_csv, work
     result = run_cli(["train", data_csv, "--out", out, *TRAIN])
     assert_one_error_line(result, f"cannot write {out / 'best.pt'}", "unchanged")
     # what was written stays (config, log of epoch 1, run.json saying "running"); no temporary file, no lock
-    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "log.csv", "run.json", "train.log"]
+    assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS", "config.yaml", "log.csv", "run.json", "train.log"]
     assert json.loads((out / "run.json").read_text())["status"] == "running"
 
 
