@@ -28,7 +28,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Set, Union
+from typing import Any, Dict, Literal, Optional, Sequence, Set, Union
 
 import numpy as np
 import pandas as pd
@@ -143,8 +143,8 @@ def read_csv(path: PathLike, fix: str, columns: Sequence[str] = (), sep: str = "
 
 
 def read_npz(path: PathLike, fix: str, names: Sequence[str] = (), optional: bool = False) -> Optional[Dict[str, np.ndarray]]:
-    """Every array of the ``.npz`` file ``path`` (checked as :func:`verified` does, no pickles),
-    which must hold ``names``; ``None`` for an absent ``optional`` file.
+    """The arrays ``names`` (all when none are named) of the ``.npz`` file ``path`` (checked as
+    :func:`verified` does, no pickles); ``None`` for an absent ``optional`` file.
 
     Example:
         >>> import tempfile
@@ -157,7 +157,7 @@ def read_npz(path: PathLike, fix: str, names: Sequence[str] = (), optional: bool
         return None
     try:
         with np.load(found, allow_pickle=False) as stored:
-            arrays = {name: stored[name] for name in stored.files}
+            arrays = {name: stored[name] for name in (names or stored.files) if name in stored.files}
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as err:
         raise _damaged(found, "a NumPy .npz archive", err, fix) from None
     missing = [n for n in names if n not in arrays]
@@ -166,7 +166,7 @@ def read_npz(path: PathLike, fix: str, names: Sequence[str] = (), optional: bool
     return arrays
 
 
-def open_npy(path: PathLike, fix: str, mmap_mode: Optional[str] = "c") -> np.ndarray:
+def open_npy(path: PathLike, fix: str, mmap_mode: Optional[Literal["r+", "r", "w+", "c"]] = "c") -> np.ndarray:
     """The ``.npy`` array in ``path`` (checked as :func:`verified` does, no pickles), memory-mapped
     with ``mmap_mode``.
 
@@ -179,7 +179,8 @@ def open_npy(path: PathLike, fix: str, mmap_mode: Optional[str] = "c") -> np.nda
     found = verified(path, fix)
     assert found is not None  # not optional
     try:
-        return np.load(found, mmap_mode=mmap_mode, allow_pickle=False)  # type: ignore[no-any-return]  # a .npy path gives an array
+        array: np.ndarray = np.load(found, mmap_mode=mmap_mode, allow_pickle=False)  # a .npy file gives an array
+        return array
     except (OSError, EOFError, ValueError) as err:
         raise _damaged(found, "a NumPy .npy array", err, fix) from None
 

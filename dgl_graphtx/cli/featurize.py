@@ -3,16 +3,16 @@ sharded, resumable, memory-mapped store with several worker processes."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..datasets import featurize_file
-from ..datasets.sharded_store import SHARD_SIZE, featurize_to_store
+from ..datasets.sharded_store import MANIFEST, SHARD_SIZE, featurize_to_store
 from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
 from ..models import get_preset
 from ..runs.config import default_preset_name
 from ..runs.store_recipe import write_store_recipe
+from ..saved_files import read_json
 from .common import DEFAULT_MODEL, MODELS, SMILES_COL, add_input_options, bounded, library_default, split_targets
 
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                            relation=preset.relation, workers=args.workers, shard_size=args.shard_size,
                            progress=not args.no_progress)
     write_store_recipe(store, args.model, args.preset or default_preset_name(args.model), args.atom_features)
-    manifest = json.loads((Path(store) / "manifest.json").read_text())
+    manifest = read_json(Path(store) / MANIFEST, "run 'dgl-graphtx featurize' again")
     print(f"store {store}: {manifest['molecules']} molecules; {manifest['summary']}")
     print(f"invalid rows: {Path(store) / 'input_report.csv'}")
     return 0

@@ -73,7 +73,8 @@ def checkpoints_in(path: PathLike) -> List[Path]:
         if run_status(path) == "running":
             logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
                            path, RUN_INFO, BEST)
-        return [verified(path / BEST, RETRAIN)]
+        verified(path / BEST, RETRAIN)
+        return [path / BEST]
     runs = sorted({p.parent for name in (BEST, RUN_INFO) for p in path.rglob(name)}, key=natural_key) if path.is_dir() else []
     unfinished = [run for run in runs if run_status(run) == "running"]
     finished = [run for run in runs if run not in unfinished]

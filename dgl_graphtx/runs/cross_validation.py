@@ -23,6 +23,7 @@ from ..training import TrainConfig, compute_metrics, json_safe, prediction_colum
 from ..uncertainty import UncertaintyConfig, uncertainty_metrics
 from .calibration_part import calibration_part
 from .experiment import ExperimentResult, train_and_evaluate
+from .folder import open_run_tree
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -98,7 +99,8 @@ def cross_validate(
 
     With ``out_dir``, run ``k`` writes its usual files to ``out_dir/fold_<k>/``;
     ``oof_predictions.csv``, ``cv_metrics.json`` and ``cv_metrics.csv`` (mean and std over folds
-    per target and metric, and each fold's value) go to ``out_dir``. ``backbone`` goes to every
+    per target and metric, and each fold's value) go to ``out_dir``; a folder already holding runs
+    is refused unless ``overwrite``, which deletes them first (see :func:`~dgl_graphtx.runs.folder.open_run_tree`). ``backbone`` goes to every
     fold's run (see :func:`~dgl_graphtx.runs.experiment.train_and_evaluate`).
 
     Example:
@@ -124,7 +126,7 @@ def cross_validate(
     seed = train_config.seed
     together = fold_groups(kind, seed, smiles=dataset.identifiers, groups=groups or ())
     cut = random_folds(len(dataset), folds, seed) if together is None else group_folds(together, folds, seed)
-    out = Path(out_dir) if out_dir is not None else None
+    out = open_run_tree(out_dir, overwrite) if out_dir is not None else None
     runs: List[ExperimentResult] = []
     frames, tested = [], []
     for k, split in enumerate(folds_to_splits(cut, valid_share, seed, together)):

@@ -16,11 +16,12 @@ from scipy.stats import spearmanr
 
 from torch.utils.data import Subset
 
+from ..atomic_io import atomic_to_csv, atomic_write_text, keep_record
 from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained
-from ..inference.ensemble import combine_members, with_intervals
+from ..inference.ensemble import CALIBRATION_FILE, combine_members, with_intervals
 from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics, prediction_column
 from ..training.target_metrics import per_target_metrics
@@ -28,6 +29,7 @@ from ..uncertainty import Calibration, UncertaintyConfig, fit_regression_calibra
 from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .experiment import ExperimentResult, train_and_evaluate
+from .folder import open_run_tree
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -138,6 +140,7 @@ def train_ensemble(
     uncertainty: Optional[UncertaintyConfig] = None,
     backbone: Optional[Pretrained] = None,
     calibration: GivenCalibration = None,
+    overwrite: bool = False,
 ) -> EnsembleResult:
     """Train ``ensemble_size`` models per split over ``replicates`` splits and evaluate the
     ensemble mean on each test part.
@@ -153,7 +156,8 @@ def train_ensemble(
     Replicate ``r`` splits with seed ``train_config.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
     member runs go to ``replicate_<r>/member_<k>/`` and ``ensemble_test_predictions.csv`` and
-    ``ensemble_metrics.json`` to ``out_dir``.
+    ``ensemble_metrics.json`` to ``out_dir``; a folder already holding runs is refused unless
+    ``overwrite``, which deletes them first (see :func:`~dgl_graphtx.runs.folder.open_run_tree`).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -167,6 +171,10 @@ def train_ensemble(
     """
     plan = EnsemblePlan(dataset, preset, train_config, split, fractions, ensemble_size, replicates,
                         Path(out_dir) if out_dir is not None else None, uncertainty, backbone, calibration)
+    if plan.out is not None:
+        open_run_tree(plan.out, overwrite)
+        for replicate in range(replicates):
+            keep_record(plan.out / f"replicate_{replicate}")
     done = [_train_replicate(plan, replicate) for replicate in range(replicates)]
     result = _ensemble_result(plan, done)
     if plan.out is not None:
@@ -197,7 +205,7 @@ def _train_replicate(plan: EnsemblePlan, replicate: int) -> ReplicateResult:
         uncertainty_row = {"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
                            "test": _interval_metrics(table, names)}
         if plan.out is not None:
-            (plan.out / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
+            atomic_write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2), plan.out / f"replicate_{replicate}" / CALIBRATION_FILE)
     table.insert(0, "replicate", replicate)
     labels = table[names].to_numpy(dtype=float)
     predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
@@ -228,14 +236,14 @@ def _write_report(plan: EnsemblePlan, result: EnsembleResult, done: Sequence[Rep
     """``ensemble_test_predictions.csv`` and ``ensemble_metrics.json`` into ``plan.out``."""
     out = plan.out
     assert out is not None, "only a run with a folder writes its report"
-    result.predictions.to_csv(out / "ensemble_test_predictions.csv", index=False)
+    atomic_to_csv(result.predictions, out / "ensemble_test_predictions.csv", index=False)
     rho = result.spearman
     report = {"ensemble_size": plan.ensemble_size, "replicates": plan.replicates, "summary": json_ready(result.summary),
               "per_target": json_ready(result.per_target),
               "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready([r.metrics for r in done])}
     if plan.calibrates_spread:
         report["uncertainty"] = json_ready([r.uncertainty for r in done if r.uncertainty is not None])
-    (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
+    atomic_write_text(json.dumps(report, indent=2), out / "ensemble_metrics.json")
 
 
 def _interval_metrics(table: pd.DataFrame, names: Sequence[str]) -> Dict[str, Dict[str, float]]:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import socket
 import time
 import uuid
@@ -33,6 +35,7 @@ from ..checksums import RECORD
 from ..errors import OutputError
 from ..saved_files import read_json
 from ..inference.checkpoint_paths import RUN_INFO
+from ..inference.cross_conformal import CV_REPORT, OOF_FILE
 
 PathLike = Union[str, Path]
 
@@ -43,6 +46,87 @@ RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learni
 #: The files that make a run worth keeping; a folder with only the others (``run.json``,
 #: ``config.yaml``, ``train.log`` and the record of a run that failed before training) is reused without asking.
 RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log", RECORD))
+#: What an ensemble or a cross-validation writes at its top beside its runs' folders (``replicate_<r>/``,
+#: ``fold_<k>/``); like a run's results, they make a folder worth keeping.
+TREE_REPORTS: Tuple[str, ...] = ("ensemble_test_predictions.csv", "ensemble_metrics.json", OOF_FILE, CV_REPORT, "cv_metrics.csv")
+_TREE_PART = re.compile(r"(replicate|fold)_\d+")
+#: What the command line writes into a folder before its runs start: never cleared by them.
+_COMMAND_FILES = ("config.yaml", "train.log")
+
+
+def held_files(folder: Path) -> List[str]:
+    """What ``folder`` holds of a run (:data:`RUN_FILES`), an ensemble or a cross-validation (their
+    reports and runs' folders).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); (folder / "fold_0").mkdir(); _ = (folder / "best.pt").write_bytes(b"")
+        >>> held_files(folder)
+        ['best.pt', 'fold_0']
+    """
+    if not folder.is_dir():
+        return []
+    runs = [name for name in RUN_FILES if (folder / name).exists()]
+    return runs + sorted(p.name for p in folder.iterdir() if p.name in TREE_REPORTS or (p.is_dir() and _TREE_PART.fullmatch(p.name)))
+
+
+def _worth_keeping(held: List[str]) -> bool:
+    """Whether ``held`` (of :func:`held_files`) holds results, not only what a run that failed before training wrote."""
+    return any(name in RESULT_FILES or name in TREE_REPORTS or _TREE_PART.fullmatch(name) for name in held)
+
+
+def _refusal(folder: Path, held: List[str]) -> OutputError:
+    return OutputError(f"{folder} already holds a run ({', '.join(held)}); use --overwrite (overwrite=True) to replace it, "
+                       "or choose another output folder")
+
+
+def _clear(folder: Path, names: List[str]) -> None:
+    """Delete ``names`` (files, or runs' folders) from ``folder``."""
+    for name in names:
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)
+        else:
+            (folder / name).unlink(missing_ok=True)
+
+
+def check_run_tree(root: PathLike, overwrite: bool = False) -> None:
+    """Refuse now what :func:`open_run_tree` would refuse: a file in the place of ``root``, or a
+    ``root`` holding a run, an ensemble or a cross-validation, unless ``overwrite``.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "replicate_0").mkdir()
+        >>> check_run_tree(root)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.OutputError: ... already holds a run (replicate_0); use --overwrite (overwrite=True) to replace it, or choose another output folder
+    """
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise OutputError(f"output folder {root} is an existing file; choose a folder name")
+    held = held_files(root)
+    if _worth_keeping(held) and not overwrite:
+        raise _refusal(root, held)
+
+
+def open_run_tree(root: PathLike, overwrite: bool = False) -> Path:
+    """The top folder of an ensemble or a cross-validation, ready for its runs: checked as
+    :func:`check_run_tree`; with ``overwrite`` what it held is deleted first (runs' folders,
+    reports, a run's files and the record; not the ``config.yaml`` and ``train.log`` the command
+    line wrote for this run), so that no member or fold of an earlier run is averaged with the new
+    ones; then it keeps a record of its files.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "replicate_3").mkdir(); _ = (root / "config.yaml").write_text("")
+        >>> sorted(p.name for p in open_run_tree(root, overwrite=True).iterdir())
+        ['SHA256SUMS', 'config.yaml']
+    """
+    root = Path(root)
+    check_run_tree(root, overwrite)
+    _clear(root, [name for name in held_files(root) if name not in _COMMAND_FILES])
+    keep_record(root, fresh=True)
+    return root
 
 
 def _process_alive(pid: int) -> bool:
@@ -119,7 +203,7 @@ class RunFolder:
             stale, problem = self._lock_holder()
             if not (stale and (self.overwrite or self.resume)):
                 raise OutputError(problem)
-        previous = [name for name in RUN_FILES if (self.path / name).exists()]
+        previous = held_files(self.path)
         if self.resume:
             self._refuse_resume_without_last(previous)
         else:
@@ -137,11 +221,8 @@ class RunFolder:
 
     def _refuse_previous(self, previous: List[str]) -> None:
         """Refuse a folder holding the files ``previous`` of a run worth keeping, unless ``overwrite``."""
-        if any(name in RESULT_FILES for name in previous) and not self.overwrite:
-            raise OutputError(
-                f"{self.path} already holds a run ({', '.join(previous)}); use --overwrite (overwrite=True) "
-                "to replace it, or choose another output folder"
-            )
+        if _worth_keeping(previous) and not self.overwrite:
+            raise _refusal(self.path, previous)
 
     def open(self) -> "RunFolder":
         """Check the folder, take the lock, clear a previous run (``overwrite``), write ``run.json``."""
@@ -154,15 +235,14 @@ class RunFolder:
             raise OutputError(f"cannot create output folder {self.path}: {describe_os_error(err)}") from None
         self._take_lock()
         try:
-            previous = [name for name in RUN_FILES if (self.path / name).exists()]
+            previous = held_files(self.path)
             self._made_record = RECORD not in previous
             if self.resume:
                 keep_record(self.path)
                 self._continue(previous)
                 return self
             self._refuse_previous(previous)
-            for name in previous:
-                (self.path / name).unlink()
+            _clear(self.path, previous)
             for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
                 for leftover in self.path.glob(f".{name}.*.tmp"):
                     leftover.unlink(missing_ok=True)
@@ -186,7 +266,7 @@ class RunFolder:
 
     def _refuse_resume_without_last(self, previous: List[str]) -> None:
         """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``."""
-        if any(name in RESULT_FILES for name in previous) and "last.pt" not in previous:
+        if _worth_keeping(previous) and "last.pt" not in previous:
             raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
                               "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
                               "another output folder")

@@ -28,7 +28,7 @@ from .distributed import DistributedConfig, DistributedContext, check_processes,
 from .ensemble import EnsembleResult, train_ensemble
 from .experiment import ExperimentResult, train_and_evaluate
 from .fine_tuning import pretrained_run_config
-from .folder import RunFolder
+from .folder import RunFolder, check_run_tree
 from .pretraining import PretrainConfig, PretrainResult, pretrain
 from .training_data import load_calibration_data, load_training_data
 
@@ -86,6 +86,8 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
         RunFolder(out_dir, overwrite, resume=resume).check()
         if resume:  # before featurizing: a mismatch is refused at once, config.yaml untouched
             check_resumable_run(Path(out_dir), config.train)
+    else:
+        check_run_tree(out_dir, overwrite)
     return CheckedRun(config, backbone)
 
 
@@ -154,7 +156,7 @@ def _train(config: RunConfig, dataset: MoleculeDataset, split: Optional[Split], 
     if not config.ensemble.single:
         return train_ensemble(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                               ensemble_size=config.ensemble.size, replicates=config.ensemble.replicates, out_dir=folder,
-                              uncertainty=config.uncertainty, backbone=backbone, calibration=calibration)
+                              uncertainty=config.uncertainty, backbone=backbone, calibration=calibration, overwrite=overwrite)
     result = train_and_evaluate(dataset, preset, config.train, split=split or data.split, fractions=data.fractions,
                                 out_dir=out, hooks=hooks, resume=resume, uncertainty=config.uncertainty,
                                 backbone=backbone, calibration=calibration)

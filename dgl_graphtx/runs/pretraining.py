@@ -32,11 +32,12 @@ from ..checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
 from ..checksums import file_sha256
 from ..datasets import MoleculeBatch, MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ..datasets.sharded_store import MANIFEST
-from ..errors import ConfigError
+from ..errors import ConfigError, DamagedFileError
 from ..featurize.descriptors import FeatureScaler, feature_names
 from ..inference.backbones import BACKBONE_FILE, CARD_FILE, read_card
 from ..inference.model_card import CardCorpus, CardTargets, ModelCard
 from ..models import Preset, build_model
+from ..saved_files import read_npz
 from ..training import ProcessHooks, Trainer, TrainConfig, TrainResult, json_safe, masked_loss, seed_everything
 from ..validation import check_number
 from .descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
@@ -212,12 +213,14 @@ def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
 def _cached_descriptors(cache: Path, corpus_key: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
     """The raw descriptors and seconds stored in ``cache`` for these molecules (``corpus_key``, of
     :func:`_molecules_key`) and these names, if any."""
-    if not cache.is_file():
+    try:
+        stored = read_npz(cache, "computing the descriptors again", ("values", "names", "corpus_sha256", "seconds"), optional=True)
+    except DamagedFileError as err:  # a cache: computed again
+        logger.warning("%s", err)
         return None
-    with np.load(cache, allow_pickle=False) as stored:
-        if str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
-            return None
-        return stored["values"], float(stored["seconds"])
+    if stored is None or str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
+        return None
+    return stored["values"], float(stored["seconds"])
 
 
 def save_descriptor_cache(out: Path, values: np.ndarray, names: Sequence[str], corpus_key: str, seconds: float) -> Path:
