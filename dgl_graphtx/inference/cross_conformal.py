@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from ..datasets.report import show_value
 from ..errors import ConfigError, DamagedFileError
 from ..saved_files import read_csv, read_json
 from ..training.outputs import predicted_targets, prediction_column
@@ -123,7 +124,7 @@ def _oof_folds(oof: pd.DataFrame, folds: int, path: Path, fix: str) -> np.ndarra
     numbers = pd.to_numeric(oof["fold"], errors="coerce").to_numpy(float)
     bad = np.flatnonzero(~np.isin(numbers, np.arange(folds)))
     if len(bad):
-        raise DamagedFileError(f"{path} is damaged: row {int(bad[0])} has fold {oof['fold'].iloc[bad[0]]!r}, not one of "
+        raise DamagedFileError(f"{path} is damaged: row {int(bad[0])} has fold {show_value(oof['fold'].iloc[bad[0]])}, not one of "
                                f"0..{folds - 1}; {fix}")
     return numbers.astype(int)
 
