@@ -162,7 +162,7 @@ def _edited_copy(cv, tmp_path, edit):
     as by hand or by a version without records (the folder's record is left out)."""
     copy = tmp_path / "cv"
     shutil.copytree(cv, copy)
-    (copy / "SHA256SUMS").unlink()
+    (copy / "SHA256SUMS").unlink(missing_ok=True)
     oof = pd.read_csv(copy / "oof_predictions.csv")
     edited = edit(oof)
     if edited is None:
@@ -189,7 +189,7 @@ def test_a_folder_of_folds_without_its_report_is_refused(cv_with_intervals, tmp_
     """It was averaged as an ensemble, without its CV+ intervals and without a word."""
     copy = tmp_path / "cv"
     shutil.copytree(cv_with_intervals, copy)
-    (copy / "SHA256SUMS").unlink()
+    (copy / "SHA256SUMS").unlink(missing_ok=True)
     (copy / "cv_metrics.json").unlink()
     assert_one_error_line(run_cli(["predict", "--checkpoint", copy, "CCO"]), str(copy), "holds the folds", "no cv_metrics.json")
 
