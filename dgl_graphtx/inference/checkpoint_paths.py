@@ -73,15 +73,15 @@ def checkpoints_in(path: PathLike) -> List[Path]:
         if run_status(path) == "running":
             logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
                            path, RUN_INFO, BEST)
-        verified(path / BEST, RETRAIN)
-        return [path / BEST]
+        return [path / BEST]  # load_checkpoint checks it against the folder's record
     runs = sorted({p.parent for name in (BEST, RUN_INFO) for p in path.rglob(name)}, key=natural_key) if path.is_dir() else []
     unfinished = [run for run in runs if run_status(run) == "running"]
     finished = [run for run in runs if run not in unfinished]
-    for run in finished:  # a finished run without its best.pt: refused (the record names a deleted one)
-        if verified(run / BEST, RETRAIN, optional=True) is None and (run / RUN_INFO).is_file():
+    for run in finished:  # a finished run without its best.pt: refused (its record names a deleted one)
+        if not (run / BEST).is_file():
+            verified(run / BEST, RETRAIN, optional=True)
             raise CheckpointError(f"{run} holds a finished run ({RUN_INFO}) but no {BEST}; {RETRAIN}")
-    found = [run / BEST for run in finished if (run / BEST).is_file()]
+    found = [run / BEST for run in finished]
     if not found and (not unfinished or (path / "last.pt").is_file()):
         last = " (it holds last.pt only: the run has not finished an epoch with a validation score)" if (path / "last.pt").is_file() else ""
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")
