@@ -110,14 +110,17 @@ def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
 
 def featurization_settings(featurizer: MoleculeFeaturizer, target_names: Sequence[str]) -> Dict[str, Any]:
     """Everything that determines a featurized dataset except the input content: featurizer and
-    relation settings, the size budgets (where the featurizer has them), target names and the
-    versions of dgl_graphtx, RDKit, DGL, dgllife and OGB.
+    relation settings, target names, the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB,
+    and the size budgets where they are not the default ones (so that the keys of datasets and
+    stores made with the default budget stay those of before it).
 
     Example:
-        >>> sorted(featurization_settings(MoleculeFeaturizer(), ["y"]))
+        >>> sorted(featurization_settings(MoleculeFeaturizer(limits=SizeLimits()), ["y"]))
         ['featurizer', 'relation', 'target_names', 'versions']
-        >>> featurization_settings(MoleculeFeaturizer(limits=SizeLimits()), ["y"])["limits"]
-        {'max_atoms': 1000, 'max_relation_edges': 1048576}
+        >>> featurization_settings(MoleculeFeaturizer(limits=SizeLimits(max_atoms=50)), ["y"])["limits"]
+        {'max_atoms': 50, 'max_relation_edges': 1048576}
+        >>> featurization_settings(MoleculeFeaturizer(), ["y"])["limits"] is None  # no budget at all
+        True
     """
     settings: Dict[str, Any] = {
         "featurizer": featurizer.config.to_dict(),
@@ -126,8 +129,8 @@ def featurization_settings(featurizer: MoleculeFeaturizer, target_names: Sequenc
         "versions": {"dgl_graphtx": __version__, "rdkit": rdkit.__version__, "dgl": dgl.__version__,
                      "dgllife": dgllife.__version__, "ogb": ogb.__version__},
     }
-    if featurizer.limits is not None:
-        settings["limits"] = dataclasses.asdict(featurizer.limits)
+    if featurizer.limits != SizeLimits():
+        settings["limits"] = dataclasses.asdict(featurizer.limits) if featurizer.limits is not None else None
     return settings
 
 

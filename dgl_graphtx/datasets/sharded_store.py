@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 from ..atomic_io import atomic_path, atomic_write_text, keep_record, remove_file
 from ..checksums import file_sha256
 from ..errors import ConfigError, DamagedFileError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
 from .featurized import featurize_and_pack
@@ -125,10 +125,10 @@ def _finished_shard(root: Path, index: int) -> Optional[Path]:
 
 
 def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, molecules: Sequence[Any], ids: Sequence[str],
-                     labels: np.ndarray, start: int, root: Path, index: int) -> int:
-    """Featurize one shard (rows ``start ...``) and write it as shard ``index`` of the store
-    ``root``; the number of rows."""
-    done = featurize_and_pack(MoleculeFeaturizer(featurizer, relation), molecules)
+                     labels: np.ndarray, start: int, root: Path, index: int, limits: SizeLimits) -> int:
+    """Featurize one shard (rows ``start ...``) within the size budgets ``limits`` and write it as
+    shard ``index`` of the store ``root``; the number of rows."""
+    done = featurize_and_pack(MoleculeFeaturizer(featurizer, relation, limits), molecules)
     rows = done.rows
     issues = [asdict(RowIssue(start + offset, ids[offset], error)) for offset, error in enumerate(done.errors) if error is not None]
     payload = {
@@ -278,6 +278,7 @@ def featurize_to_store(
     identifiers: Optional[Sequence[str]] = None,
     featurizer: FeaturizerConfig = FeaturizerConfig(),
     relation: RelationConfig = RelationConfig(),
+    limits: SizeLimits = SizeLimits(),
     fingerprint: Optional[str] = None,
     workers: int = 1,
     shard_size: int = SHARD_SIZE,
@@ -286,8 +287,9 @@ def featurize_to_store(
     """Featurize ``molecules`` into the store ``out_dir`` with ``workers`` processes (resuming
     from finished shards); arguments as for :class:`MoleculeDataset`. Returns ``out_dir``.
 
-    Invalid molecules are left out and reported, as by :class:`MoleculeDataset` (``report.json``
-    and ``input_report.csv`` in the store, rows in input order).
+    Invalid molecules, and molecules above the size budgets ``limits``, are left out and reported,
+    as by :class:`MoleculeDataset` (``report.json`` and ``input_report.csv`` in the store, rows in
+    input order).
 
     Example:
         >>> import tempfile
@@ -307,7 +309,7 @@ def featurize_to_store(
         raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
     label_report = InputReport(num_rows)
     raw_targets, names = coerce_targets(targets, target_names, ids, label_report)
-    settings = featurization_settings(MoleculeFeaturizer(featurizer, relation), names)
+    settings = featurization_settings(MoleculeFeaturizer(featurizer, relation, limits), names)
     settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
     key = cache_key(settings)
     root = Path(out_dir)
@@ -322,7 +324,7 @@ def featurize_to_store(
     if done_rows:
         logger.info("resuming %s: %d of %d shards already featurized", root, num_shards - len(todo), num_shards)
     jobs = [(featurizer, relation, molecules[i * shard_size : (i + 1) * shard_size], ids[i * shard_size : (i + 1) * shard_size],
-             raw_targets[i * shard_size : (i + 1) * shard_size], i * shard_size, root, i) for i in todo]
+             raw_targets[i * shard_size : (i + 1) * shard_size], i * shard_size, root, i, limits) for i in todo]
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=num_rows, initial=done_rows, desc="featurizing", unit="mol", disable=not show, smoothing=0.1) as bar:
         _run_shards(jobs, min(workers, max(len(jobs), 1)), bar)
