@@ -5,6 +5,12 @@ of one. Files get the usual permissions (``0666`` less the umask), like any othe
 that fails (full disk, read-only folder, permission denied) raises :class:`OutputError` naming the
 path, and leaves the previous file untouched and no temporary file behind.
 
+A file written into a folder that keeps a record (:func:`keep_record`: run folders, ensembles,
+cross-validations, stores) has its SHA-256 listed there (:data:`~dgl_graphtx.checksums.RECORD`),
+so that reading it back (:mod:`~dgl_graphtx.saved_files`) tells a damaged or deleted file from
+the one written. While a file is replaced the record accepts its old and new content, so a run
+killed at any moment leaves a record that agrees with its files.
+
 A destination that is not a regular file is never replaced (see :func:`output_destination`): a
 symbolic link keeps pointing where it did and its target is written (atomically, as above); a
 character device (``/dev/null``, a terminal) or a FIFO is written through, as ``cp`` would; a link
@@ -17,12 +23,13 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Union
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Set, Union
 
 import numpy as np
 import pandas as pd
 import torch
 
+from .checksums import RECORD, file_sha256, format_record, parse_record
 from .errors import OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -130,7 +137,12 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.chmod(tmp, default_file_mode())
+        digest = file_sha256(tmp) if _recorded_folder(path) else None
+        if digest is not None:  # the old and the new content are both accepted while the name changes hands
+            _set_digests(path, (_record_entries(path.parent) or {}).get(path.name, set()) | {digest})
         os.replace(tmp, path)
+        if digest is not None:
+            _set_digests(path, {digest})
     except (OSError, RuntimeError) as err:  # torch reports a full disk as RuntimeError
         raise OutputError(f"cannot write {path}: {describe_os_error(err)}; the previous file, if any, is unchanged") from None
     finally:
@@ -214,3 +226,76 @@ def atomic_to_csv(frame: pd.DataFrame, path: PathLike, **kwargs: Any) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, **kwargs)
     return Path(path)
+
+
+def _recorded_folder(path: Path) -> bool:
+    """Whether ``path`` is a file of a folder that keeps a record (and not the record itself)."""
+    return path.name != RECORD and (path.parent / RECORD).is_file()
+
+
+def _record_entries(folder: Path) -> Optional[Dict[str, Set[str]]]:
+    """The entries of ``folder``'s record (lines that cannot be read are dropped), ``None`` without one."""
+    try:
+        return parse_record((folder / RECORD).read_text(encoding="utf-8", errors="replace"))[0]
+    except FileNotFoundError:
+        return None
+
+
+def _write_record(folder: Path, entries: Dict[str, Set[str]]) -> None:
+    """Replace ``folder``'s record atomically (a temporary file renamed; not flushed to disk: it
+    keeps up with the files, whose writes are)."""
+    tmp = _temporary_beside(folder / RECORD)
+    try:
+        tmp.write_text(format_record(entries), encoding="utf-8")
+        os.chmod(tmp, default_file_mode())
+        os.replace(tmp, folder / RECORD)
+    except OSError as err:
+        raise OutputError(f"cannot write {folder / RECORD}: {describe_os_error(err)}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _set_digests(path: Path, digests: Set[str]) -> None:
+    """List ``digests`` for ``path`` in its folder's record (none: drop it)."""
+    entries = _record_entries(path.parent)
+    if entries is None:
+        return
+    if digests:
+        entries[path.name] = set(digests)
+    else:
+        entries.pop(path.name, None)
+    _write_record(path.parent, entries)
+
+
+def keep_record(folder: PathLike, fresh: bool = False) -> Path:
+    """Make ``folder`` (created if missing) keep a record of the files written into it from now
+    on (an empty one, or with ``fresh`` a previous one cleared); returns the record.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> record = keep_record(folder)
+        >>> _ = atomic_write_text("{}", folder / "a.json")
+        >>> record.read_text().split()[1]
+        'a.json'
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if fresh or not (folder / RECORD).is_file():
+        _write_record(folder, {})
+    return folder / RECORD
+
+
+def remove_file(path: PathLike) -> None:
+    """Delete the file ``path`` (if there) and its entry in its folder's record.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); _ = keep_record(folder)
+        >>> remove_file(atomic_write_text("{}", folder / "a.json")); (folder / "SHA256SUMS").read_text()
+        ''
+    """
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    if _recorded_folder(path):
+        _set_digests(path, set())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +20,11 @@ import torch
 
 from ._version import __version__
 from .atomic_io import atomic_torch_save
-from .errors import CheckpointError, ConfigError
+from .errors import CheckpointError, ConfigError, DamagedFileError
 from .featurize import FeaturizerConfig, MoleculeFeaturizer
 from .models import MoleculeModel, ModelConfig, build_model, variant_spec
 from .relation_graph import RelationConfig
+from .saved_files import torch_load_problem, verified
 
 CHECKPOINT_KIND = "dgl_graphtx-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -240,17 +240,6 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
         raise ConfigError(f"a {config.variant} model on 3-D distances needs a featurizer with coordinates")
 
 
-def _readable_load_error(err: Exception) -> str:
-    """torch's message without its advice to retry with ``weights_only=False`` (never do that)."""
-    text = str(err)
-    if "weights_only" in text or "WeightsUnpickler" in text:
-        found = re.search(r"WeightsUnpickler error: (.*)", text)
-        detail = f" ({found.group(1).strip()})" if found else ""
-        return ("it contains objects other than tensors and plain data, which are refused because loading them "
-                f"could run code{detail}")
-    return f"corrupt, truncated or not a torch checkpoint ({type(err).__name__}: {text.splitlines()[0] if text else ''})"
-
-
 def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cpu") -> LoadedCheckpoint:
     """Read a checkpoint written by :func:`save_checkpoint` (safely: ``weights_only=True``).
 
@@ -265,12 +254,15 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
         dgl_graphtx.errors.CheckpointError: checkpoint not found: no/such/file.pt
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        if verified(path, "restore it from a backup or train again", optional=True) is None:
+            raise CheckpointError(f"checkpoint not found: {path}")
+    except DamagedFileError as err:  # changed or deleted since it was written (its folder's record says so)
+        raise CheckpointError(str(err)) from None
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle, zip, torch and OS errors all mean "not a readable checkpoint"
-        raise CheckpointError(f"cannot read checkpoint {path}: {_readable_load_error(err)}") from None
+        raise CheckpointError(f"cannot read checkpoint {path}: {torch_load_problem(err)}") from None
     if not isinstance(payload, dict) or payload.get("kind") != CHECKPOINT_KIND:
         raise CheckpointError(f"{path} is not a dgl_graphtx checkpoint")
     version = payload.get("version", 0)

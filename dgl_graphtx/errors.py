@@ -22,6 +22,11 @@ class CheckpointError(GraphTxError, RuntimeError):
     """A checkpoint file is missing, corrupt, or does not match what the caller expects."""
 
 
+class DamagedFileError(GraphTxError, ValueError):
+    """A file the library wrote (a sidecar, a store's array, a resumable output) is missing, cut
+    short or changed since it was written; the message names it and what to do."""
+
+
 class NonFiniteError(GraphTxError, FloatingPointError):
     """Training produced a NaN or infinite loss, gradient or weight."""
 

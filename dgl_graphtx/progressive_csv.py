@@ -2,11 +2,12 @@
 shifting a row.
 
 The rows go to ``<path>.partial``; after each chunk is flushed to disk, ``<path>.partial.json``
-records (atomically) how many whole rows and bytes the ``.partial`` holds, its columns, and what
-the rows were made from (``source``: input and model digests, settings). Only what the record
-counts is written: a resume first cuts the ``.partial`` back to the recorded length (a chunk a
-crash cut short, or one flushed just before the crash, is computed again), and refuses a
-``.partial`` whose record is missing or names another source. A write that fails (a full disk)
+records (atomically) how many whole rows and bytes the ``.partial`` holds, its columns, what
+the rows were made from (``source``: input and model digests, settings), and a SHA-256 of those
+bytes bound to the row count and columns. Only what the record counts is written: a resume first
+cuts the ``.partial`` back to the recorded length (a chunk a crash cut short, or one flushed just
+before the crash, is computed again), and refuses a ``.partial`` whose record is missing, names
+another source, or whose digest no longer matches (an edited value, an edited row count). A write that fails (a full disk)
 cuts the ``.partial`` back to its last recorded chunk, so the rows the message counts are the rows
 in the file. :meth:`ProgressiveCSV.finish` renames the ``.partial`` to ``path`` and drops the record.
 
@@ -15,7 +16,9 @@ through as the rows come; there is nothing to resume there.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 from typing import Any, BinaryIO, Dict, List, Mapping, Optional
 
@@ -23,6 +26,8 @@ import pandas as pd
 
 from .atomic_io import PathLike, atomic_write_text, check_writable, default_file_mode, describe_os_error, output_destination
 from .errors import OutputError
+
+logger = logging.getLogger("dgl_graphtx")
 
 
 def _shown(value: Any) -> str:
@@ -32,6 +37,26 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     return repr(value)
+
+
+def _bound_digest(content: "hashlib._Hash", rows: int, size: int, columns: List[str]) -> str:
+    """The SHA-256 a record keeps: of the ``.partial``'s bytes (``content``, a running SHA-256),
+    bound to the row count, byte count and columns the record gives for them."""
+    return hashlib.sha256(json.dumps([content.hexdigest(), rows, size, columns]).encode()).hexdigest()
+
+
+def _digest_of_start(path: "os.PathLike[str]", size: int) -> "hashlib._Hash":
+    """A running SHA-256 of the first ``size`` bytes of ``path``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        left = size
+        while left:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest
 
 
 def _append_flushed(path: PathLike, data: bytes) -> None:
@@ -78,6 +103,7 @@ class ProgressiveCSV:
         self.rows_done = 0
         self._bytes_done = 0
         self._columns: Optional[List[str]] = None
+        self._content = hashlib.sha256()
         self._stream: Optional[BinaryIO] = None
         if self.through:
             if resume:
@@ -105,9 +131,15 @@ class ProgressiveCSV:
         if actual < size:
             raise OutputError(f"cannot resume from {self.partial}: it holds {actual} bytes but {size} were written; "
                               "delete it to start again")
+        content = _digest_of_start(self.partial, size)
+        if "sha256" not in record:  # written by a version without digests
+            logger.warning("%s has no digest of its rows (an older version wrote it): they are continued unchecked", self.partial)
+        elif record["sha256"] != _bound_digest(content, rows, size, columns):
+            raise OutputError(f"cannot resume from {self.partial}: its rows or its record ({self.record.name}) changed after they "
+                              "were written (they do not match the SHA-256 recorded then); delete both to start again")
         if actual > size:  # a chunk cut short (or flushed but not yet recorded) by the interruption
             os.truncate(self.partial, size)
-        self.rows_done, self._bytes_done, self._columns = rows, size, columns
+        self.rows_done, self._bytes_done, self._columns, self._content = rows, size, columns, content
 
     def append(self, frame: pd.DataFrame) -> None:
         """Add ``frame``'s rows (the header comes with the first rows; an empty ``frame`` writes
@@ -134,7 +166,11 @@ class ProgressiveCSV:
             raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; {self.rows_done} rows were written") from None
 
     def _write_partial(self, data: bytes, rows: int, columns: List[str]) -> None:
-        record = {"rows": self.rows_done + rows, "bytes": self._bytes_done + len(data), "columns": columns, "source": self.source}
+        content = self._content.copy()
+        content.update(data)
+        total, size = self.rows_done + rows, self._bytes_done + len(data)
+        record = {"rows": total, "bytes": size, "columns": columns, "source": self.source,
+                  "sha256": _bound_digest(content, total, size, columns)}
         try:
             _append_flushed(self.partial, data)
         except OSError as err:
@@ -143,6 +179,7 @@ class ProgressiveCSV:
             atomic_write_text(json.dumps(record), self.record)
         except OutputError as err:
             raise self._failed(str(err)) from None
+        self._content = content
 
     def _failed(self, what: str) -> OutputError:
         """The error of a chunk that could not be written, after cutting the ``.partial`` back to

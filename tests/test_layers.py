@@ -23,8 +23,8 @@ ROOT = "dgl_graphtx"
 #: two parts of one layer (``nn`` and ``featurize``, say) do not import each other, except in the
 #: foundation, whose modules are small and use each other.
 LAYERS: List[Set[str]] = [
-    {"__init__", "_version", "_dgl_env", "_ogb", "errors", "logs", "atomic_io", "progressive_csv", "checksums", "validation", "devices",
-     "threads", "env_info"},
+    {"__init__", "_version", "_dgl_env", "_ogb", "errors", "logs", "atomic_io", "saved_files", "progressive_csv", "checksums", "validation",
+     "devices", "threads", "env_info"},
     {"relation_graph"},
     {"nn", "featurize", "uncertainty"},
     {"datasets", "models", "testing"},

@@ -3,16 +3,16 @@ sharded, resumable, memory-mapped store with several worker processes."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..datasets import featurize_file
-from ..datasets.sharded_store import SHARD_SIZE, featurize_to_store
-from ..featurize import FeaturizerConfig
+from ..datasets.sharded_store import MANIFEST, SHARD_SIZE, featurize_to_store
+from ..featurize import FeaturizerConfig, SizeLimits
 from ..featurize.config import ATOM_FEATURES
 from ..models import get_preset
 from ..runs.config import default_preset_name
 from ..runs.store_recipe import write_store_recipe
+from ..saved_files import read_json
 from .common import DEFAULT_MODEL, MODELS, SMILES_COL, add_input_options, bounded, library_default, split_targets
 
 
@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help=f"featurizing processes (default: {workers}; use the number of cores)")
     featurize.add_argument("--shard-size", type=bounded(int, 1), default=SHARD_SIZE,
                            help=f"molecules per shard, the unit of resumption (default: {SHARD_SIZE})")
+    featurize.add_argument("--max-atoms", type=bounded(int, 1), default=SizeLimits.max_atoms,
+                           help=f"molecules with more atoms are left out and reported (default: {SizeLimits.max_atoms}, "
+                                "as for train and predict)")
     featurize.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     featurize.set_defaults(func=run)
 
@@ -47,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
     preset = get_preset(args.model, args.preset, num_tasks=max(len(targets), 1), atom_features=args.atom_features)
     store = featurize_file(args.input, args.out, args.smiles_col or SMILES_COL, targets, featurizer=preset.featurizer,
                            delimiter=args.delimiter,
-                           relation=preset.relation, workers=args.workers, shard_size=args.shard_size,
+                           relation=preset.relation, limits=SizeLimits(max_atoms=args.max_atoms), workers=args.workers,
+                           shard_size=args.shard_size,
                            progress=not args.no_progress)
     write_store_recipe(store, args.model, args.preset or default_preset_name(args.model), args.atom_features)
-    manifest = json.loads((Path(store) / "manifest.json").read_text())
+    manifest = read_json(Path(store) / MANIFEST, "run 'dgl-graphtx featurize' again")
     print(f"store {store}: {manifest['molecules']} molecules; {manifest['summary']}")
     print(f"invalid rows: {Path(store) / 'input_report.csv'}")
     return 0

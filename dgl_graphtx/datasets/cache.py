@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
-import torch
 
 from ..atomic_io import atomic_torch_save
+from ..errors import DamagedFileError
+from ..saved_files import read_torch
 from .compact import narrow_integers, widen_integers
 
 logger = logging.getLogger("dgl_graphtx")
@@ -54,9 +55,9 @@ def load_cached(path: Path) -> Optional[Dict[str, Any]]:
     if not path.exists():
         return None
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # a truncated or foreign file must not stop the user
-        logger.warning("ignoring unreadable dataset cache %s (%s); rebuilding it", path, err)
+        payload = read_torch(path, "rebuilding it")
+    except DamagedFileError as err:  # a truncated or foreign file must not stop the user
+        logger.warning("ignoring the dataset cache: %s", err)
         return None
     if not isinstance(payload, dict) or payload.get("cache_format") != CACHE_FORMAT:
         logger.warning("ignoring dataset cache %s written in another format; rebuilding it", path)

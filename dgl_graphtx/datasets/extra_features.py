@@ -165,6 +165,23 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
     return out
 
 
+def check_feature_columns(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Sequence[str], source: str = "the input") -> None:
+    """Refuse user feature columns that a model could not learn from, before any featurization:
+    a missing column or a text cell (see :func:`column_values`), or a column blank in every row.
+
+    Example:
+        >>> check_feature_columns(pd.DataFrame({"logp": [None, " "]}), ["logp"], ["C", "CC"], "d.csv")
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: feature column 'logp' of d.csv is blank in all 2 rows: it holds nothing to learn from; ...
+    """
+    values = column_values(frame, columns, ids, source)
+    for col, name in enumerate(columns):
+        if len(values) and np.isnan(values[:, col]).all():
+            raise ConfigError(f"feature column {name!r} of {source} is blank in all {len(values)} rows: it holds nothing to "
+                              "learn from; fill it, or leave it out of --features-cols")
+
+
 #: Why values were masked: ``(molecule index, reason)`` pairs.
 MaskNotes = List[Tuple[int, str]]
 

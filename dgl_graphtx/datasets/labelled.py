@@ -13,7 +13,7 @@ from ..checksums import file_sha256
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from .class_labels import ClassLabels, check_usable_targets, encode_class_labels
-from .extra_features import ExtraFeatures, add_extra_features
+from .extra_features import ExtraFeatures, add_extra_features, check_feature_columns
 from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
 from .row_columns import sample_weights, split_censored
@@ -88,6 +88,9 @@ def load_labelled(
     weights = None if weight_col is None else np.concatenate(
         [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
     groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
+    if extra_features is not None and extra_features.columns:
+        check_feature_columns(pd.concat([t.columns for t in tables], ignore_index=True), extra_features.columns,
+                              [i for t in tables for i in t.identifiers], " / ".join(str(t.source) for t in tables))
     fingerprint = "|".join(f"{file_sha256(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
     fingerprint += "".join(f"|{c.to_dict()}" for c in labels.classes)
     fingerprint += "|censored" if censored else ""

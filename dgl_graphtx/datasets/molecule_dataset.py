@@ -1,6 +1,7 @@
 """A dataset of featurized molecules with (possibly missing) targets, built from SMILES, CSV or SDF."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import sys
@@ -21,7 +22,7 @@ import dgl
 from .._version import __version__
 from ..checksums import file_sha256
 from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
 from .class_labels import ClassLabels
@@ -109,19 +110,28 @@ def _content_fingerprint(molecules: Sequence[Any], targets: np.ndarray) -> str:
 
 def featurization_settings(featurizer: MoleculeFeaturizer, target_names: Sequence[str]) -> Dict[str, Any]:
     """Everything that determines a featurized dataset except the input content: featurizer and
-    relation settings, target names and the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB.
+    relation settings, target names, the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB,
+    and the size budgets where they are not the default ones (so that the keys of datasets and
+    stores made with the default budget stay those of before it).
 
     Example:
-        >>> sorted(featurization_settings(MoleculeFeaturizer(), ["y"]))
+        >>> sorted(featurization_settings(MoleculeFeaturizer(limits=SizeLimits()), ["y"]))
         ['featurizer', 'relation', 'target_names', 'versions']
+        >>> featurization_settings(MoleculeFeaturizer(limits=SizeLimits(max_atoms=50)), ["y"])["limits"]
+        {'max_atoms': 50, 'max_relation_edges': 1048576}
+        >>> featurization_settings(MoleculeFeaturizer(), ["y"])["limits"] is None  # no budget at all
+        True
     """
-    return {
+    settings: Dict[str, Any] = {
         "featurizer": featurizer.config.to_dict(),
         "relation": str(featurizer.relation),
         "target_names": list(target_names),
         "versions": {"dgl_graphtx": __version__, "rdkit": rdkit.__version__, "dgl": dgl.__version__,
                      "dgllife": dgllife.__version__, "ogb": ogb.__version__},
     }
+    if featurizer.limits != SizeLimits():
+        settings["limits"] = dataclasses.asdict(featurizer.limits) if featurizer.limits is not None else None
+    return settings
 
 
 class MoleculeDataset(Dataset):
@@ -150,6 +160,9 @@ class MoleculeDataset(Dataset):
             settings, the versions of dgl_graphtx, RDKit, DGL, dgllife and OGB, and the input
             content, and reused when all of them match.
         fingerprint: content hash used in the cache key (computed from the inputs if omitted).
+        limits: size budgets (atoms, relation-graph edges): a molecule above one is left out and
+            reported with its row before its relation graph is built, as prediction does; the
+            default is prediction's (:class:`~dgl_graphtx.featurize.SizeLimits`), ``None`` sets none.
         strict: raise on the first invalid molecule instead of skipping it.
         progress: show a progress bar (default: when stderr is a terminal).
 
@@ -184,6 +197,7 @@ class MoleculeDataset(Dataset):
         relation: RelationConfig = RelationConfig(),
         cache_dir: Optional[PathLike] = None,
         fingerprint: Optional[str] = None,
+        limits: Optional[SizeLimits] = SizeLimits(),
         strict: bool = False,
         progress: Optional[bool] = None,
     ) -> None:
@@ -192,7 +206,7 @@ class MoleculeDataset(Dataset):
         num_rows = len(molecules)
         if num_rows == 0:
             raise ConfigError("no molecules given")
-        self.featurizer = MoleculeFeaturizer(featurizer, relation)
+        self.featurizer = MoleculeFeaturizer(featurizer, relation, limits)
         ids = list(identifiers) if identifiers is not None else [describe_molecule(m) for m in molecules]
         if len(ids) != num_rows:
             raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")

@@ -64,13 +64,15 @@ def _is_gzip(path: Path) -> bool:
 
 
 def _read_text(path: Path, what: str) -> str:
-    """The whole file as text (gunzipped when it is gzip data), with errors naming the file."""
+    """The whole file as text (gunzipped when it is gzip data), with errors naming the file; the
+    line breaks of a file that ends its lines with a carriage return alone (classic Mac OS, some
+    spreadsheet exports) become newlines."""
     try:
         raw = gzip.open(path, "rb").read() if _is_gzip(path) else path.read_bytes()
     except (OSError, EOFError) as err:
         raise ConfigError(f"cannot read {path} as {what}: {err}") from None
     try:
-        return raw.decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         try:
             text = raw.decode("latin-1")
@@ -78,7 +80,7 @@ def _read_text(path: Path, what: str) -> str:
             text = ""
         if "\x00" in text or sum(not (c.isprintable() or c.isspace()) for c in text[:4096]) > 16:
             raise ConfigError(f"cannot read {path} as {what}: it is binary data, not text") from None
-        return text
+    return text.replace("\r", "\n") if "\r" in text and "\n" not in text else text
 
 
 def check_file(path: PathLike, what: str) -> Path:

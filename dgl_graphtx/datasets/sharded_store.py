@@ -3,13 +3,17 @@ over it.
 
 :func:`featurize_to_store` splits the molecules into shards of ``shard_size`` rows and featurizes
 them in ``workers`` processes (``concurrent.futures``, started by a fork server); each shard is written
-atomically to ``DIR/shards/`` the moment it is done, under a name holding the SHA-256 of its bytes,
-so a killed run resumes from the finished shards, and a shard whose content no longer matches its
-name (a flipped byte, a cut file) is featurized again, with a warning naming it. When all shards
-exist they are concatenated, one shard at a time, into one ``.npy`` file per tensor, the invalid
-rows of all shards are merged in input order, and ``manifest.json`` is written last, with the
-checksum of every file of the store: a store is complete exactly when its manifest exists, and
-:func:`load_store` refuses a store whose files do not match it, naming the damaged file.
+atomically to ``DIR/shards/`` the moment it is done, under a name holding the SHA-256 of its index
+and its bytes, so a killed run resumes from the finished shards, and a shard whose content no
+longer matches its name (a flipped byte, a cut file, another shard's file copied in its place) is
+featurized again, with a warning naming it. When all shards exist they are concatenated, one shard
+at a time, into one ``.npy`` file per tensor, the invalid rows of all shards are merged in input
+order, and ``manifest.json`` is written last, with the checksum of every file of the store: a store
+is complete exactly when its manifest exists, and :func:`load_store` refuses a store whose files do
+not match it, naming the damaged file. The store's folder keeps a record of its files
+(:func:`~dgl_graphtx.atomic_io.keep_record`), the manifest included. Featurizing a complete store
+again checks its files and builds it again where one is damaged; an unfinished store whose plan is
+damaged is started again.
 
 The store is keyed like the in-memory cache (:func:`~dgl_graphtx.datasets.cache.cache_key` of the
 featurizer and relation settings, the target names, the library versions and the input content),
@@ -40,16 +44,17 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..atomic_io import atomic_path
+from ..atomic_io import atomic_path, atomic_write_text, keep_record, remove_file
 from ..checksums import file_sha256
-from ..errors import ConfigError, InvalidMoleculeError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer, describe_molecule
+from ..errors import ConfigError, DamagedFileError, InvalidMoleculeError
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..relation_graph import RelationConfig
 from .cache import cache_key
 from .featurized import featurize_and_pack
 from .molecule_dataset import MoleculeDataset, coerce_targets, _content_fingerprint, featurization_settings
 from .readers import read_molecules
 from .report import InputReport, RowIssue
+from ..saved_files import open_npy, read_json, read_torch
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -65,26 +70,42 @@ PLAN = "plan.json"
 #: Molecules per shard (``shard_size``), the unit of resumption.
 SHARD_SIZE = 2000
 GRAPH_PARTS = ("graphs", "relations")
+#: What to do about a shard that matches its name but cannot be read.
+SHARD_FIX = "delete it and run 'dgl-graphtx featurize' again: its rows are featurized again"
+#: The files of a finished store beside its arrays (``arrays/``).
+STORE_FILES = (MANIFEST, "identifiers.json", "report.json", "input_report.csv")
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
+    atomic_write_text(json.dumps(obj, indent=1), path)
+
+
+def _rebuild(root: Path) -> str:
+    """What to do about a damaged file of the store ``root``."""
+    return f"delete {root} and run 'dgl-graphtx featurize' on its input again (--out {root}, the same options)"
 
 
 def _shard_files(root: Path, index: int) -> List[Path]:
-    """The files of shard ``index``: ``shard-<index>.<sha256 of the file>.pt`` (one, once written)."""
+    """The files of shard ``index``: ``shard-<index>.<digest>.pt`` (one, once written)."""
     return sorted((root / "shards").glob(f"shard-{index:06d}.*.pt"))
 
 
+def _shard_digest(index: int, chunks: Any) -> str:
+    """The SHA-256 in the name of shard ``index``: of its index and its bytes (``chunks``), so a
+    shard's file copied under another index does not match."""
+    digest = hashlib.sha256(f"shard {index}\n".encode())
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _write_shard(root: Path, index: int, payload: Dict[str, Any]) -> Path:
-    """Write shard ``index`` atomically under a name holding the SHA-256 of its bytes, so a shard
+    """Write shard ``index`` atomically under a name holding :func:`_shard_digest`, so a shard
     file exists only with its checksum."""
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     data = buffer.getvalue()
-    path = root / "shards" / f"shard-{index:06d}.{hashlib.sha256(data).hexdigest()}.pt"
+    path = root / "shards" / f"shard-{index:06d}.{_shard_digest(index, [data])}.pt"
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
     return path
@@ -94,8 +115,9 @@ def _finished_shard(root: Path, index: int) -> Optional[Path]:
     """Shard ``index`` if a file of it matches the checksum in its name; damaged files are removed
     with a warning naming them (their rows are featurized again)."""
     for path in _shard_files(root, index):
-        if file_sha256(path) == path.name.split(".")[1]:
-            return path
+        with open(path, "rb") as handle:
+            if _shard_digest(index, iter(lambda: handle.read(1 << 20), b"")) == path.name.split(".")[1]:
+                return path
         logger.warning("shard %s is damaged (its content does not match the checksum in its name): featurizing its "
                        "rows again", path)
         path.unlink()
@@ -103,10 +125,10 @@ def _finished_shard(root: Path, index: int) -> Optional[Path]:
 
 
 def _featurize_shard(featurizer: FeaturizerConfig, relation: RelationConfig, molecules: Sequence[Any], ids: Sequence[str],
-                     labels: np.ndarray, start: int, root: Path, index: int) -> int:
-    """Featurize one shard (rows ``start ...``) and write it as shard ``index`` of the store
-    ``root``; the number of rows."""
-    done = featurize_and_pack(MoleculeFeaturizer(featurizer, relation), molecules)
+                     labels: np.ndarray, start: int, root: Path, index: int, limits: SizeLimits) -> int:
+    """Featurize one shard (rows ``start ...``) within the size budgets ``limits`` and write it as
+    shard ``index`` of the store ``root``; the number of rows."""
+    done = featurize_and_pack(MoleculeFeaturizer(featurizer, relation, limits), molecules)
     rows = done.rows
     issues = [asdict(RowIssue(start + offset, ids[offset], error)) for offset, error in enumerate(done.errors) if error is not None]
     payload = {
@@ -162,7 +184,7 @@ def _consolidate(root: Path, num_shards: int, total_rows: int, manifest: Dict[st
     issues: List[Dict[str, Any]] = list(manifest.pop("label_issues"))
     identifiers: List[str] = []
     for path in paths:  # pass 1: sizes, dtypes, identifiers and issues
-        shard = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        shard = read_torch(path, SHARD_FIX, mmap=True)
         for name, tensor in _shard_arrays(shard).items():
             lengths[name] = lengths.get(name, 0) + tensor.shape[0]
             spec[name] = (tensor.dtype, tuple(tensor.shape[1:]))
@@ -177,7 +199,7 @@ def _consolidate(root: Path, num_shards: int, total_rows: int, manifest: Dict[st
                for name, (dtype, shape) in spec.items()}
     filled = dict.fromkeys(outputs, 0)
     for path in paths:  # pass 2: copy
-        shard = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        shard = read_torch(path, SHARD_FIX, mmap=True)
         for name, tensor in _shard_arrays(shard).items():
             outputs[name][filled[name] : filled[name] + tensor.shape[0]] = tensor.numpy()
             filled[name] += tensor.shape[0]
@@ -256,6 +278,7 @@ def featurize_to_store(
     identifiers: Optional[Sequence[str]] = None,
     featurizer: FeaturizerConfig = FeaturizerConfig(),
     relation: RelationConfig = RelationConfig(),
+    limits: SizeLimits = SizeLimits(),
     fingerprint: Optional[str] = None,
     workers: int = 1,
     shard_size: int = SHARD_SIZE,
@@ -264,8 +287,9 @@ def featurize_to_store(
     """Featurize ``molecules`` into the store ``out_dir`` with ``workers`` processes (resuming
     from finished shards); arguments as for :class:`MoleculeDataset`. Returns ``out_dir``.
 
-    Invalid molecules are left out and reported, as by :class:`MoleculeDataset` (``report.json``
-    and ``input_report.csv`` in the store, rows in input order).
+    Invalid molecules, and molecules above the size budgets ``limits``, are left out and reported,
+    as by :class:`MoleculeDataset` (``report.json`` and ``input_report.csv`` in the store, rows in
+    input order).
 
     Example:
         >>> import tempfile
@@ -285,37 +309,68 @@ def featurize_to_store(
         raise ConfigError(f"got {len(ids)} identifiers for {num_rows} molecules")
     label_report = InputReport(num_rows)
     raw_targets, names = coerce_targets(targets, target_names, ids, label_report)
-    settings = featurization_settings(MoleculeFeaturizer(featurizer, relation), names)
+    settings = featurization_settings(MoleculeFeaturizer(featurizer, relation, limits), names)
     settings["fingerprint"] = fingerprint or _content_fingerprint(molecules, raw_targets)
     key = cache_key(settings)
     root = Path(out_dir)
     plan = {"store_format": STORE_FORMAT, "key": key, "rows": num_rows, "shard_size": shard_size}
-    if (root / MANIFEST).is_file():
-        if json.loads((root / MANIFEST).read_text()).get("key") != key:
-            raise ConfigError(f"{root} holds a store of other molecules or settings; use another folder or delete it")
+    if _complete_and_intact(root, key):
         logger.info("featurized store %s is complete and up to date", root)
         return root
-    if (root / PLAN).is_file() and json.loads((root / PLAN).read_text()) != plan:
-        raise ConfigError(f"{root} holds an unfinished store of other molecules or settings (or another shard size or "
-                          "store format); use another folder or delete it")
-    (root / "shards").mkdir(parents=True, exist_ok=True)
-    _write_json(root / PLAN, plan)
+    _start(root, plan)
     num_shards = -(-num_rows // shard_size)
     todo = [i for i in range(num_shards) if _finished_shard(root, i) is None]
     done_rows = num_rows - sum(min(shard_size, num_rows - i * shard_size) for i in todo)
     if done_rows:
         logger.info("resuming %s: %d of %d shards already featurized", root, num_shards - len(todo), num_shards)
     jobs = [(featurizer, relation, molecules[i * shard_size : (i + 1) * shard_size], ids[i * shard_size : (i + 1) * shard_size],
-             raw_targets[i * shard_size : (i + 1) * shard_size], i * shard_size, root, i) for i in todo]
+             raw_targets[i * shard_size : (i + 1) * shard_size], i * shard_size, root, i, limits) for i in todo]
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=num_rows, initial=done_rows, desc="featurizing", unit="mol", disable=not show, smoothing=0.1) as bar:
         _run_shards(jobs, min(workers, max(len(jobs), 1)), bar)
     manifest = {**plan, "settings": settings, "target_names": names, "featurizer": featurizer.to_dict(),
                 "relation": asdict(relation), "label_issues": [asdict(i) for i in label_report.issues]}
     _consolidate(root, num_shards, num_rows, manifest)
-    (root / PLAN).unlink()
-    logger.info("featurized store %s: %s", root, json.loads((root / MANIFEST).read_text())["summary"])
+    remove_file(root / PLAN)
+    logger.info("featurized store %s: %s", root, manifest["summary"])
     return root
+
+
+def _complete_and_intact(root: Path, key: str) -> bool:
+    """Whether ``root`` holds the complete store of ``key`` with every file as written; a complete
+    store with a damaged file is cleared (with a warning naming it) to be built again; one of
+    other molecules or settings, or with a damaged manifest, is refused."""
+    manifest = read_json(root / MANIFEST, _rebuild(root), optional=True)
+    if manifest is None:
+        return False
+    if manifest.get("key") != key:
+        raise ConfigError(f"{root} holds a store of other molecules or settings; use another folder or delete it")
+    try:
+        check_store_files(root, manifest)
+        return True
+    except ConfigError as err:
+        logger.warning("%s: featurizing it again", err)
+    for name in STORE_FILES:
+        remove_file(root / name)
+    shutil.rmtree(root / "arrays", ignore_errors=True)
+    return False
+
+
+def _start(root: Path, plan: Dict[str, Any]) -> None:
+    """Make ``root`` ready for the shards of ``plan``: an unfinished store of another plan is
+    refused; one whose plan cannot be read is started again (its shards are a cache)."""
+    keep_record(root)
+    try:
+        previous = read_json(root / PLAN, _rebuild(root), optional=True)
+    except DamagedFileError as err:
+        logger.warning("%s; starting the store again", err)
+        shutil.rmtree(root / "shards", ignore_errors=True)
+        previous = None
+    if previous is not None and previous != plan:
+        raise ConfigError(f"{root} holds an unfinished store of other molecules or settings (or another shard size or "
+                          "store format); use another folder or delete it")
+    (root / "shards").mkdir(parents=True, exist_ok=True)
+    _write_json(root / PLAN, plan)
 
 
 def featurize_file(path: PathLike, out_dir: PathLike, smiles_col: str = "smiles", target_cols: Sequence[str] = (),
@@ -386,23 +441,24 @@ def load_store(path: PathLike, verify: bool = True) -> MoleculeDataset:
     root = Path(path)
     if not is_store(root):
         raise ConfigError(f"{path} is not a complete featurized store (no {MANIFEST}); run 'dgl-graphtx featurize' (again) to finish it")
-    manifest = json.loads((root / MANIFEST).read_text())
+    fix = _rebuild(root)
+    manifest = read_json(root / MANIFEST, fix)
     if manifest.get("store_format") not in READABLE_FORMATS:
         raise ConfigError(f"{path} was written in store format {manifest.get('store_format')}; this library reads "
                           f"{', '.join(map(str, READABLE_FORMATS))}")
     if verify:
         check_store_files(root, manifest)
-    arrays = {name: torch.from_numpy(np.load(root / "arrays" / f"{name}.npy", mmap_mode="c")) for name in manifest["arrays"]}
-    payload = {
-        "graphs": _unflatten(arrays, "graphs"),
-        "relations": _unflatten(arrays, "relations"),
-        "labels": arrays["labels"],
-        "rows": arrays["rows"],
-        "identifiers": json.loads((root / "identifiers.json").read_text()),
-        "report": json.loads((root / "report.json").read_text()),
-    }
-    featurizer = FeaturizerConfig(**manifest["featurizer"])
-    relation = RelationConfig(**manifest["relation"])
-    dataset = MoleculeDataset.from_payload(payload, featurizer, relation, manifest["target_names"])
+    try:
+        arrays = {name: torch.from_numpy(open_npy(root / "arrays" / f"{name}.npy", fix)) for name in manifest["arrays"]}
+        payload = {"graphs": _unflatten(arrays, "graphs"), "relations": _unflatten(arrays, "relations"), "labels": arrays["labels"],
+                   "rows": arrays["rows"], "identifiers": read_json(root / "identifiers.json", fix, kind=list),
+                   "report": read_json(root / "report.json", fix)}
+        featurizer = FeaturizerConfig(**manifest["featurizer"])
+        relation = RelationConfig(**manifest["relation"])
+        dataset = MoleculeDataset.from_payload(payload, featurizer, relation, manifest["target_names"])
+    except DamagedFileError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise DamagedFileError(f"store {root} is damaged: its files do not fit together ({type(err).__name__}: {err}); {fix}") from None
     dataset.cache_file = root
     return dataset

@@ -87,10 +87,11 @@ class SizeLimits:
 
         Example:
             >>> SizeLimits(max_atoms=10).check_atoms(12)
-            'molecule has 12 atoms, above the budget of 10 (max_atoms); raise the limit if memory allows'
+            'molecule has 12 atoms, above the budget of 10 (max_atoms: raise it with predict --max-atoms or train --set ...'
         """
         if count > self.max_atoms:
-            return f"molecule has {count} atoms, above the budget of {self.max_atoms} (max_atoms); raise the limit if memory allows"
+            return (f"molecule has {count} atoms, above the budget of {self.max_atoms} (max_atoms: raise it with predict --max-atoms "
+                    "or train --set data.max_atoms=N if memory allows)")
         return None
 
     def check_relation_edges(self, count: int) -> Optional[str]:

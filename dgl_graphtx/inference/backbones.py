@@ -12,6 +12,7 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..checksums import file_sha256
 from ..errors import CheckpointError, ConfigError
+from ..saved_files import verified
 from .model_card import ModelCard
 
 PathLike = Union[str, Path]
@@ -120,6 +121,7 @@ def read_card(path: Path, name_or_path: PathLike) -> ModelCard:
         dgl_graphtx.errors.ConfigError: pretrained model 'mine': its model card ... is not valid JSON (line 1, column 2: Expecting ...
     """
     fix = "restore it or re-run 'dgl-graphtx pretrain'"
+    verified(path, fix)  # against the record of the folder pretraining wrote
     try:
         card = json.loads(path.read_text())
     except json.JSONDecodeError as err:

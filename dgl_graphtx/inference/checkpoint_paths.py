@@ -5,17 +5,18 @@ A run that was stopped before it finished (its ``run.json`` says ``running``) st
 ``best.pt`` of its best epoch so far. Named itself it is used (with a warning when its run folder
 is named); found among the members of an ensemble folder it is left out, with a warning naming it,
 so an ensemble is never averaged over a half-trained member without a word; a folder none of
-whose runs finished is refused.
+whose runs finished is refused. A finished run whose ``best.pt`` is gone (or changed since it
+was written, as its folder's record says) is refused, never silently left out of its ensemble.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
 from ..errors import CheckpointError
+from ..saved_files import read_json, verified
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -24,11 +25,14 @@ PathLike = Union[str, Path]
 BEST = "best.pt"
 #: A run folder's state: ``{"run_id": ..., "status": "running" | "complete"}``.
 RUN_INFO = "run.json"
+#: What to do about a run folder's damaged file.
+RETRAIN = "train the run again (--overwrite), or restore the folder from a backup"
 
 
 def run_status(folder: PathLike) -> Optional[str]:
     """The ``status`` in ``folder``'s ``run.json`` (``running`` or ``complete``), or ``None`` when
-    it has no readable one (a checkpoint copied out of its run, a run of an older version).
+    it has none (a checkpoint copied out of its run, a run of an older version); a damaged one is
+    a :class:`~dgl_graphtx.errors.DamagedFileError`.
 
     Example:
         >>> import tempfile
@@ -36,10 +40,8 @@ def run_status(folder: PathLike) -> Optional[str]:
         >>> run_status(run), run_status(run / "elsewhere")
         ('running', None)
     """
-    try:
-        status = json.loads((Path(folder) / RUN_INFO).read_text()).get("status")
-    except (OSError, ValueError, AttributeError):
-        return None
+    info = read_json(Path(folder) / RUN_INFO, RETRAIN, optional=True)
+    status = info.get("status") if info is not None else None
     return status if isinstance(status, str) else None
 
 
@@ -71,19 +73,25 @@ def checkpoints_in(path: PathLike) -> List[Path]:
         if run_status(path) == "running":
             logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
                            path, RUN_INFO, BEST)
-        return [path / BEST]
-    found = sorted(path.rglob(BEST), key=natural_key) if path.is_dir() else []
-    if not found:
+        return [path / BEST]  # load_checkpoint checks it against the folder's record
+    runs = sorted({p.parent for name in (BEST, RUN_INFO) for p in path.rglob(name)}, key=natural_key) if path.is_dir() else []
+    unfinished = [run for run in runs if run_status(run) == "running"]
+    finished = [run for run in runs if run not in unfinished]
+    for run in finished:  # a finished run without its best.pt: refused (its record names a deleted one)
+        if not (run / BEST).is_file():
+            verified(run / BEST, RETRAIN, optional=True)
+            raise CheckpointError(f"{run} holds a finished run ({RUN_INFO}) but no {BEST}; {RETRAIN}")
+    found = [run / BEST for run in finished]
+    if not found and (not unfinished or (path / "last.pt").is_file()):
         last = " (it holds last.pt only: the run has not finished an epoch with a validation score)" if (path / "last.pt").is_file() else ""
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")
-    unfinished = [p for p in found if run_status(p.parent) == "running"]
-    if len(unfinished) == len(found):
-        raise CheckpointError(f"{path} holds no finished run: the {RUN_INFO} of {', '.join(str(p.parent) for p in found)} "
+    if not found:
+        raise CheckpointError(f"{path} holds no finished run: the {RUN_INFO} of {', '.join(str(p) for p in unfinished)} "
                               f"says running (training stopped before the end); train again, or name one {BEST} to use it as it is")
     if unfinished:
         logger.warning("%s: leaving out %d of %d members that did not finish training (%s says running): %s",
-                       path, len(unfinished), len(found), RUN_INFO, ", ".join(str(p.parent) for p in unfinished))
-    return [p for p in found if p not in unfinished]
+                       path, len(unfinished), len(runs), RUN_INFO, ", ".join(str(p) for p in unfinished))
+    return found
 
 
 def resolve_checkpoints(given: Union[PathLike, Sequence[PathLike]]) -> List[Path]:

@@ -1,9 +1,10 @@
 """Predicting with an ensemble: the members' mean, their spread as ``<target>_std`` (with the
-members' own variances where they predict one), and calibrated intervals from a stored calibration
-(:func:`~dgl_graphtx.runs.ensemble.train_ensemble` writes one per replicate)."""
+members' own variances where every member predicts one: members with different uncertainty heads
+are combined on what they share, with a warning), and calibrated intervals from a stored
+calibration (:func:`~dgl_graphtx.runs.ensemble.train_ensemble` writes one per replicate)."""
 from __future__ import annotations
 
-import json
+import logging
 import math
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
@@ -11,16 +12,21 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DamagedFileError
 from ..featurize.molecule import MoleculeLike
 from ..featurize.similarity import SIMILARITY_COLUMN
+from ..saved_files import read_json
 from ..training.outputs import prediction_column
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
 from .cross_conformal import CVPlus
 from .predictor import Predictor
 
+logger = logging.getLogger("dgl_graphtx")
+
 PathLike = Union[str, Path]
+#: A replicate's calibration of its members' spread, in its folder.
+CALIBRATION_FILE = "calibration.json"
 
 
 def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
@@ -43,10 +49,10 @@ def ensemble_table(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.D
 
 def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
     """:func:`ensemble_table` of the members' prediction columns (``<name>_pred``), with
-    ``<name>_std`` the members' spread; members that predict their own ``<name>_std`` add its mean
-    variance (total variance = variance of the means + mean of the variances), and their own
-    intervals are dropped, as is their similarity to their training parts
-    (``similarity_to_training``), which may differ.
+    ``<name>_std`` the members' spread; when every member predicts its own ``<name>_std``, its mean
+    variance is added (total variance = variance of the means + mean of the variances; members
+    without one leave the spread alone), and their own intervals are dropped, as is their
+    similarity to their training parts (``similarity_to_training``), which may differ.
 
     Example:
         >>> a = pd.DataFrame({"smiles": ["C"], "y_pred": [1.0], "y_std": [3.0]}); b = a.assign(y_pred=[3.0])
@@ -55,7 +61,7 @@ def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.
     """
     own = [f"{n}_{s}" for n in names for s in ("std", "lo", "hi")] + [SIMILARITY_COLUMN]
     member_variance = {n: np.mean([t[f"{n}_std"].to_numpy(float) ** 2 for t in tables], axis=0)
-                       for n in names if f"{n}_std" in tables[0]}
+                       for n in names if all(f"{n}_std" in t for t in tables)}
     out = ensemble_table([t.drop(columns=[c for c in own if c in t]) for t in tables], [prediction_column(n) for n in names])
     out = out.rename(columns={f"{prediction_column(n)}_std": f"{n}_std" for n in names})
     for name, variance in member_variance.items():
@@ -86,11 +92,32 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
         >>> stored_calibration(["no/such/folder"]) is None
         True
     """
-    if len(folders) != 1 or not (Path(folders[0]) / "calibration.json").is_file():
+    if len(folders) != 1 or not Path(folders[0]).is_dir():
         return None
-    data = json.loads((Path(folders[0]) / "calibration.json").read_text())
-    data["conformal"] = [math.inf if q is None else q for q in data.get("conformal") or []] or None
-    return Calibration.from_dict(data)
+    path = Path(folders[0]) / CALIBRATION_FILE
+    fix = "train the ensemble again (--overwrite), or predict with its members' best.pt files to leave the calibration out"
+    data = read_json(path, fix, optional=True)
+    if data is None:
+        return None
+    try:
+        data["conformal"] = [math.inf if q is None else float(q) for q in data.get("conformal") or []] or None
+        return Calibration.from_dict(data)
+    except (TypeError, ValueError, KeyError) as err:
+        raise DamagedFileError(f"{path} is damaged: it is not a calibration ({type(err).__name__}: {err}); {fix}") from None
+
+
+def warn_of_other_heads(predictors: Sequence[Predictor]) -> None:
+    """Say so when some members predict their own std (an uncertainty head, MC dropout) and others
+    do not: they are combined on what they share, the mean and the members' spread.
+
+    Example:
+        >>> warn_of_other_heads([])
+    """
+    methods = [p.uncertainty.method for p in predictors]
+    if len(set(m == "none" for m in methods)) > 1:
+        counts = ", ".join(f"{m} for {methods.count(m)}" for m in sorted(set(methods)))
+        logger.warning("the ensemble's members predict with different uncertainty methods (%s): they are combined on what "
+                       "they share, the mean and the members' spread; their own variances are left out", counts)
 
 
 def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[MoleculeLike], progress: bool = False,
@@ -116,6 +143,10 @@ def ensemble_chunks(predictors: Sequence[Predictor], molecules: Sequence[Molecul
         raise ConfigError(f"the checkpoints predict different targets: {[p.target_names for p in predictors]}")
     if cv_plus is not None and len(predictors) != len(cv_plus.checkpoints):
         raise ConfigError(f"CV+ needs the {len(cv_plus.checkpoints)} fold models of the cross-validation, got {len(predictors)}")
+    if cv_plus is not None and set(names) - set(cv_plus.scores):
+        raise ConfigError(f"the cross-validation's out-of-fold predictions hold no scores of {sorted(set(names) - set(cv_plus.scores))}, "
+                          "which its fold models predict; run the cross-validation again (--overwrite)")
+    warn_of_other_heads(predictors)
     members: List[Iterable[pd.DataFrame]]
     if len(molecules):
         members = [p.predict_chunks(molecules, progress=progress and i == 0, identifiers=identifiers, features=features)

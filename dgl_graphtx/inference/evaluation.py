@@ -12,7 +12,8 @@ import pandas as pd
 from ..datasets import MoleculeTable
 from ..datasets.class_labels import apply_class_labels
 from ..datasets.molecule_dataset import coerce_targets
-from ..datasets.report import InputReport, one_line
+from ..datasets.float32_range import FLOAT32_MAX
+from ..datasets.report import InputReport, one_line, show_value
 from ..errors import ConfigError
 from ..training import compute_metrics, json_safe, metric_notes, prediction_column, prediction_values
 from ..training.outputs import predicted_targets
@@ -119,16 +120,112 @@ def prediction_task(table: pd.DataFrame, names: Sequence[str]) -> str:
     return "classification" if binary and probabilities else "regression"
 
 
-def _scores(table: pd.DataFrame, names: Sequence[str], task: str, num_classes: int) -> Dict[str, Any]:
-    """Metrics (mean over targets), ``per_target`` and, where intervals exist, each target's coverage and width."""
-    labels = table[list(names)].to_numpy(float)
-    predicted = prediction_values(task, num_classes, names, table)
+def _numeric(table: pd.DataFrame, columns: Sequence[str], rows: Sequence[str]) -> Tuple[pd.DataFrame, List[str]]:
+    """``columns`` of saved predictions as numbers: a text cell becomes NaN (left out) and each
+    column with some says how many and names the first row."""
+    out, notes = pd.DataFrame(index=table.index), []
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce")
+        text = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
+        if len(text):
+            first = int(text[0])
+            notes.append(f"column {column!r}: {len(text)} cell(s) not a number, left out (first: row {first} "
+                         f"{one_line(rows[first])}: {show_value(table[column].iloc[first])})")
+        out[column] = values.to_numpy(float)
+    return out, notes
+
+
+def _unusable(values: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` ``[M, C]`` with a NaN, infinite or beyond-float32 entry."""
+    with np.errstate(invalid="ignore"):
+        return (~np.isfinite(values) | (np.abs(values) > FLOAT32_MAX)).any(axis=1)
+
+
+def _check_task(task: str, numbers: pd.DataFrame, labels: np.ndarray, names: Sequence[str], source: str) -> None:
+    """Refuse a ``--task`` the saved predictions do not hold, in one line."""
+    has_probabilities = any(c.startswith(f"{names[0]}_prob_") for c in numbers.columns)
+    if task == "multiclass" and not has_probabilities:
+        raise ConfigError(f"--task multiclass needs class probabilities (<target>_prob_<k> columns); {source} has none: "
+                          "give the task its model was trained for, or leave --task out to read it from the table")
+    if task != "multiclass" and has_probabilities:
+        raise ConfigError(f"{source} holds class probabilities (<target>_prob_<k> columns): it is multiclass, not {task}; "
+                          "use --task multiclass or leave --task out")
+    predicted = numbers[[prediction_column(n) for n in names]].to_numpy(float)
+    finite = predicted[np.isfinite(predicted)]
+    if task == "classification" and not (np.isin(labels[np.isfinite(labels)], (0.0, 1.0)).all() and ((finite >= 0) & (finite <= 1)).all()):
+        raise ConfigError(f"--task classification needs 0/1 labels and predicted probabilities in [0, 1]; {source} holds "
+                          "others: give the task its model was trained for, or leave --task out to read it from the table")
+
+
+class _Checked(NamedTuple):
+    """Saved predictions as the metrics read them: ``labels`` ``[M, T]`` (NaN where the label or
+    its prediction is unusable), the model outputs ``predicted``, each target's interval (rows
+    with ``lo > hi`` NaN) and the notes saying what was left out."""
+
+    labels: np.ndarray
+    predicted: np.ndarray
+    intervals: Dict[str, Tuple[np.ndarray, np.ndarray]]
+    notes: List[str]
+
+
+def _checked(table: pd.DataFrame, names: Sequence[str], task: Optional[str], source: str) -> Tuple[_Checked, str, int]:
+    """The saved predictions read as :func:`evaluate_table` reads labels, checked: text cells left
+    out and named by row, predictions that are not finite numbers left out and counted, inverted
+    and unbounded intervals said; with the task (``task``, checked, or read from the table) and
+    the class count."""
+    rows = table["smiles"].astype(str).tolist() if "smiles" in table else [""] * len(table)
+    labels, notes = _measured(table[list(names)], names, rows)
+    columns = [c for c in table.columns for n in names
+               if c in (prediction_column(n), f"{n}_lo", f"{n}_hi") or c.startswith(f"{n}_prob_")]
+    numbers, more = _numeric(table, columns, rows)
+    task = task or prediction_task(numbers.assign(**{n: labels[:, t] for t, n in enumerate(names)}), names)
+    _check_task(task, numbers, labels, names, source)
+    num_classes = sum(1 for c in table.columns if c.startswith(f"{names[0]}_prob_")) or 2
+    predicted = prediction_values(task, num_classes, names, numbers)
+    width = predicted.shape[1] // len(names)
+    intervals = {}
+    for t, name in enumerate(names):
+        bad = _unusable(predicted[:, t * width:(t + 1) * width]) & np.isfinite(labels[:, t])
+        if bad.any():
+            more.append(f"target {name!r}: {int(bad.sum())} prediction(s) not a finite number (NaN, infinite or beyond "
+                        f"float32's range) left out of the metrics (first: row {int(np.argmax(bad))})")
+            labels[bad, t] = np.nan
+        if f"{name}_lo" in numbers and f"{name}_hi" in numbers:
+            intervals[name] = _interval(numbers[f"{name}_lo"].to_numpy(), numbers[f"{name}_hi"].to_numpy(), labels[:, t], name, more)
+    return _Checked(labels, predicted, intervals, notes + more), task, num_classes
+
+
+def _interval(lo: np.ndarray, hi: np.ndarray, labels: np.ndarray, name: str, notes: List[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """A target's interval bounds, rows with ``lo > hi`` left out (NaN), with a note on those and
+    on unbounded intervals."""
+    labelled = np.isfinite(labels)
+    with np.errstate(invalid="ignore"):
+        inverted = labelled & (lo > hi)
+    if inverted.any():
+        notes.append(f"target {name!r}: {int(inverted.sum())} interval(s) with {name}_lo above {name}_hi (first: row "
+                     f"{int(np.argmax(inverted))}) are not intervals: left out of coverage and width")
+        lo, hi = np.where(inverted, np.nan, lo), np.where(inverted, np.nan, hi)
+    unbounded = labelled & (np.isinf(lo) | np.isinf(hi))
+    if unbounded.any():
+        notes.append(f"target {name!r}: {int(unbounded.sum())} interval(s) are unbounded (too few calibration or "
+                     "out-of-fold labels for their coverage), so the width is undefined")
+    return lo, hi
+
+
+def _scores(checked: _Checked, rows: np.ndarray, names: Sequence[str], task: str, num_classes: int) -> Dict[str, Any]:
+    """Metrics (mean over targets), ``per_target`` and, where intervals exist, each target's
+    coverage and width, over ``rows``."""
+    labels, predicted = checked.labels[rows], checked.predicted[rows]
     per_target = per_target_metrics(task, labels, predicted, names, num_classes)
     out: Dict[str, Any] = {**json_safe(compute_metrics(task, labels, predicted)),
                            "per_target": {n: json_safe(v) for n, v in per_target.items()}}
-    intervals = {n: json_safe(uncertainty_metrics(table[n].to_numpy(float), table[prediction_column(n)].to_numpy(float),
-                                                  lo=table[f"{n}_lo"].to_numpy(float), hi=table[f"{n}_hi"].to_numpy(float)))
-                 for n in names if f"{n}_lo" in table and f"{n}_hi" in table}
+    intervals = {}
+    for t, name in enumerate(names):
+        if name in checked.intervals:
+            lo, hi = checked.intervals[name][0][rows], checked.intervals[name][1][rows]
+            keep = np.isfinite(labels[:, t]) & ~np.isnan(lo) & ~np.isnan(hi)
+            mean = predicted[:, t] if task != "multiclass" else np.zeros(len(rows))
+            intervals[name] = json_safe(uncertainty_metrics(labels[keep, t], mean[keep], lo=lo[keep], hi=hi[keep]))
     if intervals:
         out["intervals"] = intervals
     return out
@@ -139,7 +236,11 @@ def evaluate_predictions(table: pd.DataFrame, task: Optional[str] = None, source
     ``ensemble_test_predictions.csv``): every target ``<t>`` with a ``<t>_pred`` column, overall
     and per target; interval ``coverage`` and ``width`` where ``<t>_lo`` / ``<t>_hi`` exist; and
     the same per ``fold`` (or ``replicate``) when the table has that column. ``task`` is read from
-    the table when not given (see :func:`prediction_task`).
+    the table when not given (see :func:`prediction_task`), else checked against it.
+
+    Labels are read as the checkpoint route reads them; a cell that is not a number, a prediction
+    that is not a finite number (NaN, infinite, beyond float32's range) and an interval with
+    ``lo > hi`` are left out of the metrics, and ``notes`` says how many and names the first row.
 
     Example:
         >>> oof = pd.DataFrame({"row": [0, 1, 2, 3], "fold": [0, 0, 1, 1], "y": [1.0, 2.0, 3.0, 4.0],
@@ -149,19 +250,27 @@ def evaluate_predictions(table: pd.DataFrame, task: Optional[str] = None, source
         ('regression', 4, 0.5, 0.75)
         >>> [(f["fold"], f["mae"]) for f in report["folds"]]
         [(0, 0.0), (1, 1.0)]
+        >>> evaluate_predictions(oof.assign(y_pred=[1.0, 2.0, 3.0, np.inf]))["notes"]  # doctest: +ELLIPSIS
+        ["target 'y': 1 prediction(s) not a finite number (NaN, infinite or beyond float32's range) left out of the metrics (first: row 3)"]
     """
     names = predicted_targets(table)
     if not names:
         raise ConfigError(f"{source} has no <target> and <target>_pred column pair; give a table written by train "
                           "(test_predictions.csv, oof_predictions.csv) or a --checkpoint to predict with")
-    task = task or prediction_task(table, names)
-    num_classes = sum(1 for c in table.columns if c.startswith(f"{names[0]}_prob_")) or 2
-    labels = table[list(names)].to_numpy(float)
+    checked, task, num_classes = _checked(table.reset_index(drop=True), names, task, source)
+    everything = np.arange(len(table))
     report: Dict[str, Any] = {"task": task, "targets": list(names), "molecules": len(table),
-                              "labelled": int(np.isfinite(labels).any(axis=1).sum()), **_scores(table, names, task, num_classes),
-                              "notes": metric_notes(task, labels, names)}
+                              "labelled": int(np.isfinite(checked.labels).any(axis=1).sum()),
+                              **_scores(checked, everything, names, task, num_classes),
+                              "notes": checked.notes + metric_notes(task, checked.labels, names)}
     group = next((c for c in ("fold", "replicate") if c in table), None)
     if group is not None:
-        report[f"{group}s"] = [{group: int(key), "molecules": len(rows), **_scores(rows, names, task, num_classes)}
-                               for key, rows in table.groupby(group, sort=True)]
+        keys = pd.to_numeric(table[group], errors="coerce").to_numpy(float)
+        numbered = np.isfinite(keys) & (keys == np.round(keys))
+        if not numbered.all():
+            report["notes"].append(f"{(~numbered).sum()} row(s) without a whole {group} number (first: row "
+                                   f"{int(np.argmax(~numbered))}) are left out of the per-{group} scores")
+        report[f"{group}s"] = [{group: int(key), "molecules": int((keys == key).sum()),
+                                **_scores(checked, np.flatnonzero(keys == key), names, task, num_classes)}
+                               for key in np.unique(keys[numbered])]
     return report

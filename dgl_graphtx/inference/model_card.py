@@ -1,11 +1,12 @@
 """The model card of a pretrained backbone (``card.json`` beside its ``backbone.pt``): what it is,
 how and on what it was pretrained, and the SHA-256 that loading checks the backbone against.
-Read and checked once (:meth:`ModelCard.from_dict`); keys this version does not know are kept,
-so writing a card read back gives the same JSON.
+Read and checked once (:meth:`ModelCard.from_dict`: every field present and of its type); keys
+this version does not know are kept, so writing a card read back gives the same JSON.
 """
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Type, TypeVar
 
@@ -100,13 +101,19 @@ class ModelCard:
     @classmethod
     def from_dict(cls, stored: Any, source: str = "the model card") -> ModelCard:
         """The card ``stored`` (parsed JSON) holds; one :class:`ConfigError` starting with
-        ``source`` when it is not an object or lacks a field.
+        ``source`` when it is not an object, lacks a field or holds one of another type.
 
         Example:
             >>> ModelCard.from_dict({"name": "m", "variant": "grpe"})  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
             dgl_graphtx.errors.ConfigError: the model card lacks 'architecture', 'parameters', ..., 'sha256'
+            >>> from dgl_graphtx.inference.backbones import list_pretrained
+            >>> card = next(c for c in list_pretrained() if c.name == "gradformer-tiny-moses3k").to_dict()
+            >>> ModelCard.from_dict({**card, "sha256": None})
+            Traceback (most recent call last):
+            ...
+            dgl_graphtx.errors.ConfigError: the model card's 'sha256' should be text, it holds None
         """
         values = _record_values(cls, stored, source, "")
         return cls(**{**values, "corpus": CardCorpus(**_record_values(CardCorpus, values["corpus"], source, "corpus.")),
@@ -135,7 +142,32 @@ def _record_values(cls: Type[CardPart], stored: Any, source: str, prefix: str) -
     if missing:
         raise ConfigError(f"{source} lacks {', '.join(repr(name) for name in missing)}")
     known = {f.name for f in fields} - {"other"}
+    hints = typing.get_type_hints(cls)
+    for name in sorted(known & set(stored)):
+        expected = hints[name]
+        if not dataclasses.is_dataclass(expected) and not _holds(expected, stored[name]):  # records: read as records
+            raise ConfigError(f"{source}'s {prefix + name!r} should be {_TYPE_WORDS.get(expected, 'an object')}, it holds {stored[name]!r}")
     return {**{k: v for k, v in stored.items() if k in known}, "other": {k: v for k, v in stored.items() if k not in known}}
+
+
+#: The types of card fields, in words.
+_TYPE_WORDS: Dict[Any, str] = {str: "text", int: "a whole number", float: "a number", Optional[float]: "a number or null",
+                               Optional[int]: "a whole number or null", List[str]: "a list of text", Dict[str, Any]: "an object"}
+
+
+def _holds(expected: Any, value: Any) -> bool:
+    """Whether the JSON ``value`` is of the card field type ``expected``."""
+    if expected in (Optional[float], Optional[int]):
+        return value is None or _holds(typing.get_args(expected)[0], value)
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is str:
+        return isinstance(value, str)
+    if expected == List[str]:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, dict)  # the free-form objects
 
 
 def _plain(record: Any) -> Dict[str, Any]:

@@ -10,7 +10,8 @@ from typing import Sequence, Union
 import pandas as pd
 
 from ..atomic_io import atomic_path
-from ..errors import ConfigError
+from ..errors import ConfigError, DamagedFileError
+from ..saved_files import read_csv, verified
 
 PathLike = Union[str, Path]
 TABLE_FORMATS = (".csv", ".tsv", ".tab", ".parquet")
@@ -69,7 +70,9 @@ def write_table(frame: pd.DataFrame, path: PathLike) -> Path:
 
 def read_table(path: PathLike) -> pd.DataFrame:
     """A table written by :func:`write_table` or a run (``test_predictions.csv``...), by the
-    suffix of ``path``; a missing file is a one-line error.
+    suffix of ``path``, read guarded (:mod:`~dgl_graphtx.saved_files`: checked against its run
+    folder's record; an empty, cut or binary file is one error naming it); a missing file is a
+    one-line error.
 
     Example:
         >>> import tempfile
@@ -77,6 +80,14 @@ def read_table(path: PathLike) -> pd.DataFrame:
         {'a': [1]}
     """
     suffix = table_format(path, option="the table")
-    if not Path(path).is_file():
+    fix = "give the table as train or predict wrote it (or train again to write it again)"
+    if verified(path, fix, optional=True) is None:
         raise ConfigError(f"table not found: {path}")
-    return pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path, sep=table_separator(path))
+    if suffix != ".parquet":
+        table = read_csv(path, fix, sep=table_separator(path))
+        assert table is not None  # it exists (checked above)
+        return table
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:  # pyarrow's errors derive from these
+        raise DamagedFileError(f"{path} is damaged: it is not a readable Parquet table ({type(err).__name__}: {err}); {fix}") from None

@@ -35,7 +35,7 @@ from ..datasets.extra_features import ExtraFeatures
 from ..datasets.split_kinds import split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
-from ..featurize import FeaturizerConfig, MoleculeFeaturizer
+from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits
 from ..models import ModelConfig, Preset, get_preset
 from ..models.config import upgrade_model_dict
 from ..models.presets import PRESETS, preset_name
@@ -112,6 +112,8 @@ class DataConfig:
         features_cols: input columns (or SD properties) used as molecule-level extra features.
         atom_properties: SDF atom properties used as atom-level extra features.
         features_scaling: ``standard`` or ``robust`` scaling of the extra features.
+        max_atoms: the atom budget: a molecule with more atoms is left out and reported with its
+            row before its relation graph is built (``predict --max-atoms`` has the same default).
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -139,9 +141,11 @@ class DataConfig:
     features_cols: Tuple[str, ...] = ()
     atom_properties: Tuple[str, ...] = ()
     features_scaling: str = "standard"
+    max_atoms: int = SizeLimits.max_atoms
 
     def __post_init__(self) -> None:
         self.extra_features  # checks the generator specs and the scaling
+        SizeLimits(max_atoms=self.max_atoms)  # checks the budget
         if self.cache_dir is not None and not self.cache:
             raise ConfigError("data.cache_dir (--cache-dir) names a cache folder but data.cache is off (--no-cache): give one of them")
         if self.subset is not None and not self.is_qm9:

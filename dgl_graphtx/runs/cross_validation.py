@@ -22,6 +22,7 @@ from ..training import TrainConfig, compute_metrics, json_safe, prediction_colum
 from ..uncertainty import UncertaintyConfig, uncertainty_metrics
 from .calibration_part import calibration_part
 from .experiment import Experiment, ExperimentResult, run_experiment
+from .folder import open_run_tree
 from .plan import RunPlan, plan_of
 
 logger = logging.getLogger("dgl_graphtx")
@@ -105,7 +106,9 @@ def cross_validate(
 
     With ``out_dir``, run ``k`` writes its usual files to ``out_dir/fold_<k>/``;
     ``oof_predictions.csv``, ``cv_metrics.json`` and ``cv_metrics.csv`` (mean and std over folds
-    per target and metric, and each fold's value) go to ``out_dir``.
+    per target and metric, and each fold's value) go to ``out_dir``; a folder already holding runs
+    is refused unless ``overwrite``, which deletes them first (see
+    :func:`~dgl_graphtx.runs.folder.open_run_tree`).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -130,7 +133,7 @@ def cross_validate(
     seed, folds = plan.train.seed, plan.folds
     together = fold_groups(kind, seed, smiles=dataset.identifiers, groups=groups or ())
     cut = random_folds(len(dataset), folds, seed) if together is None else group_folds(together, folds, seed)
-    out = Path(out_dir) if out_dir is not None else None
+    out = open_run_tree(out_dir, overwrite) if out_dir is not None else None
     runs: List[ExperimentResult] = []
     frames, tested = [], []
     for k, split in enumerate(folds_to_splits(cut, plan.valid_share, seed, together)):

@@ -4,21 +4,23 @@ The corpus is cut into chunks of :data:`CHUNK_SIZE` molecules. A run that writes
 in ``descriptor_chunks/`` as soon as it is done (atomically), so a killed run
 computes only the missing chunks when started again. Each chunk records its :class:`ChunkKey` (the
 corpus file's SHA-256, the descriptor names, the molecule count and the chunk size); chunks with
-another key are deleted, never reused. One INFO line per computed chunk gives the molecules done,
-the chunk's time and the time left.
+another key are deleted, never reused, and a damaged chunk (cut short, a flipped byte: NumPy
+archives check a CRC-32 of every array) is computed again, with a warning naming it. One INFO line
+per computed chunk gives the molecules done, the chunk's time and the time left.
 """
 from __future__ import annotations
 
 import logging
 import time
-import zipfile
 from pathlib import Path
 from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..atomic_io import atomic_savez
+from ..errors import DamagedFileError
 from ..featurize.descriptors import compute_features
+from ..saved_files import read_npz
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -28,6 +30,8 @@ CHUNK_SIZE = 10_000
 #: Pieces of a chunk per worker process, so that the processes finish the chunk together.
 PIECES_PER_WORKER = 4
 _PREFIX = "rows-"
+#: What happens to a damaged chunk.
+RECOMPUTE = "computing its descriptors again"
 
 
 class ChunkKey(NamedTuple):
@@ -70,23 +74,30 @@ def _chunk_path(folder: Path, start: int) -> Path:
     return folder / f"{_PREFIX}{start:09d}.npz"
 
 
-def _read_key(path: Path) -> Optional[ChunkKey]:
-    """The key stored in a chunk file; ``None`` for a file that is not a readable chunk."""
+def _read_key(path: Path) -> ChunkKey:
+    """The key stored in a chunk file; a damaged one is a :class:`~dgl_graphtx.errors.DamagedFileError`."""
+    stored = read_npz(path, RECOMPUTE, ("corpus_sha256", "names", "molecules", "chunk_size"))
+    assert stored is not None  # not optional
     try:
-        with np.load(path, allow_pickle=False) as stored:
-            return ChunkKey(str(stored["corpus_sha256"]), tuple(str(n) for n in stored["names"]),
-                            int(stored["molecules"]), int(stored["chunk_size"]))
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
-        return None
+        return ChunkKey(str(stored["corpus_sha256"]), tuple(str(n) for n in stored["names"]),
+                        int(stored["molecules"]), int(stored["chunk_size"]))
+    except (TypeError, ValueError) as err:
+        raise DamagedFileError(f"{path} is damaged: its key cannot be read ({err}); {RECOMPUTE}") from None
 
 
 def _stored_chunks(folder: Path, key: ChunkKey) -> Dict[int, Path]:
     """The chunk files in ``folder`` that belong to ``key``, by first row; the others are
-    deleted, with one log line."""
+    deleted, with one log line (a damaged one with its own)."""
     ours: Dict[int, Path] = {}
     others = []
     for path in sorted(folder.glob(f"{_PREFIX}*.npz")):
-        if _read_key(path) == key:
+        try:
+            found = _read_key(path)
+        except DamagedFileError as err:
+            logger.warning("%s", err)
+            path.unlink()
+            continue
+        if found == key:
             ours[int(path.stem[len(_PREFIX):])] = path
         else:
             others.append(path)
@@ -98,9 +109,19 @@ def _stored_chunks(folder: Path, key: ChunkKey) -> Dict[int, Path]:
     return ours
 
 
-def _read_chunk(path: Path) -> Tuple[np.ndarray, float]:
-    with np.load(path, allow_pickle=False) as stored:
+def _read_chunk(path: Path, rows: int, width: int) -> Optional[Tuple[np.ndarray, float]]:
+    """The values (``[rows, width]``) and seconds of a stored chunk; ``None`` (with a warning, the
+    file deleted) when it is damaged."""
+    try:
+        stored = read_npz(path, RECOMPUTE, ("values", "seconds"))
+        assert stored is not None  # not optional
+        if stored["values"].shape != (rows, width):
+            raise DamagedFileError(f"{path} is damaged: it holds {stored['values'].shape} values, not {(rows, width)}; {RECOMPUTE}")
         return stored["values"], float(stored["seconds"])
+    except DamagedFileError as err:
+        logger.warning("%s", err)
+        path.unlink(missing_ok=True)
+        return None
 
 
 def _write_chunk(path: Path, key: ChunkKey, values: np.ndarray, seconds: float) -> None:
@@ -176,8 +197,9 @@ def chunked_descriptors(folder: Path, molecules: Sequence[Any], key: ChunkKey, g
         folder.mkdir(parents=True, exist_ok=True)
     for start in key.starts():
         rows = key.rows(start)
-        if start in stored:
-            values[rows], spent = _read_chunk(stored[start])
+        read = _read_chunk(stored[start], key.size(start), len(key.names)) if start in stored else None
+        if read is not None:
+            values[rows], spent = read
         else:
             began = time.perf_counter()
             values[rows] = _compute(generator, molecules[rows], workers, start)

@@ -16,9 +16,10 @@ from scipy.stats import spearmanr
 
 from torch.utils.data import Subset
 
+from ..atomic_io import atomic_to_csv, atomic_write_text, keep_record
 from ..datasets import MoleculeDataset, make_split
 from ..errors import ConfigError
-from ..inference.ensemble import combine_members, with_intervals
+from ..inference.ensemble import CALIBRATION_FILE, combine_members, with_intervals
 from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics, prediction_column
 from ..training.target_metrics import per_target_metrics
@@ -27,6 +28,7 @@ from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_b
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .config import EnsembleConfig
 from .experiment import Experiment, ExperimentResult, run_experiment
+from .folder import open_run_tree
 from .plan import RunPlan, plan_of
 
 logger = logging.getLogger("dgl_graphtx")
@@ -120,6 +122,7 @@ def train_ensemble(
     *,
     out_dir: Optional[PathLike] = None,
     calibration: GivenCalibration = None,
+    overwrite: bool = False,
     **settings: Any,
 ) -> EnsembleResult:
     """Train ``plan.ensemble.size`` models per split over ``plan.ensemble.replicates`` splits and
@@ -138,7 +141,8 @@ def train_ensemble(
     Replicate ``r`` splits with seed ``train.seed + r``; member ``k`` trains with
     :func:`member_seed`. A given :class:`Split` allows a single replicate. With ``out_dir``,
     member runs go to ``replicate_<r>/member_<k>/`` and ``ensemble_test_predictions.csv`` and
-    ``ensemble_metrics.json`` to ``out_dir``.
+    ``ensemble_metrics.json`` to ``out_dir``; a folder already holding runs is refused unless
+    ``overwrite``, which deletes them first (see :func:`~dgl_graphtx.runs.folder.open_run_tree`).
 
     Example:
         >>> from dgl_graphtx.datasets import freesolv
@@ -157,6 +161,10 @@ def train_ensemble(
     if plan.folds:
         raise ConfigError("train_ensemble trains ensembles; a plan with folds runs with cross_validate")
     run = EnsembleRun(plan, dataset, Path(out_dir) if out_dir is not None else None, calibration)
+    if run.out is not None:
+        open_run_tree(run.out, overwrite)
+        for replicate in range(plan.ensemble.replicates):
+            keep_record(run.out / f"replicate_{replicate}")
     done = [_train_replicate(run, replicate) for replicate in range(plan.ensemble.replicates)]
     result = _ensemble_result(run, done)
     if run.out is not None:
@@ -187,8 +195,8 @@ def _train_replicate(run: EnsembleRun, replicate: int) -> ReplicateResult:
         uncertainty_row = {"replicate": replicate, "calibration": calibration_fit.to_dict(), "calibrated_on": part.record(),
                            "test": _interval_metrics(table, names)}
         if run.out is not None:
-            calibration_file = run.out / f"replicate_{replicate}" / "calibration.json"
-            calibration_file.write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2))
+            atomic_write_text(json.dumps(json_ready(calibration_fit.to_dict()), indent=2),
+                              run.out / f"replicate_{replicate}" / CALIBRATION_FILE)
     table.insert(0, "replicate", replicate)
     labels = table[names].to_numpy(dtype=float)
     predicted = table[[prediction_column(n) for n in names]].to_numpy(dtype=float)
@@ -221,14 +229,14 @@ def _write_report(run: EnsembleRun, result: EnsembleResult, done: Sequence[Repli
     """``ensemble_test_predictions.csv`` and ``ensemble_metrics.json`` into ``run.out``."""
     out = run.out
     assert out is not None, "only a run with a folder writes its report"
-    result.predictions.to_csv(out / "ensemble_test_predictions.csv", index=False)
+    atomic_to_csv(result.predictions, out / "ensemble_test_predictions.csv", index=False)
     rho = result.spearman
     report = {"ensemble_size": run.plan.ensemble.size, "replicates": run.plan.ensemble.replicates, "summary": json_ready(result.summary),
               "per_target": json_ready(result.per_target),
               "spearman_std_vs_abs_error": None if np.isnan(rho) else rho, "replicate_metrics": json_ready([r.metrics for r in done])}
     if run.calibrates_spread:
         report["uncertainty"] = json_ready([r.uncertainty for r in done if r.uncertainty is not None])
-    (out / "ensemble_metrics.json").write_text(json.dumps(report, indent=2))
+    atomic_write_text(json.dumps(report, indent=2), out / "ensemble_metrics.json")
 
 
 def _interval_metrics(table: pd.DataFrame, names: Sequence[str]) -> Dict[str, Dict[str, float]]:

@@ -7,6 +7,8 @@ Opening a :class:`RunFolder` (before any featurization or training):
   error naming the other's process);
 * refuses a folder that already holds a run's files unless ``overwrite=True``, in which case the
   previous run's files are deleted first, so every file in the folder comes from the same run;
+* keeps a record of the SHA-256 of every file the run writes (``SHA256SUMS``, see
+  :func:`~dgl_graphtx.atomic_io.keep_record`), against which reading a file back checks it;
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
   marks it ``"complete"``. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
@@ -20,25 +22,111 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import socket
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..atomic_io import atomic_write_text, describe_os_error
+from ..atomic_io import atomic_write_text, describe_os_error, keep_record
+from ..checksums import RECORD
 from ..errors import OutputError
+from ..saved_files import read_json
 from ..inference.checkpoint_paths import RUN_INFO
+from ..inference.cross_conformal import CV_REPORT, OOF_FILE
 
 PathLike = Union[str, Path]
 
 LOCK_NAME = ".run.lock"
 #: Files a training run writes; their presence marks a folder as holding a run.
 RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learning_curve.png", "metrics.json",
-                              "test_predictions.csv", "input_report.csv", "config.yaml", "train.log")
+                              "test_predictions.csv", "input_report.csv", "config.yaml", "train.log", RECORD)
 #: The files that make a run worth keeping; a folder with only the others (``run.json``,
-#: ``config.yaml``, ``train.log`` of a run that failed before training) is reused without asking.
-RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log"))
+#: ``config.yaml``, ``train.log`` and the record of a run that failed before training) is reused without asking.
+RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log", RECORD))
+#: What an ensemble or a cross-validation writes at its top beside its runs' folders (``replicate_<r>/``,
+#: ``fold_<k>/``); like a run's results, they make a folder worth keeping.
+TREE_REPORTS: Tuple[str, ...] = ("ensemble_test_predictions.csv", "ensemble_metrics.json", OOF_FILE, CV_REPORT, "cv_metrics.csv")
+_TREE_PART = re.compile(r"(replicate|fold)_\d+")
+#: What the command line writes into a folder before its runs start: never cleared by them.
+_COMMAND_FILES = ("config.yaml", "train.log")
+
+
+def held_files(folder: Path) -> List[str]:
+    """What ``folder`` holds of a run (:data:`RUN_FILES`), an ensemble or a cross-validation (their
+    reports and runs' folders).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); (folder / "fold_0").mkdir(); _ = (folder / "best.pt").write_bytes(b"")
+        >>> held_files(folder)
+        ['best.pt', 'fold_0']
+    """
+    if not folder.is_dir():
+        return []
+    runs = [name for name in RUN_FILES if (folder / name).exists()]
+    return runs + sorted(p.name for p in folder.iterdir() if p.name in TREE_REPORTS or (p.is_dir() and _TREE_PART.fullmatch(p.name)))
+
+
+def _worth_keeping(held: List[str]) -> bool:
+    """Whether ``held`` (of :func:`held_files`) holds results, not only what a run that failed before training wrote."""
+    return any(name in RESULT_FILES or name in TREE_REPORTS or _TREE_PART.fullmatch(name) for name in held)
+
+
+def _refusal(folder: Path, held: List[str]) -> OutputError:
+    return OutputError(f"{folder} already holds a run ({', '.join(held)}); use --overwrite (overwrite=True) to replace it, "
+                       "or choose another output folder")
+
+
+def _clear(folder: Path, names: List[str]) -> None:
+    """Delete ``names`` (files, or runs' folders) from ``folder``."""
+    for name in names:
+        if (folder / name).is_dir():
+            shutil.rmtree(folder / name)
+        else:
+            (folder / name).unlink(missing_ok=True)
+
+
+def check_run_tree(root: PathLike, overwrite: bool = False) -> None:
+    """Refuse now what :func:`open_run_tree` would refuse: a file in the place of ``root``, or a
+    ``root`` holding a run, an ensemble or a cross-validation, unless ``overwrite``.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "replicate_0").mkdir()
+        >>> check_run_tree(root)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.OutputError: ... already holds a run (replicate_0); use --overwrite (overwrite=True) to replace it, ...
+    """
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise OutputError(f"output folder {root} is an existing file; choose a folder name")
+    held = held_files(root)
+    if _worth_keeping(held) and not overwrite:
+        raise _refusal(root, held)
+
+
+def open_run_tree(root: PathLike, overwrite: bool = False) -> Path:
+    """The top folder of an ensemble or a cross-validation, ready for its runs: checked as
+    :func:`check_run_tree`; with ``overwrite`` what it held is deleted first (runs' folders,
+    reports, a run's files and the record; not the ``config.yaml`` and ``train.log`` the command
+    line wrote for this run), so that no member or fold of an earlier run is averaged with the new
+    ones; then it keeps a record of its files.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "replicate_3").mkdir(); _ = (root / "config.yaml").write_text("")
+        >>> sorted(p.name for p in open_run_tree(root, overwrite=True).iterdir())
+        ['SHA256SUMS', 'config.yaml']
+    """
+    root = Path(root)
+    check_run_tree(root, overwrite)
+    _clear(root, [name for name in held_files(root) if name not in _COMMAND_FILES])
+    keep_record(root, fresh=True)
+    return root
 
 
 def _process_alive(pid: int) -> bool:
@@ -51,7 +139,8 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _read_json(lock: Path) -> Dict[str, Any]:
+def _read_lock(lock: Path) -> Dict[str, Any]:
+    """What a lock file says of its holder (``{}`` when it cannot be read: it is written once, not atomically)."""
     try:
         return json.loads(lock.read_text())
     except (OSError, ValueError):
@@ -77,7 +166,7 @@ class RunFolder:
         >>> RunFolder(out).open()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        dgl_graphtx.errors.OutputError: ... already holds a run (run.json, metrics.json); use --overwrite (overwrite=True) to replace ...
+        dgl_graphtx.errors.OutputError: ... already holds a run (run.json, metrics.json, SHA256SUMS); use --overwrite (overwrite=True) to replace ...
     """
 
     def __init__(self, path: PathLike, overwrite: bool = False, resume: bool = False) -> None:
@@ -91,6 +180,7 @@ class RunFolder:
         self._created = False
         self._wrote_info = False
         self._details: Dict[str, Any] = {}
+        self._made_record = False
 
     @property
     def lock_file(self) -> Path:
@@ -114,7 +204,7 @@ class RunFolder:
             stale, problem = self._lock_holder()
             if not (stale and (self.overwrite or self.resume)):
                 raise OutputError(problem)
-        previous = [name for name in RUN_FILES if (self.path / name).exists()]
+        previous = held_files(self.path)
         if self.resume:
             self._refuse_resume_without_last(previous)
         else:
@@ -122,7 +212,7 @@ class RunFolder:
 
     def _lock_holder(self) -> Tuple[bool, str]:
         """Whether the lock in the folder was left by a killed run, and the error refusing it."""
-        holder = _read_json(self.lock_file)
+        holder = _read_lock(self.lock_file)
         same_host = holder.get("host") == socket.gethostname()
         stale = same_host and isinstance(holder.get("pid"), int) and not _process_alive(holder["pid"])
         who = f"process {holder.get('pid')} on {holder.get('host')}" if holder else "another process"
@@ -132,11 +222,8 @@ class RunFolder:
 
     def _refuse_previous(self, previous: List[str]) -> None:
         """Refuse a folder holding the files ``previous`` of a run worth keeping, unless ``overwrite``."""
-        if any(name in RESULT_FILES for name in previous) and not self.overwrite:
-            raise OutputError(
-                f"{self.path} already holds a run ({', '.join(previous)}); use --overwrite (overwrite=True) "
-                "to replace it, or choose another output folder"
-            )
+        if _worth_keeping(previous) and not self.overwrite:
+            raise _refusal(self.path, previous)
 
     def open(self) -> "RunFolder":
         """Check the folder, take the lock, clear a previous run (``overwrite``), write ``run.json``."""
@@ -149,16 +236,18 @@ class RunFolder:
             raise OutputError(f"cannot create output folder {self.path}: {describe_os_error(err)}") from None
         self._take_lock()
         try:
-            previous = [name for name in RUN_FILES if (self.path / name).exists()]
+            previous = held_files(self.path)
+            self._made_record = RECORD not in previous
             if self.resume:
+                keep_record(self.path)
                 self._continue(previous)
                 return self
             self._refuse_previous(previous)
-            for name in previous:
-                (self.path / name).unlink()
+            _clear(self.path, previous)
             for name in RUN_FILES:  # temporary files of a run killed while writing (never renamed)
                 for leftover in self.path.glob(f".{name}.*.tmp"):
                     leftover.unlink(missing_ok=True)
+            keep_record(self.path, fresh=True)
             self._write_info("running")
         except BaseException:
             self.close(failed=True)
@@ -170,14 +259,15 @@ class RunFolder:
         are until training continues; a folder with a run's results but no ``last.pt`` to continue
         from is refused (resuming would train it again from the start, over its results)."""
         self._refuse_resume_without_last(previous)
-        info = _read_json(self.path / RUN_INFO)
+        info = read_json(self.path / RUN_INFO, "restore it, or use --overwrite (overwrite=True) to train the run again",
+                         optional=True) or {}
         self.run_id = info.get("run_id", self.run_id)
         if not info:
             self._write_info("running")
 
     def _refuse_resume_without_last(self, previous: List[str]) -> None:
         """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``."""
-        if any(name in RESULT_FILES for name in previous) and "last.pt" not in previous:
+        if _worth_keeping(previous) and "last.pt" not in previous:
             raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
                               "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
                               "another output folder")
@@ -232,6 +322,8 @@ class RunFolder:
             return
         if failed and self._wrote_info and not any((self.path / name).exists() for name in RESULT_FILES):
             (self.path / RUN_INFO).unlink(missing_ok=True)
+            if self._made_record:
+                (self.path / RECORD).unlink(missing_ok=True)
         self.lock_file.unlink(missing_ok=True)
         self._locked = False
         if failed and self._created and not any(self.path.iterdir()):

@@ -28,7 +28,7 @@ from .cross_validation import CVResult, cross_validate
 from .distributed import DistributedConfig, DistributedContext, check_processes, process_hooks, process_settings
 from .ensemble import EnsembleResult, train_ensemble
 from .experiment import ExperimentResult, train_and_evaluate
-from .folder import RunFolder
+from .folder import RunFolder, check_run_tree
 from .plan import RunPlan
 from .pretraining import PretrainConfig, PretrainResult, pretrain
 from .training_data import load_calibration_data, load_training_data
@@ -75,6 +75,8 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
         RunFolder(out_dir, overwrite, resume=resume).check()
         if resume:  # before featurizing: a mismatch is refused at once, config.yaml untouched
             check_resumable_plan(Path(out_dir), plan)
+    else:
+        check_run_tree(out_dir, overwrite)
     return plan
 
 
@@ -163,7 +165,7 @@ def _train(config: RunConfig, plan: RunPlan, dataset: MoleculeDataset, out: Unio
         return cross_validate(dataset, plan, groups=dataset.groups if config.data.group_col else None, out_dir=folder,
                               overwrite=overwrite)
     if not plan.ensemble.single:
-        return train_ensemble(dataset, plan, out_dir=folder, calibration=calibration)
+        return train_ensemble(dataset, plan, out_dir=folder, calibration=calibration, overwrite=overwrite)
     result = train_and_evaluate(dataset, plan, out_dir=out, hooks=hooks, resume=resume, calibration=calibration)
     if hooks.is_main:
         if resume:  # a resumed run's config.yaml is replaced once it has checked its data and trained

@@ -7,12 +7,16 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
+from ..atomic_io import atomic_write_text
 from ..datasets import MoleculeDataset
+from ..errors import DamagedFileError
 from ..featurize import FeaturizerConfig
 from ..relation_graph import RelationConfig
+from ..saved_files import read_json
 
 PathLike = Union[str, Path]
 RECIPE_FILE = "featurized_for.json"
+RECIPE_KEYS = ("model", "preset", "atom_features")
 
 
 def write_store_recipe(store: PathLike, model: str, preset: str, atom_features: str) -> Path:
@@ -25,15 +29,18 @@ def write_store_recipe(store: PathLike, model: str, preset: str, atom_features: 
         >>> read_store_recipe(folder)
         {'model': 'moire', 'preset': '3d', 'atom_features': 'ogb'}
     """
-    path = Path(store) / RECIPE_FILE
-    path.write_text(json.dumps({"model": model, "preset": preset, "atom_features": atom_features}))
-    return path
+    return atomic_write_text(json.dumps({"model": model, "preset": preset, "atom_features": atom_features}), Path(store) / RECIPE_FILE)
 
 
 def read_store_recipe(store: PathLike) -> Optional[Dict[str, str]]:
-    """What :func:`write_store_recipe` recorded, or ``None`` (a store made from Python)."""
+    """What :func:`write_store_recipe` recorded, or ``None`` (a store made from Python); a damaged
+    recipe is a :class:`~dgl_graphtx.errors.DamagedFileError`."""
     path = Path(store) / RECIPE_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
+    fix = f"run 'dgl-graphtx featurize' on its input again (--out {store}, the --model/--preset it was made for)"
+    recipe = read_json(path, fix, optional=True)
+    if recipe is not None and not all(isinstance(recipe.get(key), str) for key in RECIPE_KEYS):
+        raise DamagedFileError(f"{path} is damaged: it should give {', '.join(RECIPE_KEYS)} as text, it holds {recipe}; {fix}")
+    return recipe
 
 
 def recipe_flags(recipe: Dict[str, str]) -> Dict[str, Any]:

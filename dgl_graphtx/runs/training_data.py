@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ..datasets import MoleculeDataset, Split, is_store, load_labelled, load_store, qm9
 from ..errors import GraphTxError
+from ..featurize import SizeLimits
 from .config import RunConfig
 from .store_recipe import check_store_settings
 
@@ -39,7 +40,7 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                                f"use --targets {','.join(dataset.target_names)}")
         return dataset, None
     kwargs: Dict[str, Any] = dict(featurizer=config.featurizer, relation=config.relation, cache_dir=data.dataset_cache,
-                                  progress=config.train.progress)
+                                  progress=config.train.progress, limits=SizeLimits(max_atoms=data.max_atoms))
     if data.is_qm9:
         return qm9(as_dataset=True, targets=list(data.targets), subset=data.subset, seed=config.train.seed, **kwargs), None
     dataset, split = load_labelled(data.training_path, data.targets, smiles_col=data.smiles_col, delimiter=data.delimiter,
@@ -69,7 +70,7 @@ def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Option
                                    task=config.model.task, featurizer=config.featurizer,
                                    positive_label=data.positive_label or _positive_class(dataset),
                                    relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
-                                   extra_features=data.extra_features)
+                                   extra_features=data.extra_features, limits=SizeLimits(max_atoms=data.max_atoms))
     if calibration.class_labels != dataset.class_labels:
         raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
                            f"data {dataset.class_labels}; give the same class names")

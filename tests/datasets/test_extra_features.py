@@ -271,3 +271,17 @@ def test_a_calibration_dataset_without_the_extra_features_is_refused_by_name(fra
                             Split([0, 1, 2, 3], [4, 5], [6, 7]), CalibrationPart(other, [0, 1, 2, 3], "a file of its own"))
     with pytest.raises(ConfigError, match="calibration dataset has none"):
         _fit_extra_features(experiment)
+
+
+def test_a_feature_column_blank_in_every_row_is_refused_before_featurizing(frame, tmp_path, monkeypatch):
+    """An entirely blank --features-cols column was accepted silently (scaled to a constant 0)."""
+    from cli_runner import must_not_be_called
+    from dgl_graphtx.datasets import molecule_dataset
+
+    csv = tmp_path / "d.csv"
+    frame.assign(calc=["", " ", None, "nan"] * 10).to_csv(csv, index=False)
+    monkeypatch.setattr(molecule_dataset, "featurize_and_pack", must_not_be_called("featurizing before the blank column was refused"))
+    assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "run", "--features-cols", "calc",
+                                   "--model", "vanilla", "--epochs", "1", "--no-progress"]),
+                          "feature column 'calc'", str(csv), "blank in all 40 rows")
+    assert not (tmp_path / "run" / "best.pt").exists()

@@ -310,3 +310,16 @@ def test_a_malformed_xyz_file_is_one_error_naming_the_line(tmp_path):
     bad.write_text("water\n3\n")
     with pytest.raises(ConfigError, match=r"line 1 of .*bad.xyz should give the atom count"):
         read_molecules(bad)
+
+
+def test_a_table_with_carriage_returns_alone_ends_its_lines_there(tmp_path):
+    """Line breaks of classic Mac OS (and some spreadsheet exports): the reader raised the csv
+    module's 'new-line character seen in unquoted field'."""
+    path = tmp_path / "mac.csv"
+    path.write_bytes(_write_table(tmp_path / "unix.csv", ",").read_bytes().replace(b"\n", b"\r"))
+    table = read_molecules(path)
+    assert table.molecules == [r[0] for r in ROWS] and table.column("name") == ["a", "b", "c", "d"]
+    assert table.targets(["y"])["y"].tolist()[:3] == [-5.0, -6.6, 1.0]
+    mixed = tmp_path / "mixed.csv"  # a carriage return inside a file with newlines stays as it is
+    mixed.write_bytes(b'smiles,note\nCCO,"a\rb"\n')
+    assert read_molecules(mixed).column("note") == ["a\rb"]

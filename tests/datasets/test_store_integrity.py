@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import pickle
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from test_sharded_store import assert_same_dataset
 
 import dgl_graphtx.datasets.sharded_store as store_module
 from dgl_graphtx.datasets import MoleculeDataset, featurize_file, load_store
-from dgl_graphtx.errors import ConfigError
+from dgl_graphtx.errors import ConfigError, DamagedFileError
 from dgl_graphtx.models.encoders import FeatureEncoder
 
 
@@ -122,6 +124,50 @@ def test_a_store_without_checksums_is_read_with_a_warning(csv, tmp_path, caplog)
     manifest = json.loads((root / "manifest.json").read_text())
     del manifest["checksums"]
     (root / "manifest.json").write_text(json.dumps(dict(manifest, store_format=1)))
+    (root / "SHA256SUMS").unlink(missing_ok=True)  # nor had such a store a record of its files
     with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
         assert len(load_store(root)) == 100
     assert any("cannot be verified" in r.getMessage() for r in caplog.records)
+
+
+def test_a_shard_copied_under_another_index_is_featurized_again(csv, tmp_path, monkeypatch, caplog):
+    """A valid shard's file copied in place of another shard's (its name holding its own SHA-256,
+    as the name of a shard did before its index was part of it) gave 20 molecules another shard's
+    graphs and labels."""
+    root = tmp_path / "store"
+    finished = _interrupted_store(csv, root, monkeypatch)
+    digest = finished[1].name.split(".")[1]
+    finished[0].unlink()
+    impostor = finished[0].with_name(f"shard-000000.{digest}.pt")
+    impostor.write_bytes(finished[1].read_bytes())  # shard 1's rows under index 0
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        calls = _resume_and_count(csv, root, monkeypatch)
+    assert sorted(calls) == [0, 60, 80]
+    assert any(impostor.name in r.getMessage() and "damaged" in r.getMessage() for r in caplog.records)
+    assert_same_dataset(load_store(root), MoleculeDataset.from_csv(csv, target_cols=["expt"], progress=False))
+
+
+def test_a_shard_that_is_a_pickle_is_one_line_that_never_advises_unpickling(csv, tmp_path, monkeypatch):
+    """A file named as a valid shard (its digest computed for it) that holds a pickle: nothing runs,
+    and the error is one line that does not repeat torch's advice to load with weights_only=False."""
+    root = tmp_path / "store"
+    finished = _interrupted_store(csv, root, monkeypatch, shards=4)
+    data = pickle.dumps({"graphs": os.getcwd})  # would call a function if unpickled
+    finished[2].unlink()
+    (root / "shards" / f"shard-000002.{store_module._shard_digest(2, [data])}.pt").write_bytes(data)
+    with pytest.raises(DamagedFileError, match=r"shard-000002\..* is damaged") as caught:
+        featurize_file(csv, root, target_cols=["expt"], shard_size=20, progress=False)
+    assert "\n" not in str(caught.value) and "weights_only=False" not in str(caught.value)
+
+
+def test_featurizing_a_complete_store_again_builds_a_damaged_one_again(csv, tmp_path, caplog):
+    """The store said 'complete and up to date' whatever its files held; now a damaged array is
+    found and the store built again, equal to an undamaged one."""
+    root = tmp_path / "store"
+    feat = _finished_store(csv, root)
+    _flip(feat, feat.stat().st_size - 3)
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        _finished_store(csv, root)
+    assert any("graphs.ndata.feat.npy" in r.getMessage() and "featurizing it again" in r.getMessage() for r in caplog.records)
+    _finished_store(csv, tmp_path / "reference")
+    assert_same_dataset(load_store(root), load_store(tmp_path / "reference"))

@@ -49,6 +49,9 @@ def test_unknown_keys_are_kept_and_notes_may_be_absent():
     (lambda card: (card.pop("epochs"), card.pop("variant")), "lacks 'variant', 'epochs'"),
     (lambda card: card["corpus"].pop("molecules"), "lacks 'corpus.molecules'"),
     (lambda card: card.update(targets=["a"]), "'s 'targets' is not a JSON object (it holds a list)"),
+    (lambda card: card.update(sha256=None), "'s 'sha256' should be text, it holds None"),
+    (lambda card: card.update(epochs="40"), "'s 'epochs' should be a whole number, it holds '40'"),
+    (lambda card: card["targets"].update(names=[1, 2]), "'s 'targets.names' should be a list of text, it holds [1, 2]"),
 ])
 def test_a_card_missing_a_field_is_one_error_naming_the_file_and_the_fix(tmp_path, edit, message):
     stored = _card()

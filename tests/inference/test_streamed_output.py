@@ -4,6 +4,7 @@ FIFO or a character device. The reference is always an uninterrupted run into a 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import threading
@@ -116,6 +117,38 @@ def test_resume_continues_the_same_run_exactly(checkpoint, inputs, complete, tmp
     assert "resumed after 20 rows" in stdout and "wrote 41 predictions" in stdout
     assert (tmp_path / "out.csv").read_text() == complete
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_resume_refuses_an_edited_value_or_row_count(checkpoint, inputs, tmp_path, monkeypatch):
+    """The record's SHA-256 covers the rows' bytes with their count: an edited prediction, or a
+    row count raised in the record (the output then held fewer rows than the message said), is
+    refused, and both files are left as they were."""
+    partial = _interrupted(checkpoint, inputs, tmp_path / "out.csv", monkeypatch)
+    record = partial.with_name(partial.name + ".json")
+    intact_rows, intact_record = partial.read_text(), record.read_text()
+    lines = intact_rows.splitlines(keepends=True)
+    fields = lines[3].split(",")
+    fields[3] = fields[3][:-1] + ("1" if fields[3][-1] != "1" else "2")  # the last digit of one prediction: same length
+    edits = {"value": ("".join(lines[:3] + [",".join(fields)] + lines[4:]), intact_record),
+             "row count": (intact_rows, intact_record.replace('"rows": 20', '"rows": 40'))}
+    argv = _argv(checkpoint, inputs, "--id-col", "id", "--output", tmp_path / "out.csv", "--resume")
+    for rows, recorded in edits.values():
+        partial.write_text(rows)
+        record.write_text(recorded)
+        assert_one_error_line(run_cli(argv), str(partial), "changed after they were written")
+        assert partial.read_text() == rows and record.read_text() == recorded and not (tmp_path / "out.csv").exists()
+
+
+def test_a_record_without_a_digest_is_continued_with_a_warning(checkpoint, inputs, complete, tmp_path, monkeypatch, caplog):
+    partial = _interrupted(checkpoint, inputs, tmp_path / "out.csv", monkeypatch)
+    record = partial.with_name(partial.name + ".json")
+    old = json.loads(record.read_text())
+    del old["sha256"]  # as the previous version wrote it
+    record.write_text(json.dumps(old))
+    code, _, err = run_cli(_argv(checkpoint, inputs, "--id-col", "id", "--output", tmp_path / "out.csv", "--resume"))
+    assert code == 0, err
+    assert (tmp_path / "out.csv").read_text() == complete
+    assert any("no digest of its rows" in r.getMessage() for r in caplog.records)
 
 
 # --------------------------------------------------------------------------------------------

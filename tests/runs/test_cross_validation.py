@@ -2,6 +2,7 @@
 calibration come from the other folds (groups whole), every molecule's out-of-fold prediction is
 written and scored by ``evaluate``, and ``predict`` on the folder gives CV+ intervals."""
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -144,3 +145,63 @@ def test_kmeans_folds_keep_clusters_whole():
                                         relation=p.relation, progress=False)
     result = cross_validate(ds, p, TrainConfig(epochs=1, progress=False), folds=3, kind="kmeans")
     assert sorted(result.oof_predictions["row"]) == list(range(45))
+
+
+@pytest.fixture(scope="module")
+def cv_with_intervals(tiny_csv, tmp_path_factory):
+    _, path = tiny_csv
+    out = tmp_path_factory.mktemp("cv-intervals") / "cv"
+    code, _, err = run_cli(["train", path, "--targets", "expt", "--cv", "3", "--uncertainty", "mve",
+                            "--calibration-share", "0.25", "--out", out, *SMALL])
+    assert code == 0, err
+    return out
+
+
+def _edited_copy(cv, tmp_path, edit):
+    """A copy of the cross-validation folder with ``edit(oof)`` written as its out-of-fold table,
+    as by hand or by a version without records (the folder's record is left out)."""
+    copy = tmp_path / "cv"
+    shutil.copytree(cv, copy)
+    (copy / "SHA256SUMS").unlink(missing_ok=True)
+    oof = pd.read_csv(copy / "oof_predictions.csv")
+    edited = edit(oof)
+    if edited is None:
+        (copy / "oof_predictions.csv").unlink()
+    else:
+        edited.to_csv(copy / "oof_predictions.csv", index=False)
+    return copy
+
+
+@pytest.mark.parametrize("edit, fragments", [
+    (lambda oof: None, ["oof_predictions.csv is missing", "run the cross-validation again"]),
+    (lambda oof: oof.drop(columns="fold"), ["lacks the column(s) ['fold']"]),
+    (lambda oof: oof.assign(fold=oof["fold"].astype(object).where(oof.index != 3, None)), ["row 3 has fold nan, not one of 0..2"]),
+    (lambda oof: oof.assign(expt_pred=oof["expt_pred"].astype(object).where(oof.index != 2, "abc")), ["oof_predictions.csv is damaged"]),
+])
+def test_a_cross_validation_without_a_usable_out_of_fold_table_is_one_line(cv_with_intervals, tmp_path, edit, fragments):
+    """Without oof_predictions.csv a CV folder gave no intervals and no message; without its fold
+    column a KeyError; a blank fold cell printed fold -9223372036854775808."""
+    copy = _edited_copy(cv_with_intervals, tmp_path, edit)
+    assert_one_error_line(run_cli(["predict", "--checkpoint", copy, "CCO", "c1ccccc1Cl"]), *fragments)
+
+
+def test_a_folder_of_folds_without_its_report_is_refused(cv_with_intervals, tmp_path):
+    """It was averaged as an ensemble, without its CV+ intervals and without a word."""
+    copy = tmp_path / "cv"
+    shutil.copytree(cv_with_intervals, copy)
+    (copy / "SHA256SUMS").unlink(missing_ok=True)
+    (copy / "cv_metrics.json").unlink()
+    assert_one_error_line(run_cli(["predict", "--checkpoint", copy, "CCO"]), str(copy), "holds the folds", "no cv_metrics.json")
+
+
+def test_too_few_out_of_fold_labels_for_the_coverage_are_said(cv_with_intervals, tmp_path, caplog):
+    """Out-of-fold predictions cut to 5 rows gave unbounded intervals without a word."""
+    import logging
+
+    copy = _edited_copy(cv_with_intervals, tmp_path, lambda oof: oof.iloc[:5])
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        code, _, err = run_cli(["predict", "--checkpoint", copy, "CCO", "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    assert np.isinf(pd.read_csv(tmp_path / "p.csv")[["expt_lo", "expt_hi"]].to_numpy()).all()
+    assert any("need at least 9 out-of-fold molecules with a label" in r.getMessage() and "has 5" in r.getMessage()
+               for r in caplog.records)

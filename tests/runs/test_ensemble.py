@@ -17,7 +17,7 @@ from dgl_graphtx.inference import ensemble_predict
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs import train_ensemble
 from dgl_graphtx.training import TrainConfig, regression_metrics
-from cli_runner import run_cli
+from cli_runner import assert_one_error_line, run_cli
 
 
 def _ranks(values):
@@ -125,3 +125,51 @@ def test_two_target_ensemble_reports_each_target_over_replicates(tmp_path):
             assert result.per_target[name][metric]["std"] == pytest.approx(values.std())
     report = json.loads((tmp_path / "ensemble_metrics.json").read_text())
     assert report["per_target"]["calc"]["rmse"]["mean"] == pytest.approx(result.per_target["calc"]["rmse"]["mean"])
+
+
+SMALL = ["--model", "vanilla", "--epochs", "1", "--device", "cpu", "--no-progress",
+         "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"]
+
+
+def test_an_ensemble_is_replaced_with_overwrite(tmp_path):
+    """An ensemble folder could not be replaced even with --overwrite (which its message asked
+    for), after featurizing; a smaller one written over a larger one would have left the old
+    members to be averaged with the new (the folds of a cross-validation: tests/runs/test_run_folder.py)."""
+    data = tmp_path / "d.csv"
+    freesolv_rows(0, 24)[["smiles", "expt"]].to_csv(data, index=False)
+    out = tmp_path / "ens"
+    assert run_cli(["train", data, "--targets", "expt", "--out", out, "--ensemble-size", "3", *SMALL])[0] == 0
+    before = sorted(p.name for p in (out / "replicate_0").iterdir())
+    assert_one_error_line(run_cli(["train", data, "--targets", "expt", "--out", out, "--ensemble-size", "2", *SMALL]),
+                          str(out), "already holds a run", "--overwrite")
+    assert sorted(p.name for p in (out / "replicate_0").iterdir()) == before
+    code, _, err = run_cli(["train", data, "--targets", "expt", "--out", out, "--ensemble-size", "2", "--overwrite", *SMALL])
+    assert code == 0, err
+    assert sorted(p.name for p in (out / "replicate_0").iterdir() if p.is_dir()) == ["member_0", "member_1"]
+    smiles = ["CCO", "c1ccccc1O"]
+    members = np.stack([Predictor(out / "replicate_0" / f"member_{k}").predict(smiles)["expt_pred"] for k in range(2)])
+    # the two new members, and no other, are what the folder holds
+    code, out, err = run_cli(["predict", "--checkpoint", out, *smiles, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv")["expt_pred"], members.mean(0), rtol=1e-6)
+
+
+def test_members_with_and_without_their_own_std_are_combined_on_what_they_share(tmp_path, caplog):
+    """One member with a variance head and one without: KeyError 'expt_std'. They are combined on
+    what they share: the mean and the members' spread, with a warning saying so."""
+    import logging
+
+    data = tmp_path / "d.csv"
+    freesolv_rows(0, 24)[["smiles", "expt"]].to_csv(data, index=False)
+    with_head, without = tmp_path / "mve", tmp_path / "plain"
+    assert run_cli(["train", data, "--targets", "expt", "--out", with_head, "--uncertainty", "mve", *SMALL])[0] == 0
+    assert run_cli(["train", data, "--targets", "expt", "--out", without, "--seed", "1", *SMALL])[0] == 0
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)N"]
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        code, _, err = run_cli(["predict", "--checkpoint", with_head, "--checkpoint", without, *smiles, "--output", tmp_path / "p.csv"])
+    assert code == 0, err
+    assert any("different uncertainty methods (mve for 1, none for 1)" in r.getMessage() for r in caplog.records)
+    means = np.stack([Predictor(path).predict(smiles)["expt_pred"].to_numpy() for path in (with_head, without)])
+    table = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_allclose(table["expt_pred"], means.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(table["expt_std"], means.std(0), rtol=1e-5)

@@ -156,3 +156,36 @@ def test_another_subset_draw_in_the_same_folder_does_not_reuse_the_descriptors(t
     second = run(seed=1)
     assert calls, "the second draw reused the first draw's descriptors"
     assert not np.array_equal(first, second)
+
+
+@pytest.mark.parametrize("where", ["key", "values"])
+def test_a_damaged_chunk_is_computed_again(tmp_path, monkeypatch, reference, caplog, where):
+    """A chunk with one flipped byte stopped 'pretrain --resume' with BadZipFile (the key was read
+    guarded, the values not); it is computed again, with a warning naming it."""
+    _count_chunks(monkeypatch, fail_at=3)
+    _kill_after_two_chunks(tmp_path)
+    first = sorted((tmp_path / CHUNK_FOLDER).glob("rows-*.npz"))[0]
+    data = bytearray(first.read_bytes())
+    with np.load(first) as stored:  # a byte inside the stored values, or inside the stored corpus digest
+        target = stored["values"].tobytes()[8:16] if where == "values" else str(stored["corpus_sha256"]).encode("utf-32-le")[:8]
+    offset = bytes(data).find(target)
+    assert offset > 0
+    data[offset] ^= 0x01
+    first.write_bytes(bytes(data))
+    calls = _count_chunks(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        values, _, _ = _descriptors(tmp_path, SMILES, "corpus-a", PretrainConfig(), write=True)
+    assert sorted(calls) == [2, 3, 3]  # the damaged chunk and the two never done
+    assert any(first.name in r.getMessage() and "damaged" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(values, reference)
+
+
+def test_a_damaged_descriptor_cache_is_computed_again(tmp_path, monkeypatch, reference, caplog):
+    _descriptors(tmp_path, SMILES, "corpus-a", PretrainConfig(), write=True)
+    cache = tmp_path / "descriptors.npz"
+    cache.write_bytes(cache.read_bytes()[:-40])
+    calls = _count_chunks(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        values, _, _ = _descriptors(tmp_path, SMILES, "corpus-a", PretrainConfig(), write=True)
+    assert calls == [3, 3, 3, 2] and any("descriptors.npz is damaged" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(values, reference)

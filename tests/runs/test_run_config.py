@@ -50,6 +50,7 @@ ALTERNATIVES = {
     "data.features_cols": ("a,b", ("a", "b"), []),
     "data.atom_properties": ("q", ("q",), []),
     "data.features_scaling": ("robust", "robust", []),
+    "data.max_atoms": ("2000", 2000, []),
     "model.num_layers": ("6", 6, []),
     "model.hidden_dim": ("32", 32, []),
     "model.num_heads": ("4", 4, []),

@@ -20,7 +20,7 @@ import dgl_graphtx.runs.from_config as from_config
 from dgl_graphtx.errors import OutputError
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs import RunFolder
-from dgl_graphtx.runs.folder import LOCK_NAME, RUN_FILES
+from dgl_graphtx.runs.folder import LOCK_NAME, RUN_FILES, check_run_tree, open_run_tree
 
 TRAIN = ["--targets", "expt", "--model", "vanilla", "--epochs", "1", "--batch-size", "16", "--no-progress", "--device", "cpu"]
 
@@ -77,7 +77,8 @@ def test_overwrite_deletes_the_previous_run_before_writing(tmp_path):
     (tmp_path / "cache").mkdir()  # not a run file: kept
     with RunFolder(tmp_path, overwrite=True) as run:
         present = sorted(p.name for p in tmp_path.iterdir())
-        assert present == sorted([LOCK_NAME, "cache", "run.json"])  # a kill now leaves no old file
+        assert present == sorted([LOCK_NAME, "cache", "run.json", "SHA256SUMS"])  # a kill now leaves no old file
+        assert (tmp_path / "SHA256SUMS").read_text().split()[1:] == ["run.json"]  # the old record went with the old run
         assert json.loads((tmp_path / "run.json").read_text()) == {**json.loads((tmp_path / "run.json").read_text()),
                                                                    "run_id": run.run_id, "status": "running"}
 
@@ -173,7 +174,7 @@ def test_full_disk_while_saving_is_one_error_line_naming_the_file(data_csv, work
     result = run_cli(["train", data_csv, "--out", out, *TRAIN])
     assert_one_error_line(result, f"cannot write {out / 'best.pt'}", "unchanged")
     # what was written stays (config, log of epoch 1, run.json saying "running"); no temporary file, no lock
-    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "log.csv", "run.json", "train.log"]
+    assert sorted(p.name for p in out.iterdir()) == ["SHA256SUMS", "config.yaml", "log.csv", "run.json", "train.log"]
     assert json.loads((out / "run.json").read_text())["status"] == "running"
 
 
@@ -217,3 +218,21 @@ def test_resume_continues_the_run_in_place_with_its_run_id(tmp_path):
         assert again.run_id == run_id and (out / "last.pt").read_text() == "state"
     with pytest.raises(OutputError, match="give one of them"):
         RunFolder(out, overwrite=True, resume=True)
+
+
+def test_the_top_of_an_ensemble_or_cross_validation_is_refused_or_cleared(tmp_path):
+    """What an ensemble or cross-validation left (runs' folders, reports, a single run's files) is
+    refused without --overwrite; with it, all of it goes, so no fold_3 of an earlier --cv 4 stays
+    beside the folds of a --cv 3, but the config.yaml and train.log of the new run stay."""
+    root = tmp_path / "cv"
+    for k in range(4):
+        (root / f"fold_{k}").mkdir(parents=True)
+        (root / f"fold_{k}" / "best.pt").write_bytes(b"old")
+    for name in ("oof_predictions.csv", "cv_metrics.json", "best.pt", "run.json", "config.yaml", "train.log", "notes.txt"):
+        (root / name).write_text("old")
+    with pytest.raises(OutputError, match=r"already holds a run \(run\.json, best\.pt, config\.yaml, train\.log, "
+                                          r"cv_metrics\.json, fold_0, fold_1, fold_2, fold_3, oof_predictions\.csv\)"):
+        check_run_tree(root)
+    open_run_tree(root, overwrite=True)
+    assert sorted(p.name for p in root.iterdir()) == ["SHA256SUMS", "config.yaml", "notes.txt", "train.log"]
+    check_run_tree(root)  # what is left is not a run

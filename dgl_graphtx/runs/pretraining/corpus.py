@@ -3,6 +3,8 @@ in resumable chunks, and cached in the run folder) and the scaled descriptor tar
 training and held-out parts."""
 from __future__ import annotations
 
+import logging
+
 import random
 import shutil
 from dataclasses import dataclass
@@ -16,9 +18,10 @@ from ...atomic_io import atomic_savez
 from ...checksums import file_sha256
 from ...datasets import MoleculeDataset, Split, is_store, load_store, random_split, read_molecules
 from ...datasets.sharded_store import MANIFEST
-from ...errors import ConfigError
+from ...errors import ConfigError, DamagedFileError
 from ...featurize.descriptors import FeatureScaler, feature_names
 from ...models import Preset
+from ...saved_files import read_npz
 from ...training import ProcessHooks, TrainConfig
 from ..descriptor_chunks import CHUNK_FOLDER, ChunkKey, chunked_descriptors
 from .settings import PretrainConfig
@@ -26,6 +29,8 @@ from .settings import PretrainConfig
 PathLike = Union[str, Path]
 
 DESCRIPTOR_CACHE = "descriptors.npz"
+
+logger = logging.getLogger("dgl_graphtx")
 
 
 def descriptor_targets(raw: np.ndarray, names: Sequence[str], train_rows: Sequence[int]) -> Tuple[np.ndarray, List[str], FeatureScaler]:
@@ -85,12 +90,14 @@ def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
 def _cached_descriptors(cache: Path, corpus_key: str, names: List[str]) -> Optional[Tuple[np.ndarray, float]]:
     """The raw descriptors and seconds stored in ``cache`` for these molecules (``corpus_key``, of
     :func:`_molecules_key`) and these names, if any."""
-    if not cache.is_file():
+    try:
+        stored = read_npz(cache, "computing the descriptors again", ("values", "names", "corpus_sha256", "seconds"), optional=True)
+    except DamagedFileError as err:  # a cache: computed again
+        logger.warning("%s", err)
         return None
-    with np.load(cache, allow_pickle=False) as stored:
-        if str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
-            return None
-        return stored["values"], float(stored["seconds"])
+    if stored is None or str(stored["corpus_sha256"]) != corpus_key or list(stored["names"]) != names:
+        return None
+    return stored["values"], float(stored["seconds"])
 
 
 def save_descriptor_cache(out: Path, values: np.ndarray, names: Sequence[str], corpus_key: str, seconds: float) -> Path:
