@@ -129,3 +129,14 @@ def user_cache_in_tmp(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+BENCHMARK_TESTS = Path(__file__).resolve().parent / "benchmarks"
+
+
+def pytest_collection_modifyitems(items):
+    """The tests of the benchmark scripts (``tests/benchmarks/``) carry the ``benchmarks`` marker,
+    which ``make test`` deselects and ``make test-benchmarks`` selects."""
+    for item in items:
+        if BENCHMARK_TESTS in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.benchmarks)
