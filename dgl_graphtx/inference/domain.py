@@ -13,6 +13,7 @@ import torch
 from rdkit import Chem
 
 from ..datasets import PackedGraphs
+from ..datasets.featurized import Featurized
 from ..featurize.molecule import to_mol
 
 #: Elements of typical organic molecules and their common counter-ions, assumed when a checkpoint
@@ -168,6 +169,31 @@ class Domain:
                 if named:
                     reasons.append(f"{', '.join(named)} never seen in training")
         return reasons
+
+    def unseen_in(self, done: Featurized, describe: DescribeFeature) -> List[List[str]]:
+        """Per input row of ``done``, :meth:`unseen_features` of its graph: one pass over all the
+        features, the words only where a value is unseen.
+
+        Example:
+            >>> from dgl_graphtx.datasets import MoleculeDataset
+            >>> from dgl_graphtx.datasets.featurized import featurize_and_pack
+            >>> from dgl_graphtx.featurize import MoleculeFeaturizer
+            >>> domain = Domain().with_feature_values(MoleculeDataset(["CCO"], progress=False).graphs, [0])
+            >>> domain.unseen_in(featurize_and_pack(MoleculeFeaturizer(), ["CO", "C1C", "CN"]), MoleculeFeaturizer().describe_feature)
+            [[], [], ['atom degree 3 never seen in training']]
+        """
+        out: List[List[str]] = [[] for _ in done.errors]
+        if done.graphs is None:
+            return out
+        graphs = done.graphs
+        positions = torch.arange(len(done.rows))
+        flagged = set(torch.repeat_interleave(positions, graphs.num_nodes)[self.unseen_mask("atom", graphs.ndata["feat"])].tolist())
+        flagged |= set(torch.repeat_interleave(positions, graphs.num_edges)[self.unseen_mask("bond", graphs.edata["feat"])].tolist())
+        for position in sorted(flagged):
+            nodes = slice(int(graphs.node_offsets[position]), int(graphs.node_offsets[position] + graphs.num_nodes[position]))
+            edges = slice(int(graphs.edge_offsets[position]), int(graphs.edge_offsets[position] + graphs.num_edges[position]))
+            out[done.rows[position]] = self.unseen_features(graphs.ndata["feat"][nodes], graphs.edata["feat"][edges], describe)
+        return out
 
     def check(self, molecule: Any, features: Iterable[str] = ()) -> Optional[str]:
         """Why ``molecule`` lies outside the domain (reasons joined by ``;``, with ``features``:
