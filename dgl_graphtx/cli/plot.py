@@ -1,4 +1,4 @@
-"""``dgl-graphtx plot``: figures of a trained model (attention, focus, decay) and of its errors."""
+"""``dgl-graphtx plot``: figures of a trained model (attention, explanations, focus, decay) and of its errors."""
 from __future__ import annotations
 
 import argparse
@@ -7,12 +7,17 @@ from typing import List, Optional, Union
 
 from ..errors import GraphTxError
 from ..inference.evaluation import evaluate_table
+from ..featurize.molecule import to_mol
+from ..inference.explain import MAX_STEPS, baseline_column
+from ..inference.predictor import Predictor
 from ..training import prediction_column
 from ..insight import (
     VIRTUAL,
     atom_importance,
     attention_maps,
+    DEFAULT_STEPS,
     error_table,
+    plot_atom_contributions,
     plot_attention_heatmap,
     plot_atom_importance,
     plot_attention_on_molecule,
@@ -23,7 +28,7 @@ from ..insight import (
 from .common import add_device_option, add_input_options, add_logging_options, bounded, verbosity
 from .molecule_io import add_checkpoint_option, load_predictors, read_input
 
-KINDS = ("attention", "focus", "decay", "parity")
+KINDS = ("attention", "explain", "focus", "decay", "parity")
 
 
 def query_option(text: str) -> Union[int, str]:
@@ -48,18 +53,19 @@ def _indices(text: Optional[str]) -> Optional[List[int]]:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``plot`` sub-command to ``sub``."""
     plot = sub.add_parser(
-        "plot", help="figures: attention on a molecule / heat maps, MoireGT focus, Gradformer start points, parity",
+        "plot", help="figures: attention on a molecule / heat maps, per-atom contributions, MoireGT focus, Gradformer start points, parity",
         description="attention: one drawing of the molecule coloured by each atom's importance to the prediction "
                     "(attention rollout over every layer and head), with the per-atom table <out>_atoms.csv; with "
                     "--per-head, the attention of --query (an atom index or 'virtual') per layer and head, plus the "
-                    "N x N heat maps; focus: MoireGT's learned f(d) per head and layer; decay: "
+                    "N x N heat maps; explain: the molecule coloured by each atom's contribution to the prediction "
+                    "(integrated gradients; red raises it, blue lowers it), with the table <out>_atoms.csv; focus: MoireGT's learned f(d) per head and layer; decay: "
                     "Gradformer's learned start points (and lambda); parity: parity and residual plots of a labelled file "
                     "with a per-molecule error table (<out>_errors.csv). PNG or SVG by the --out suffix.",
     )
     plot.add_argument("kind", choices=KINDS)
     add_checkpoint_option(plot, ensembles=True)
     plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
-    plot.add_argument("--smiles", help="attention: the molecule")
+    plot.add_argument("--smiles", help="attention, explain: the molecule")
     plot.add_argument("--per-head", action="store_true", help="attention: per-layer, per-head panels and heat maps instead")
     plot.add_argument("--query", type=query_option, default=None,
                       help="attention --per-head: the query node, an input atom index or 'virtual' (default: the virtual "
@@ -67,7 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--layers", help="attention --per-head: comma-separated layers (default: all)")
     plot.add_argument("--heads", help="attention --per-head: comma-separated heads (default: all)")
     plot.add_argument("--data", help="parity: labelled molecule file (CSV/TSV, SDF, .smi, .xyz)")
-    plot.add_argument("--target", help="parity: which target (default: the first)")
+    plot.add_argument("--target", help="parity, explain: which target (default: the first)")
+    plot.add_argument("--steps", type=bounded(int, 2, MAX_STEPS), default=DEFAULT_STEPS,
+                      help=f"explain: integration steps (default: {DEFAULT_STEPS})")
     add_input_options(plot)
     add_device_option(plot)
     add_logging_options(plot)
@@ -82,6 +90,26 @@ def _importance_figure(maps, out: Path) -> Path:
     table.to_csv(path, index=False)
     top = table.sort_values("importance", ascending=False).head(5)
     print("most important atoms: " + ", ".join(f"{r.element}{r.atom} {r.importance:.3f}" for r in top.itertuples()))
+    return path
+
+
+def _explanation_figure(predictor: Predictor, smiles: str, target: Optional[str], steps: int, out: Path) -> Path:
+    """The contribution drawing at ``out`` and its table ``<out>_atoms.csv`` (printed: the atoms
+    that move the prediction most, and the sum the contributions complete)."""
+    found = predictor.explain([smiles], target, steps)
+    row = found.table.iloc[0]
+    if row["error"] is not None:
+        raise GraphTxError(f"cannot explain {smiles!r}: {row['error']}")
+    name = target or predictor.target_names[0]
+    contributions = found.atoms["contribution"].to_numpy()
+    plot_atom_contributions(to_mol(smiles), contributions, out, title=f"{smiles}: atom contributions to {name} (integrated gradients)")
+    path = out.with_name(f"{out.stem}_atoms.csv")
+    found.atoms[["atom", "element", "contribution"]].to_csv(path, index=False)
+    top = found.atoms.reindex(found.atoms["contribution"].abs().sort_values(ascending=False).index).head(5)
+    print("largest contributions: " + ", ".join(f"{r.element}{r.atom} {r.contribution:+.3f}" for r in top.itertuples()))
+    baseline = row[baseline_column(name)]
+    print(f"baseline {baseline:.4f} + contributions {contributions.sum():.4f} = {baseline + contributions.sum():.4f} "
+          f"(the model's output; {prediction_column(name)} {row[prediction_column(name)]:.4f})")
     return path
 
 
@@ -112,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
             written.append(heatmap)
         else:
             written.append(_importance_figure(maps, out))
+    elif args.kind == "explain":
+        if not args.smiles:
+            raise GraphTxError("plot explain needs --smiles")
+        written.append(_explanation_figure(predictor, args.smiles, args.target, args.steps, out))
     elif args.kind == "focus":
         plot_focus_functions(predictor.model, out)
     elif args.kind == "decay":

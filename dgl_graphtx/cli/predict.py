@@ -4,9 +4,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ConfigError
 from ..featurize import SizeLimits
+from ..inference.explain import MAX_STEPS, ExplainSettings
 from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
+from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
 from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, print_table,
                      verbosity)
@@ -41,6 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
     predict.add_argument("--mc-samples", type=bounded(int, 2, 10000), default=None,
                          help=f"stochastic passes of MC dropout (default: the checkpoint's, else {UncertaintyConfig.mc_samples})")
+    predict.add_argument("--explain", action="store_true",
+                         help="explain each prediction atom by atom (integrated gradients): adds <target>_baseline and "
+                              "<target>_contributions, a list in the order of the input's atoms that sums to the model's "
+                              "output minus the baseline (docs/insight.md)")
+    predict.add_argument("--explain-target", metavar="TARGET", help="--explain: the target to explain (default: the first)")
+    predict.add_argument("--explain-steps", type=bounded(int, 2, MAX_STEPS), default=None,
+                         help=f"--explain: integration steps, the passes per molecule (default: {DEFAULT_STEPS})")
+    predict.add_argument("--explain-baseline", choices=BASELINES, default=None,
+                         help="--explain: where the integral starts: atom embeddings 0, the molecule's mean atom, or auto "
+                              "(mean for pre-LN transformers, zero for GPS models such as Gradformer; docs/insight.md)")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
     predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logging_options(predict)
@@ -50,8 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``predict`` with parsed ``args``."""
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
+    settings = (args.explain_target, args.explain_steps, args.explain_baseline)
+    if not args.explain and any(value is not None for value in settings):
+        raise ConfigError("--explain-target, --explain-steps and --explain-baseline are settings of --explain: add --explain")
+    explain = ExplainSettings(args.explain_target, args.explain_steps or DEFAULT_STEPS, args.explain_baseline or "auto") if args.explain else None
     options = dict(device=args.device, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
-                   chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples)
+                   chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples, explain=explain)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
                         delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols, output=args.output,

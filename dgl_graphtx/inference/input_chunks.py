@@ -13,6 +13,22 @@ from ..featurize import describe_molecule
 from ..featurize.molecule import MoleculeLike
 
 
+def as_inputs(molecules: Union[MoleculeLike, Iterable[MoleculeLike]]) -> Iterable[MoleculeLike]:
+    """One SMILES / molecule as a list of it, any iterable of them as it is; anything else is a
+    one-line error.
+
+    Example:
+        >>> as_inputs("CCO"), as_inputs(("CCO", "C"))
+        (['CCO'], ('CCO', 'C'))
+    """
+    if isinstance(molecules, (str, bytes, Chem.Mol)):
+        return [molecules]
+    if isinstance(molecules, Iterable):
+        return molecules
+    raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
+                      f"got {type(molecules).__name__} {molecules!r}")
+
+
 def input_chunks(
     molecules: Union[MoleculeLike, Iterable[MoleculeLike]], chunk_size: int, progress: bool = False,
     identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
@@ -28,13 +44,7 @@ def input_chunks(
         >>> [(start, names) for start, _, names in input_chunks(["C", "CC", "CCC"], 2)]
         [(0, ['C', 'CC']), (2, ['CCC'])]
     """
-    if isinstance(molecules, (str, bytes, Chem.Mol)):
-        inputs: Iterable[MoleculeLike] = [molecules]
-    elif isinstance(molecules, Iterable):
-        inputs = molecules
-    else:
-        raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
-                          f"got {type(molecules).__name__} {molecules!r}")
+    inputs = as_inputs(molecules)
     items = iter(inputs)
     total = len(inputs) if isinstance(inputs, Sized) else None
     if identifiers is not None and total is not None and len(identifiers) != total:

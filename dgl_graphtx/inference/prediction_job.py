@@ -37,7 +37,7 @@ logger = logging.getLogger("dgl_graphtx")
 
 PathLike = Union[str, Path]
 #: Predictor options that change the values or columns of the rows (recorded for a resume).
-ROW_SHAPING_OPTIONS = ("uncertainty", "mc_samples", "limits")
+ROW_SHAPING_OPTIONS = ("uncertainty", "mc_samples", "limits", "explain")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ class PredictionJob:
         options = {k: self.predictor.get(k) for k in ROW_SHAPING_OPTIONS}
         limits = options.get("limits") or SizeLimits()
         options["limits"] = dataclasses.asdict(limits) if isinstance(limits, SizeLimits) else limits
+        explain = options.get("explain")  # ExplainSettings or None
+        options["explain"] = None if explain is None else dataclasses.asdict(explain)
         return {"input": digest, "checkpoint": [file_sha256(p) for p in checkpoints], "smiles_col": self.smiles_col,
                 "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options}
 
@@ -153,6 +155,8 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         'wrote 2 predictions (1 invalid, 0 outside the training domain) to .../p.csv'
     """
     paths = resolve_checkpoints(job.checkpoints)
+    if job.predictor.get("explain") is not None and len(paths) > 1:
+        raise ConfigError(f"--explain explains one model; {len(paths)} checkpoints were given (an ensemble): give one")
     writer = None
     if job.output is not None and job.streamed:
         writer = ProgressiveCSV(job.output, resume=job.resume, sep=table_separator(job.output), source=job.source(paths))

@@ -8,6 +8,7 @@ NaN and an ``error`` saying why, and everything else is predicted.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
-from ..nn.graph_tensors import on_device
+from ..insight.integrated_gradients import repeated_batch
 from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.config import stored_settings
@@ -38,7 +39,9 @@ from ..uncertainty.inference import predict_with_uncertainty
 from ..validation import check_number
 from .checkpoint_paths import single_checkpoint
 from .domain import Domain
-from .input_chunks import input_chunks
+from .explain import (ExplainedOutput, ExplainSettings, Explanations, add_explanation_columns, atom_table, explain_featurized,
+                      explained_output, with_settings)
+from .input_chunks import as_inputs, input_chunks
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -142,6 +145,8 @@ class Predictor:
         mc_samples: stochastic passes of ``mc_dropout`` (default: the checkpoint's, else 20).
         atom_function: the function giving atom-level extra features, for a model trained with
             one (see :mod:`dgl_graphtx.datasets.extra_features`).
+        explain: explain one target of every prediction (see :mod:`~dgl_graphtx.inference.explain`):
+            the table gets its ``<target>_baseline`` and ``<target>_contributions`` (per atom) columns.
 
     Example:
         >>> import tempfile
@@ -167,6 +172,7 @@ class Predictor:
         uncertainty: Optional[str] = None,
         mc_samples: Optional[int] = None,
         atom_function: Optional[AtomFunction] = None,
+        explain: Optional[ExplainSettings] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -198,6 +204,8 @@ class Predictor:
         self.chunk_size = chunk_size
         self.extras = FittedExtraFeatures.from_dict(extras.extra_features) if extras.extra_features else None
         self.atom_function = atom_function
+        #: The output every prediction is explained for, or ``None``.
+        self.explained: Optional[ExplainedOutput] = None if explain is None else explained_output(self.model, self.target_names, explain)
 
     @property
     def target_names(self) -> List[str]:
@@ -319,6 +327,31 @@ class Predictor:
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
+    def explain(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], target: Optional[str] = None,
+                steps: Optional[int] = None, baseline: Optional[str] = None, **options: Any) -> Explanations:
+        """:meth:`predict` (``options``: its ``progress``, ``identifiers``, ``carried``, ``features``)
+        with each molecule's prediction of ``target`` explained atom by atom, by integrated gradients
+        over ``steps`` Gauss-Lobatto nodes from ``baseline``; what is not given comes from
+        ``explain=``, else :class:`~dgl_graphtx.inference.explain.ExplainSettings`'s defaults (see
+        :mod:`~dgl_graphtx.inference.explain`).
+
+        Example:
+            >>> import tempfile
+            >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+            >>> from dgl_graphtx.models import build_model, get_preset
+            >>> p = get_preset("gradformer", num_layers=1, hidden_dim=16, num_heads=2)
+            >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+            ...                        CheckpointMeta(p.featurizer, p.relation, ["logP"]))
+            >>> found = Predictor(path).explain(["OCC", "C1CC"], steps=8)
+            >>> found.atoms[["row", "atom", "element"]].values.tolist(), found.table["logP_contributions"][1]
+            ([[0, 0, 'O'], [0, 1, 'C'], [0, 2, 'C']], None)
+        """
+        explainer = copy.copy(self)
+        explainer.explained = explained_output(self.model, self.target_names, with_settings(self.explained, target, steps, baseline))
+        inputs = list(as_inputs(molecules))
+        table = explainer.predict(inputs, **options)
+        return Explanations(table, atom_table(table, [self._prepare(m) for m in inputs], explainer.explained.target, self.meta.featurizer))
+
     def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
         """An input as the checkpoint's featurizer takes it, as a file reader would give it
         (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
@@ -365,6 +398,8 @@ class Predictor:
         predictions = np.full((len(molecules), self._width), np.nan)
         done, masked = self._featurize(molecules, features)
         errors = done.errors
+        explanations = (None if self.explained is None else  # first: a failure is the row's error
+                        explain_featurized(self.model, self.explained, done, self._batches(done, self.explained.steps), self._forward))
         for batch in self._batches(done):
             for positions, values, error in self._forward(done, batch, self._predict_batch):
                 for position, row in enumerate(done.rows[p] for p in positions):
@@ -374,6 +409,8 @@ class Predictor:
                         errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
                     else:
                         predictions[row] = values[position]
+        if explanations is not None:
+            predictions[[row for row, found in enumerate(explanations) if found is None]] = np.nan
         config = self.model.config
         point = config.prediction_width
         similarity = self._similarity(molecules, done.rows)
@@ -386,10 +423,12 @@ class Predictor:
         if similarity is not None:
             table.insert(2, SIMILARITY_COLUMN, similarity)
         table["error"] = errors
-        unseen = self._unseen_features(done)
+        unseen = self.domain.unseen_in(done, self.featurizer.describe_feature)
         table["warning"] = [None if errors[row] is not None else
                             "; ".join(w for w in (self.domain.check(molecules[row], unseen[row]), masked[row]) if w) or None
                             for row in range(len(molecules))]
+        if self.explained is not None and explanations is not None:
+            add_explanation_columns(table, self.explained, [None if errors[row] else f for row, f in enumerate(explanations)])
         return table
 
     def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
@@ -402,26 +441,11 @@ class Predictor:
             similarity[list(rows)] = nearest_similarity(packed_fingerprints(molecules[r] for r in rows), self.training_fingerprints)
         return similarity
 
-    def _unseen_features(self, done: Featurized) -> List[List[str]]:
-        """Per input row, the atom and bond feature values of its graph that training never saw."""
-        out: List[List[str]] = [[] for _ in done.errors]
-        if done.graphs is None:
-            return out
-        graphs = done.graphs
-        positions = torch.arange(len(done.rows))
-        flagged = set(torch.repeat_interleave(positions, graphs.num_nodes)[self.domain.unseen_mask("atom", graphs.ndata["feat"])].tolist())
-        flagged |= set(torch.repeat_interleave(positions, graphs.num_edges)[self.domain.unseen_mask("bond", graphs.edata["feat"])].tolist())
-        for position in sorted(flagged):  # the per-molecule words only where a value is unseen
-            row = done.rows[position]
-            nodes = slice(int(graphs.node_offsets[position]), int(graphs.node_offsets[position] + graphs.num_nodes[position]))
-            edges = slice(int(graphs.edge_offsets[position]), int(graphs.edge_offsets[position] + graphs.num_edges[position]))
-            out[row] = self.domain.unseen_features(graphs.ndata["feat"][nodes], graphs.edata["feat"][edges],
-                                                   self.featurizer.describe_feature)
-        return out
-
-    def _batches(self, done: Featurized) -> Iterable[List[int]]:
-        """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget."""
-        return EdgeBudgetBatchSampler(done.relations.num_edges, self.batch_size, self.batch_edges) if done.relations is not None else []
+    def _batches(self, done: Featurized, copies: int = 1) -> Iterable[List[int]]:
+        """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget
+        (shared by the ``copies`` of each molecule a batch holds)."""
+        return [] if done.relations is None else EdgeBudgetBatchSampler(
+            done.relations.num_edges, max(1, self.batch_size // copies), max(1, self.batch_edges // copies))
 
     def _predict_batch(self, graph, relation) -> np.ndarray:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
@@ -436,16 +460,15 @@ class Predictor:
         parts = torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist()) if atoms else []
         return mol_states.cpu().float().numpy(), [part.float().numpy() for part in parts]
 
-    def _forward(self, done: Featurized, batch: List[int], step: Callable[[Any, Any], BatchResult]
+    def _forward(self, done: Featurized, batch: List[int], step: Callable[[Any, Any], BatchResult], copies: int = 1
                  ) -> Iterator[Tuple[List[int], Optional[BatchResult], Optional[str]]]:
-        """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``: ``(positions,
-        result, None)``; on running out of memory the batch is split in halves, and a single
-        molecule that still does not fit gives ``(positions, None, error)`` instead of stopping the run."""
+        """``step(graph, relation_graph)`` over the positions ``batch`` of ``done``, each molecule
+        ``copies`` times (copy by copy): ``(positions, result, None)``; on running out of memory
+        the batch is split in halves, and a single molecule that still does not fit gives
+        ``(positions, None, error)`` instead of stopping the run."""
         assert done.graphs is not None and done.relations is not None, "batches hold featurized molecules"
-        index = torch.tensor(batch, dtype=torch.int64)
         try:
-            result = step(on_device(done.graphs.batch(index), self.device, self.compute),
-                          on_device(done.relations.batch(index), self.device, self.compute, blocks=True))
+            result = step(*repeated_batch(done.graphs, done.relations, batch, copies, self.device, self.compute))
         except (RuntimeError, MemoryError) as err:
             if not is_out_of_memory(err):
                 raise
@@ -461,8 +484,8 @@ class Predictor:
                                 "lower SizeLimits or use a hops/radius relation")
             return
         half = len(batch) // 2
-        yield from self._forward(done, batch[:half], step)
-        yield from self._forward(done, batch[half:], step)
+        yield from self._forward(done, batch[:half], step, copies)
+        yield from self._forward(done, batch[half:], step, copies)
 
 
 def predict_smiles(

@@ -88,10 +88,13 @@ def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None,
 
 #: Colours of atom weights on molecule drawings (light to dark red), shared with their colour bars.
 ATOM_CMAP = matplotlib.colors.ListedColormap(matplotlib.colormaps["Reds"](np.linspace(0.1, 1.0, 256)))
+#: Colours of signed atom weights (contributions): blue below 0, white at 0, red above.
+SIGNED_CMAP = matplotlib.colormaps["bwr"]
 
 
-def _colour(weight: float, vmax: float) -> tuple:
-    rgba = ATOM_CMAP(weight / vmax if vmax > 0 else 0.0)
+def _colour(weight: float, vmax: float, signed: bool = False) -> tuple:
+    share = weight / vmax if vmax > 0 else 0.0
+    rgba = SIGNED_CMAP((share + 1.0) / 2.0) if signed else ATOM_CMAP(share)
     return tuple(float(v) for v in rgba[:3])
 
 
@@ -115,9 +118,10 @@ def molecule_drawing() -> Any:
 
 
 def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size: int = 260, marked: Optional[int] = None,
-                          vmax: Optional[float] = None) -> np.ndarray:
+                          vmax: Optional[float] = None, signed: bool = False) -> np.ndarray:
     """RDKit drawing of ``mol`` with each atom highlighted in a colour and size growing with its
-    weight (``marked`` atom outlined by a blue circle); an RGB(A) image array.
+    weight (``marked`` atom outlined by a blue circle); an RGB(A) image array. ``signed`` weights
+    run from ``-vmax`` (blue) through 0 (white) to ``vmax`` (red), the size growing with ``|w|``.
 
     Example:
         >>> from rdkit import Chem
@@ -125,15 +129,15 @@ def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size
         (120, 120)
     """
     values = np.asarray(weights, dtype=float)
-    vmax = float(values.max()) if vmax is None else vmax
+    vmax = float((np.abs(values) if signed else values).max()) if vmax is None else vmax
     draw2d = molecule_drawing()
     drawer = draw2d.MolDraw2DCairo(size, size)
     options = drawer.drawOptions()
     options.addAtomIndices = True
     options.annotationFontScale = 0.6
     atoms = list(range(mol.GetNumAtoms()))
-    colours = {a: _colour(values[a], vmax) for a in atoms}
-    radii = {a: 0.2 + 0.35 * (values[a] / vmax if vmax > 0 else 0.0) for a in atoms}
+    colours = {a: _colour(values[a], vmax, signed) for a in atoms}
+    radii = {a: 0.2 + 0.35 * (abs(values[a]) / vmax if vmax > 0 else 0.0) for a in atoms}
     if marked is not None:
         options.atomHighlightsAreCircles = True
     draw2d.PrepareAndDrawMolecule(drawer, mol, highlightAtoms=atoms, highlightAtomColors=colours,
@@ -169,6 +173,29 @@ def plot_atom_importance(mol, importance: Sequence[float], path: Optional[PathLi
     ax.set_title(title, fontsize=10)
     bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0.0, vmax), cmap=ATOM_CMAP), ax=ax, fraction=0.04, pad=0.02)
     bar.set_label("importance (share of the prediction)")
+    return save_figure(fig, path)
+
+
+def plot_atom_contributions(mol, contributions: Sequence[float], path: Optional[PathLike] = None, title: str = "",
+                            unit: str = "", size: int = 700) -> Figure:
+    """One large drawing of ``mol`` with every atom coloured by its signed contribution to a
+    prediction (e.g. :meth:`~dgl_graphtx.inference.Predictor.explain`): red raises it, blue lowers
+    it, on a scale symmetric about 0; atom indices and a colour bar.
+
+    Example:
+        >>> from rdkit import Chem
+        >>> fig = plot_atom_contributions(Chem.MolFromSmiles("CCO"), [0.2, 0.3, -0.5], size=200)
+        >>> [float(v) for v in fig.axes[1].get_ylim()]  # the colour bar: symmetric about 0
+        [-0.5, 0.5]
+    """
+    values = np.asarray(contributions, dtype=float)
+    vmax = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
+    fig, ax = plt.subplots(figsize=(size / 100 + 1.2, size / 100))
+    ax.imshow(draw_molecule_weights(mol, values, size=size, vmax=vmax, signed=True))
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=10)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(-vmax, vmax), cmap=SIGNED_CMAP), ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(f"contribution to the prediction{f' ({unit})' if unit else ''}")
     return save_figure(fig, path)
 
 
