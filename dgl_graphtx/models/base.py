@@ -232,7 +232,7 @@ class MoleculeModel(nn.Module):
             return torch.sigmoid(output)
         if self.config.task == "multiclass":
             k = self.config.num_classes
-            return torch.softmax(output.view(len(output), -1, k), dim=-1).reshape(len(output), -1)
+            return torch.softmax(output.unflatten(1, (-1, k)), dim=-1).flatten(1)  # no len(): sizes stay symbolic in an export
         return output * self.target_std + self.target_mean
 
     @torch.no_grad()

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..nn.graph_tensors import GraphLike
+from ..nn.graph_tensors import GraphLike, exporting
 from .attention_layers import build_attention_layers
 from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import PreNormBlock
@@ -47,7 +47,8 @@ class GraphTransformer(MoleculeModel):
     def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
         atoms = self.encode_atoms(graph, masked=masked)
         is_virtual = relation_graph.ndata["is_virtual"]
-        num_virtual = int(is_virtual.sum())
+        # an exported program (no virtual node, see inference/export.py) counts by shapes, not by data
+        num_virtual = relation_graph.num_nodes() - graph.num_nodes() if exporting() else int(is_virtual.sum())
         expected = graph.batch_size if self.config.virtual_node else 0
         if num_virtual != expected or relation_graph.num_nodes() - num_virtual != graph.num_nodes():
             raise ConfigError(

@@ -39,7 +39,7 @@ from torch import nn
 
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
-from .graph_tensors import GraphLike
+from .graph_tensors import GraphLike, exporting
 
 #: How :class:`RelationAttention` computes its scores and value sums (see the module docstring).
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
@@ -56,6 +56,8 @@ def masked_fill_if_any(x: torch.Tensor, mask: torch.Tensor, value: float) -> tor
         >>> masked_fill_if_any(x, torch.tensor([[False], [False]]), -1.0) is x
         True
     """
+    if exporting():  # no data-dependent branch in an exported program: the same values
+        return x.masked_fill(mask, value)
     return x.masked_fill(mask, value) if bool(mask.any()) else x
 
 

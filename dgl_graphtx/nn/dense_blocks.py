@@ -155,6 +155,8 @@ class BlockLayout:
             >>> BlockLayout.cached(g, 2) is BlockLayout.cached(g, 2)
             True
         """
+        if getattr(graph, "blocks_known", False) and graph.block_geometry is None:
+            return None  # known to have no blocks (an exported program's graphs: their sizes are symbolic)
         cache = graph.__dict__.setdefault(LAYOUT_CACHE, {})
         key = (num_heads, fill_limit, graph.num_nodes(), graph.num_edges(), str(graph.device))
         if key not in cache:

@@ -79,7 +79,7 @@ class GraphTensors:
         return self._num_nodes
 
     def num_edges(self) -> int:
-        return int(self.src.shape[0])
+        return self.src.shape[0]  # a shape, not int(): symbolic in an exported program
 
     def batch_num_nodes(self) -> torch.Tensor:
         """Nodes of each graph of the batch ``[B]``."""
@@ -87,7 +87,7 @@ class GraphTensors:
 
     @property
     def batch_size(self) -> int:
-        return int(self._batch_num_nodes.shape[0])
+        return self._batch_num_nodes.shape[0]
 
     @property
     def device(self) -> torch.device:
@@ -112,6 +112,19 @@ class GraphTensors:
 
 
 GraphLike = Union[dgl.DGLGraph, GraphTensors]
+
+
+def exporting() -> bool:
+    """Whether ``torch.export`` is tracing the code that asks (its programs take no branch on tensor
+    values: checks that read data are left out, masks applied whatever they hold); ``False`` on a
+    torch without ``torch.compiler.is_exporting``, which cannot export this library's models.
+
+    Example:
+        >>> exporting()
+        False
+    """
+    check = getattr(torch.compiler, "is_exporting", None)
+    return bool(check()) if check is not None else False
 
 
 def on_device(graph: dgl.DGLGraph, device: Device, compute: str, blocks: bool = False) -> GraphLike:
