@@ -1,4 +1,4 @@
-"""Command-line interface: ``dgl-graphtx {train, hpopt, featurize, predict, evaluate, embed, plot, presets, info, demo}``.
+"""Command-line interface: ``dgl-graphtx {train, hpopt, featurize, predict, evaluate, embed, plot, export, presets, info, demo}``.
 
 One module per sub-command; each has ``register(subparsers)``, which adds its parser and sets
 ``func`` to its ``run(args)``: parse, call the library, print. The commands share the helpers of
@@ -18,10 +18,10 @@ from ..errors import GraphTxError
 from ..logs import configure_logging
 from ..runs.distributed import report_user_error
 from ..threads import set_threads
-from . import demo, embed, evaluate, featurize, hpopt, info, plot, predict, presets, pretrain, train
+from . import demo, embed, evaluate, export, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
 
-SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, presets, pretrain, info, demo)
+SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, export, presets, pretrain, info, demo)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
