@@ -6,7 +6,7 @@ the plain-tensor compute path (``.pt2``), or ONNX where its operators allow (``.
 The exported program is the model's own forward pass on
 :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors` built from plain tensors (the inputs of
 :data:`~dgl_graphtx.inference.portable.INPUTS`), every size symbolic, attention through the
-scatter path (no dense blocks, whose layout is decided on the host), then
+same dense per-molecule blocks as the library's (their geometry computed in the program), then
 :meth:`~dgl_graphtx.models.MoleculeModel.to_target_space`. What the portable featurizer cannot
 compute, or the program cannot express, is refused with one line (:func:`unsupported`): 3-D
 coordinates, dgllife's canonical atom features, a virtual node, extra features.
@@ -35,6 +35,7 @@ from ..datasets.featurized import featurize_and_pack
 from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer
 from ..models import MoleculeModel
+from ..nn.dense_blocks import BlockGeometry
 from ..nn.graph_tensors import GraphLike, GraphTensors
 from . import portable
 from .checkpoint_paths import single_checkpoint
@@ -69,14 +70,27 @@ class PlainTensorModel(nn.Module):
 
     def forward(self, atom_features: torch.Tensor, random_walk: torch.Tensor, bond_source: torch.Tensor, bond_target: torch.Tensor,
                 bond_features: torch.Tensor, pair_key: torch.Tensor, pair_query: torch.Tensor, pair_hops: torch.Tensor,
-                pair_bond_class: torch.Tensor, atom_molecule: torch.Tensor, molecule_atoms: torch.Tensor) -> torch.Tensor:
+                pair_bond_class: torch.Tensor, atom_molecule: torch.Tensor, molecule_atoms: torch.Tensor,
+                block_slots: torch.Tensor) -> torch.Tensor:
         n = atom_features.shape[0]
         nodes = {"feat": atom_features, "rwse": random_walk}
         graph = GraphTensors(bond_source, bond_target, molecule_atoms, nodes, {"feat": bond_features}, n, atom_molecule, blocks_known=True)
         pairs = {"spd": pair_hops, "bond": pair_bond_class}
         relation = GraphTensors(pair_key, pair_query, molecule_atoms, {"is_virtual": torch.zeros_like(atom_molecule, dtype=torch.bool)},
-                                pairs, n, atom_molecule, blocks_known=True)
+                                pairs, n, atom_molecule, dense_blocks(atom_molecule, molecule_atoms, pair_key, pair_query, block_slots), True)
         return self.model.to_target_space(self.model(graph, relation))
+
+
+def dense_blocks(atom_molecule: torch.Tensor, molecule_atoms: torch.Tensor, pair_key: torch.Tensor, pair_query: torch.Tensor,
+                 block_slots: torch.Tensor) -> BlockGeometry:
+    """The dense-block geometry of a batch of the program's inputs, in tensor operations alone: its
+    attention runs on ``[B, H, n, n]`` blocks (``n``, the largest molecule's atoms, is the length
+    of ``block_slots``), as the library's does for molecules. Every atom has its self pair (every
+    relation mode keeps it), so no row of a block is empty."""
+    size = block_slots.shape[0]
+    local = torch.arange(atom_molecule.shape[0], device=atom_molecule.device) - (torch.cumsum(molecule_atoms, 0) - molecule_atoms)[atom_molecule]
+    return BlockGeometry(molecule_atoms.shape[0], size, pair_key.shape[0], atom_molecule, local, atom_molecule[pair_query],
+                         local[pair_query] * size + local[pair_key], torch.zeros_like(atom_molecule, dtype=torch.bool), False)
 
 
 def plain_inputs(graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Tensor, ...]:
@@ -84,8 +98,9 @@ def plain_inputs(graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Ten
     relation graph, without a virtual node)."""
     graph, relation = (g if isinstance(g, GraphTensors) else GraphTensors.from_graph(g) for g in (graph, relation_graph))
     walk = graph.ndata["rwse"] if "rwse" in graph.ndata else torch.zeros(graph.num_nodes(), 0)
+    counts = graph.batch_num_nodes()
     return (graph.ndata["feat"], walk, *graph.edges(), graph.edata["feat"], *relation.edges(), relation.edata["spd"],
-            relation.edata["bond"], graph.node_graph, graph.batch_num_nodes())
+            relation.edata["bond"], graph.node_graph, counts, torch.arange(int(counts.max())))
 
 
 def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
@@ -132,11 +147,13 @@ def metadata(loaded: LoadedCheckpoint) -> Dict[str, Any]:
 
 
 def dynamic_shapes() -> Tuple[Dict[int, Any], ...]:
-    """The sizes of the inputs that vary: atoms, bond edges (0 for one atom), pairs, molecules."""
+    """The sizes of the inputs that vary: atoms, bond edges (0 for one atom), pairs, molecules, the
+    largest molecule's atoms."""
     atoms, bonds, pairs, molecules = Dim("atoms", min=1), Dim("bond_edges", min=0), Dim("pairs", min=1), Dim("molecules", min=1)
+    slots = Dim("block_size", min=1)
     by_input = {"atom_features": atoms, "random_walk": atoms, "bond_source": bonds, "bond_target": bonds, "bond_features": bonds,
                 "pair_key": pairs, "pair_query": pairs, "pair_hops": pairs, "pair_bond_class": pairs, "atom_molecule": atoms,
-                "molecule_atoms": molecules}
+                "molecule_atoms": molecules, "block_slots": slots}
     return tuple({0: by_input[name]} for name in portable.INPUTS)
 
 

@@ -18,8 +18,9 @@ atoms (nodes: heavy atoms, and hydrogens for a model trained with them), ``E`` d
 (two per bond) and ``P`` attention pairs: ``atom_features [N, 9]``, ``random_walk [N, k]`` (float32),
 ``bond_source [E]``, ``bond_target [E]``, ``bond_features [E, 3]``, ``pair_key [P]``,
 ``pair_query [P]``, ``pair_hops [P]`` (-1 between fragments), ``pair_bond_class [P]``,
-``atom_molecule [N]`` and ``molecule_atoms [B]`` (all int64 unless said); its output is
-``[B, outputs]``, the predictions in target units (probabilities for classification).
+``atom_molecule [N]``, ``molecule_atoms [B]`` and ``block_slots [n]`` (``0 .. n - 1``, ``n`` the
+atoms of the largest molecule: the size of the attention blocks) (all int64 unless said); its
+output is ``[B, outputs]``, the predictions in target units (probabilities for classification).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ FORMAT = 1
 METADATA = "dgl_graphtx.json"
 #: The exported program's inputs, in order.
 INPUTS = ("atom_features", "random_walk", "bond_source", "bond_target", "bond_features", "pair_key", "pair_query",
-          "pair_hops", "pair_bond_class", "atom_molecule", "molecule_atoms")
+          "pair_hops", "pair_bond_class", "atom_molecule", "molecule_atoms", "block_slots")
 
 # OGB's categories (ogb.utils.features.allowable_features); a value outside a list takes its last slot.
 ATOMIC_NUMBERS = list(range(1, 119))
@@ -169,7 +170,7 @@ def batch(molecules: Sequence[Molecule]) -> Tuple[torch.Tensor, ...]:
 
     shifted = {"bond_source", "bond_target", "pair_key", "pair_query"}
     columns = [joined(name, name in shifted) for name in Molecule._fields]
-    return (*columns, torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)), torch.from_numpy(sizes))
+    return (*columns, torch.from_numpy(np.repeat(np.arange(len(sizes)), sizes)), torch.from_numpy(sizes), torch.arange(int(sizes.max())))
 
 
 def _checked(text: Optional[str], path: Path) -> Dict[str, Any]:
@@ -194,7 +195,12 @@ class PortableModel:
         if self.path.suffix == ".onnx":
             import onnxruntime  # only ONNX files need it
 
-            session = onnxruntime.InferenceSession(str(self.path), providers=["CPUExecutionProvider"])
+            options = onnxruntime.SessionOptions()
+            # one thread: ONNX Runtime's parallel ScatterND with reduction='add' (the sums over each
+            # atom's pairs) races on repeated indices and gives wrong sums now and then
+            # (microsoft/onnxruntime issues 18048, 23396)
+            options.intra_op_num_threads = 1
+            session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
             self.meta = _checked(session.get_modelmeta().custom_metadata_map.get(METADATA), self.path)
             self._run = lambda inputs: torch.from_numpy(session.run(None, {n: t.numpy() for n, t in zip(INPUTS, inputs)})[0])
         else:

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..nn.graph_tensors import exporting
+from ..nn.tracing import exporting
 
 
 class FeatureEncoder(nn.Module):

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..nn.graph_tensors import GraphLike, exporting
+from ..nn.graph_tensors import GraphLike
+from ..nn.tracing import exporting
 from .attention_layers import build_attention_layers
 from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import PreNormBlock

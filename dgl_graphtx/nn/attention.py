@@ -39,7 +39,8 @@ from torch import nn
 
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
-from .graph_tensors import GraphLike, exporting
+from .graph_tensors import GraphLike
+from .tracing import exporting
 
 #: How :class:`RelationAttention` computes its scores and value sums (see the module docstring).
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")

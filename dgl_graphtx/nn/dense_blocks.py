@@ -23,6 +23,8 @@ from typing import Dict, Optional, Union
 import torch
 import dgl
 
+from .tracing import exporting
+
 #: The dense-block path is taken when the blocks hold at most this many slots per relation edge.
 #: Measured (docs/decisions/attention-paths.md, batch 128): blocks win on complete (1.3 slots per edge)
 #: and ``hops=3`` (2.9-3.3) relation graphs of ZINC-sized molecules and lose to message passing on
@@ -155,8 +157,10 @@ class BlockLayout:
             >>> BlockLayout.cached(g, 2) is BlockLayout.cached(g, 2)
             True
         """
-        if getattr(graph, "blocks_known", False) and graph.block_geometry is None:
-            return None  # known to have no blocks (an exported program's graphs: their sizes are symbolic)
+        if getattr(graph, "blocks_known", False) and (graph.block_geometry is None or exporting()):
+            # known to have no blocks; or an exported program's graph, whose sizes are symbolic: no
+            # cache key and no size test, its blocks were chosen when it was exported
+            return None if graph.block_geometry is None else graph.block_geometry.layout(num_heads)
         cache = graph.__dict__.setdefault(LAYOUT_CACHE, {})
         key = (num_heads, fill_limit, graph.num_nodes(), graph.num_edges(), str(graph.device))
         if key not in cache:

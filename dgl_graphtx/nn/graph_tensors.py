@@ -114,18 +114,6 @@ class GraphTensors:
 GraphLike = Union[dgl.DGLGraph, GraphTensors]
 
 
-def exporting() -> bool:
-    """Whether ``torch.export`` is tracing the code that asks (its programs take no branch on tensor
-    values: checks that read data are left out, masks applied whatever they hold); ``False`` on a
-    torch without ``torch.compiler.is_exporting``, which cannot export this library's models.
-
-    Example:
-        >>> exporting()
-        False
-    """
-    check = getattr(torch.compiler, "is_exporting", None)
-    return bool(check()) if check is not None else False
-
 
 def on_device(graph: dgl.DGLGraph, device: Device, compute: str, blocks: bool = False) -> GraphLike:
     """``graph`` ready for a model on ``device``: the DGLGraph moved there (``compute="dgl"``) or
