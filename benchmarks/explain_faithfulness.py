@@ -31,7 +31,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,7 +46,8 @@ import _report as R  # noqa: E402
 from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
 from dgl_graphtx.datasets.splits import random_split  # noqa: E402
 from dgl_graphtx.inference import Predictor  # noqa: E402
-from dgl_graphtx.insight import atom_importance, attention_maps  # noqa: E402
+from dgl_graphtx.insight import atom_importance, attention_maps, draw_molecule_weights  # noqa: E402
+from dgl_graphtx.insight.figures import SIGNED_CMAP  # noqa: E402
 from dgl_graphtx.models import get_preset  # noqa: E402
 from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
 from dgl_graphtx.training import TrainConfig  # noqa: E402
@@ -61,13 +62,14 @@ def read_molecules(source: str, count: int, moses_dir: Path) -> List[str]:
     return [Chem.MolToSmiles(mol) for mol in map(Chem.MolFromSmiles, smiles) if mol is not None]
 
 
-def trained_model(smiles: Sequence[str], logp: np.ndarray, split, out: Path, epochs: int) -> Path:
-    """The default model trained on the logP values (reused from ``out`` when it is there)."""
-    run = out / "run"
+def trained_model(smiles: Sequence[str], logp: np.ndarray, split, out: Path, epochs: int, readout: Optional[str] = None) -> Path:
+    """The default model (with ``readout`` instead of its own, when given) trained on the logP
+    values (reused from ``out`` when it is there)."""
+    run = out / ("run" if readout is None else f"run-{readout}")
     if (run / "best.pt").exists():
         print(f"reusing the trained model in {run}")
         return run / "best.pt"
-    preset = get_preset("gradformer")
+    preset = get_preset("gradformer", **({} if readout is None else {"readout": readout}))
     data = MoleculeDataset(list(smiles), logp[:, None], target_names=["logP"], featurizer=preset.featurizer,
                            relation=preset.relation, progress=False)
     config = TrainConfig.from_recipe(preset.train, epochs=epochs, patience=epochs, seed=0, progress=False)
@@ -132,6 +134,25 @@ def completeness_gaps(predictor: Predictor, smiles: Sequence[str], steps_list: S
     return rows
 
 
+def draw_comparison(smiles: str, explained: Sequence[float], truth: Sequence[float], path: Path) -> None:
+    """The molecule twice, atoms coloured by the explanation and by the true contributions (one
+    symmetric scale, logP units)."""
+    import matplotlib.pyplot as plt
+
+    mol = Chem.MolFromSmiles(smiles)
+    vmax = float(max(np.abs(explained).max(), np.abs(truth).max()))
+    rho = A.per_molecule_spearman([explained], [truth])[0]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5))
+    for ax, values, title in zip(axes, (explained, truth), (f"integrated gradients (Spearman {rho:.2f})", "Crippen contributions (truth)")):
+        ax.imshow(draw_molecule_weights(mol, np.asarray(values), size=500, vmax=vmax, signed=True))
+        ax.set_title(title, fontsize=10)
+        ax.set_axis_off()
+    fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(-vmax, vmax), cmap=SIGNED_CMAP), ax=axes, fraction=0.025,
+                 label="contribution to logP")
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=("moses", "freesolv"), default="moses")
@@ -140,6 +161,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=4, help="integration steps of the scored explanations")
     parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder holding the molsets wheel")
     parser.add_argument("--out", type=Path, default=REPO / ".cache" / "explain_faithfulness")
+    parser.add_argument("--readout", help="train the default model with this readout instead of its own (e.g. atomwise)")
+    parser.add_argument("--figure", type=Path, help="draw the held-out molecule of median Spearman (10+ atoms) beside its truth here (PNG)")
     parser.add_argument("--quick", action="store_true", help="FreeSolv, 8 epochs, into --out/quick")
     args = parser.parse_args(argv)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
@@ -149,7 +172,7 @@ def main(argv=None) -> int:
     truth = [A.crippen_atom_logp(s) for s in smiles]
     logp = np.array([t.sum() for t in truth])
     split = random_split(len(smiles), seed=0)
-    checkpoint = trained_model(smiles, logp, split, args.out, args.epochs)
+    checkpoint = trained_model(smiles, logp, split, args.out, args.epochs, args.readout)
     test = list(split.test)
     held_out, held_truth = [smiles[i] for i in test], [truth[i] for i in test]
     predictor = Predictor(checkpoint, device="cpu")
@@ -158,18 +181,25 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     rollout = [atom_importance(attention_maps(predictor.model, predictor.featurizer, s))["importance"].to_numpy() for s in held_out]
     spread, similarity_map = fingerprint_explanations(smiles, logp, split.train, test)
+    model = "default model" if args.readout is None else f"default model, {args.readout} readout"
     methods = {
-        f"integrated gradients ({args.steps} steps), default model": ours,
+        f"integrated gradients ({args.steps} steps), {model}": ours,
         "attention rollout, same model": rollout,
         "random forest on Morgan bits: bit importances spread over atoms": spread,
         "random forest on Morgan bits: similarity map (atom's bits removed)": similarity_map,
         "random numbers": A.random_explanations(held_truth),
     }
     rows, per_molecule = [], {"smiles": held_out}
+    methods_names = list(methods)
     for name, found in methods.items():
         rho = A.per_molecule_spearman(found, held_truth)
         per_molecule[name] = rho
         rows.append({"method": name, **A.summary(rho)})
+    if args.figure:
+        rho = per_molecule[methods_names[0]]
+        candidates = [i for i in range(len(test)) if len(held_truth[i]) >= 10 and np.isfinite(rho[i])]
+        typical = min(candidates, key=lambda i: abs(rho[i] - np.nanmedian(rho)))
+        draw_comparison(held_out[typical], ours[typical], held_truth[typical], args.figure)
     print(f"\n{args.source}: {len(smiles)} molecules, {len(test)} held out; explained in {seconds:.1f} s "
           f"({len(test) / seconds:.0f} molecules/s including featurization)\n")
     print(R.markdown_table(rows, [("method", "explanation"), ("mean", "mean Spearman"), ("median", "median"),
@@ -179,10 +209,11 @@ def main(argv=None) -> int:
     print(R.markdown_table(gaps, [("steps", "steps"), ("median_gap", "median gap"), ("p95_gap", "95th percentile"),
                                   ("median_relative", "median relative"), ("p95_relative", "95th percentile relative")]))
     args.out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(per_molecule).to_csv(args.out / "spearman_per_molecule.csv", index=False)
-    (args.out / "summary.json").write_text(json.dumps({"source": args.source, "molecules": len(smiles), "methods": rows,
-                                                       "completeness": gaps}, indent=1))
-    print(f"\nwrote {args.out / 'summary.json'} and {args.out / 'spearman_per_molecule.csv'}")
+    suffix = "" if args.readout is None else f"-{args.readout}"
+    pd.DataFrame(per_molecule).to_csv(args.out / f"spearman_per_molecule{suffix}.csv", index=False)
+    (args.out / f"summary{suffix}.json").write_text(json.dumps({"source": args.source, "molecules": len(smiles), "methods": rows,
+                                                                "completeness": gaps}, indent=1))
+    print(f"\nwrote {args.out / f'summary{suffix}.json'} and {args.out / f'spearman_per_molecule{suffix}.csv'}")
     return 0
 
 

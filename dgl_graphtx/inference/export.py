@@ -228,10 +228,11 @@ def export_model(checkpoint: PathLike, out: PathLike) -> ExportSummary:
 def _write_onnx(program: torch.export.ExportedProgram, out: Path, meta: str) -> None:
     """The exported program as ONNX at ``out``, with the metadata; one line when ONNX cannot
     express it or its packages are missing."""
-    exporter_log = logging.getLogger("torch.onnx")
-    level = exporter_log.level
+    exporter_logs = [logging.getLogger(name) for name in ("torch.onnx", "onnx_ir", "onnxscript")]
+    levels = [log.level for log in exporter_logs]
     try:
-        exporter_log.setLevel(logging.ERROR)  # its notes on optional packages (torchvision) are not the user's business
+        for log in exporter_logs:  # their notes (torchvision missing, attribute types defaulted) are not the user's business
+            log.setLevel(logging.ERROR)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             onnx_program = torch.onnx.export(program, input_names=list(portable.INPUTS), output_names=["predictions"], dynamo=True,
@@ -240,7 +241,8 @@ def _write_onnx(program: torch.export.ExportedProgram, out: Path, meta: str) -> 
         reason = " ".join(str(err).split())[:300]
         raise ConfigError(f"ONNX cannot express this model ({reason}); export to .pt2 instead") from None
     finally:
-        exporter_log.setLevel(level)
+        for log, level in zip(exporter_logs, levels):
+            log.setLevel(level)
     assert onnx_program is not None
     onnx_program.model.metadata_props[portable.METADATA] = meta
     with atomic_path(out) as tmp:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -167,3 +168,36 @@ def test_explanations_of_crippen_logp_rank_atoms_like_the_true_contributions(tmp
     ours = np.nanmean(per_molecule_spearman(explained, held_truth))
     chance = np.nanmean(per_molecule_spearman(random_explanations(held_truth), held_truth))
     assert ours > 0.1 > chance, (ours, chance)
+
+
+def test_an_explained_output_resumes_only_with_the_same_explanation(checkpoint, tmp_path, monkeypatch):
+    source = tmp_path / "in.csv"
+    pd.DataFrame({"smiles": MOLECULES[:30]}).to_csv(source, index=False)
+    argv = ["predict", "--checkpoint", checkpoint, "--input", source, "--chunk-size", "10", "--explain"]
+    complete = tmp_path / "complete.csv"
+    assert run_cli([*argv, "--output", complete])[0] == 0
+    real, calls = Predictor._predict_chunk, {"n": 0}
+
+    def interrupted(self, *args):
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    out = tmp_path / "out.csv"
+    with monkeypatch.context() as patch:
+        patch.setattr(Predictor, "_predict_chunk", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            run_cli([*argv, "--output", out])
+    assert_one_error_line(run_cli([*argv[:-1], "--output", out, "--resume"]), "explain")  # without --explain: other rows
+    assert_one_error_line(run_cli([*argv, "--explain-steps", "8", "--output", out, "--resume"]), "explain")
+    assert run_cli([*argv, "--output", out, "--resume"])[0] == 0
+    assert out.read_text() == complete.read_text()
+
+
+def test_an_old_checkpoint_is_explained_and_predicts_as_recorded():
+    saved = Path(__file__).resolve().parents[1] / "data" / "saved_before_registry"
+    recorded = json.loads((saved / "predictions.json").read_text())
+    table = Predictor(saved / "gradformer.pt", device="cpu").explain(recorded["smiles"], steps=32).table
+    np.testing.assert_allclose(table["y_pred"], recorded["predictions"]["gradformer"], rtol=1e-5, atol=1e-6)
+    _assert_complete(_contributions(table, "y"), table["y_pred"] - table["y_baseline"])
