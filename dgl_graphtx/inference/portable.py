@@ -36,6 +36,9 @@ from rdkit import Chem, rdBase
 FORMAT = 1
 #: Name of the metadata: an extra file of a ``.pt2`` archive, a metadata entry of an ONNX model.
 METADATA = "dgl_graphtx.json"
+#: Most attention-block slots (molecules x the largest one's atoms squared) in one pass by default:
+#: 256 molecules of 64 atoms.
+BLOCK_BUDGET = 256 * 64 * 64
 #: The exported program's inputs, in order.
 INPUTS = ("atom_features", "random_walk", "bond_source", "bond_target", "bond_features", "pair_key", "pair_query",
           "pair_hops", "pair_bond_class", "atom_molecule", "molecule_atoms", "block_slots")
@@ -218,9 +221,11 @@ class PortableModel:
         with torch.no_grad():
             return self._run(inputs)
 
-    def predict(self, smiles: Sequence[str], batch_size: int = 256) -> Dict[str, Any]:
+    def predict(self, smiles: Sequence[str], batch_size: int = 256, block_budget: int = BLOCK_BUDGET) -> Dict[str, Any]:
         """One value per SMILES in each of :attr:`columns` (NaN where it could not be read), and
-        ``error``: ``None``, or why the molecule could not be read."""
+        ``error``: ``None``, or why the molecule could not be read. Consecutive molecules share a
+        pass, at most ``batch_size`` of them and ``block_budget`` attention-block slots (molecules
+        times the largest one's atoms squared; a molecule above it alone)."""
         values = np.full((len(smiles), len(self.columns)), np.nan)
         errors: List[Optional[str]] = [None] * len(smiles)
         done: List[Tuple[int, Molecule]] = []
@@ -229,10 +234,25 @@ class PortableModel:
                 done.append((row, featurize(text, self.settings)))
             except ValueError as err:
                 errors[row] = str(err)
-        for start in range(0, len(done), batch_size):
-            part = done[start:start + batch_size]
+        for part in _passes(done, batch_size, block_budget):
             values[[row for row, _ in part]] = self.run(batch([m for _, m in part])).double().numpy()
         return {**{name: values[:, i] for i, name in enumerate(self.columns)}, "error": errors}
+
+
+def _passes(done: List[Tuple[int, Molecule]], batch_size: int, block_budget: int) -> List[List[Tuple[int, Molecule]]]:
+    """``done`` cut into consecutive batches within ``batch_size`` molecules and ``block_budget`` slots."""
+    out: List[List[Tuple[int, Molecule]]] = []
+    largest = 0
+    for item in done:
+        atoms = len(item[1].atom_features)
+        grown = max(largest, atoms)
+        if out and len(out[-1]) < batch_size and (len(out[-1]) + 1) * grown ** 2 <= block_budget:
+            out[-1].append(item)
+            largest = grown
+        else:
+            out.append([item])
+            largest = atoms
+    return out
 
 
 def load(path: Union[str, Path]) -> PortableModel:
