@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "(attention rollout over every layer and head), with the per-atom table <out>_atoms.csv; with "
                     "--per-head, the attention of --query (an atom index or 'virtual') per layer and head, plus the "
                     "N x N heat maps; explain: the molecule coloured by each atom's contribution to the prediction "
-                    "(integrated gradients; red raises it, blue lowers it), with the table <out>_atoms.csv; focus: MoireGT's learned f(d) per head and layer; decay: "
+                    "(integrated gradients; red raises it, blue lowers it), with the table <out>_atoms.csv; focus: "
+                    "MoireGT's learned f(d) per head and layer; decay: "
                     "Gradformer's learned start points (and lambda); parity: parity and residual plots of a labelled file "
                     "with a per-molecule error table (<out>_errors.csv). PNG or SVG by the --out suffix.",
     )

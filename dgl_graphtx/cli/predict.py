@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     settings = (args.explain_target, args.explain_steps, args.explain_baseline)
     if not args.explain and any(value is not None for value in settings):
         raise ConfigError("--explain-target, --explain-steps and --explain-baseline are settings of --explain: add --explain")
-    explain = ExplainSettings(args.explain_target, args.explain_steps or DEFAULT_STEPS, args.explain_baseline or "auto") if args.explain else None
+    explain = (ExplainSettings(args.explain_target, args.explain_steps or DEFAULT_STEPS, args.explain_baseline or "auto")
+               if args.explain else None)
     options = dict(device=args.device, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
                    chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples, explain=explain)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()

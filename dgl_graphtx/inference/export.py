@@ -77,7 +77,8 @@ class PlainTensorModel(nn.Module):
         graph = GraphTensors(bond_source, bond_target, molecule_atoms, nodes, {"feat": bond_features}, n, atom_molecule, blocks_known=True)
         pairs = {"spd": pair_hops, "bond": pair_bond_class}
         relation = GraphTensors(pair_key, pair_query, molecule_atoms, {"is_virtual": torch.zeros_like(atom_molecule, dtype=torch.bool)},
-                                pairs, n, atom_molecule, dense_blocks(atom_molecule, molecule_atoms, pair_key, pair_query, block_slots), True)
+                                pairs, n, atom_molecule,
+                                dense_blocks(atom_molecule, molecule_atoms, pair_key, pair_query, block_slots), True)
         return self.model.to_target_space(self.model(graph, relation))
 
 
@@ -88,7 +89,8 @@ def dense_blocks(atom_molecule: torch.Tensor, molecule_atoms: torch.Tensor, pair
     of ``block_slots``), as the library's does for molecules. Every atom has its self pair (every
     relation mode keeps it), so no row of a block is empty."""
     size = block_slots.shape[0]
-    local = torch.arange(atom_molecule.shape[0], device=atom_molecule.device) - (torch.cumsum(molecule_atoms, 0) - molecule_atoms)[atom_molecule]
+    starts = torch.cumsum(molecule_atoms, 0) - molecule_atoms
+    local = torch.arange(atom_molecule.shape[0], device=atom_molecule.device) - starts[atom_molecule]
     return BlockGeometry(molecule_atoms.shape[0], size, pair_key.shape[0], atom_molecule, local, atom_molecule[pair_query],
                          local[pair_query] * size + local[pair_key], torch.zeros_like(atom_molecule, dtype=torch.bool), False)
 
@@ -110,8 +112,9 @@ def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
         >>> from dgl_graphtx.checkpoint import CheckpointMeta
         >>> from dgl_graphtx.models import build_model, get_preset
         >>> p = get_preset("grpe", num_layers=1)
-        >>> unsupported(LoadedCheckpoint(build_model(p.model), CheckpointMeta(p.featurizer, p.relation, ["y"]), "0.1.0"))
-        'it attends through a virtual node (relation complete+vn), which the exported program does not build; export a model trained without one'
+        >>> loaded = LoadedCheckpoint(build_model(p.model), CheckpointMeta(p.featurizer, p.relation, ["y"]), "0.1.0")
+        >>> unsupported(loaded)  # doctest: +ELLIPSIS
+        'it attends through a virtual node (relation complete+vn), which the exported program does not build; ...'
     """
     featurizer, relation, extras = loaded.meta.featurizer, loaded.meta.relation, loaded.meta.extra
     if featurizer.atom_features != "ogb":

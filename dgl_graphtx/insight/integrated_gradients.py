@@ -50,7 +50,8 @@ def chosen_baseline(model: MoleculeModel, baseline: str = "auto") -> str:
 
     Example:
         >>> from dgl_graphtx.models import build_model, get_preset
-        >>> chosen_baseline(build_model(get_preset("grpe", num_layers=1).model)), chosen_baseline(build_model(get_preset("gradformer").model))
+        >>> grpe, gradformer = (build_model(get_preset(name, num_layers=1).model) for name in ("grpe", "gradformer"))
+        >>> chosen_baseline(grpe), chosen_baseline(gradformer)
         ('mean', 'zero')
     """
     if baseline not in BASELINES:
@@ -167,7 +168,8 @@ def integrated_gradients(model: MoleculeModel, graph: GraphLike, relation_graph:
 def repeated_batch(graphs: PackedGraphs, relations: PackedGraphs, positions: List[int], copies: int = 1,
                    device: Device = "cpu", compute: str = "dgl") -> Tuple[GraphLike, GraphLike]:
     """The molecules at ``positions`` of packed graphs and relation graphs, batched ``copies`` times
-    (copy by copy; one copy per integration step for :func:`integrated_gradients`) and made ready for a model on ``device`` along ``compute`` (see
+    (copy by copy; one copy per integration step for :func:`integrated_gradients`) and made ready
+    for a model on ``device`` along ``compute`` (see
     :func:`~dgl_graphtx.nn.graph_tensors.on_device`).
 
     Example:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +25,8 @@ from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig, seed_everything
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _attribution import crippen_atom_logp, per_molecule_spearman, random_explanations  # noqa: E402
-from _molecules import zinc_like_smiles  # noqa: E402
+from benchmarks.common.attribution import crippen_atom_logp, per_molecule_spearman, random_explanations
+from benchmarks.common.molecules import zinc_like_smiles
 
 MOLECULES = list(freesolv_rows(0, 40)["smiles"])
 
@@ -150,7 +148,7 @@ def test_an_ensemble_a_multiclass_model_and_a_bad_molecule_are_refused_in_one_li
 def test_explanations_of_crippen_logp_rank_atoms_like_the_true_contributions(tmp_path):
     """Faithfulness at small scale: a small Gradformer trained on Crippen logP of 800 drug-sized
     molecules; per held-out molecule, the rank correlation of the explanation with the known atom
-    contributions. The bound is loose (benchmarks/explain_faithfulness.py measures the real figure),
+    contributions. The bound is loose (benchmarks/checks/explain_faithfulness.py measures the real figure),
     and a random explanation fails it."""
     smiles = zinc_like_smiles(800, seed=0, min_atoms=10, max_atoms=16)
     truth = [crippen_atom_logp(s) for s in smiles]

@@ -26,9 +26,7 @@ from dgl_graphtx.inference import Predictor
 from dgl_graphtx.inference import portable
 from dgl_graphtx.inference.export import export_model, plain_inputs
 from dgl_graphtx.relation_graph import RelationConfig
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _molecules import zinc_like_smiles  # noqa: E402
+from benchmarks.common.molecules import zinc_like_smiles
 
 SMILES = [str(s) for s in freesolv_frame()["smiles"]]
 #: Charges, stereo (E/Z, R/S), fragments, one atom, isotopes, radicals, metals, boron, a kekulé ring.

@@ -1,8 +1,8 @@
 """Atom attributions scored against a known truth: Crippen logP, whose per-atom contributions RDKit
 gives, and the rank correlation between an explanation and them, molecule by molecule.
 
-Not part of the package; imported by ``benchmarks/explain_faithfulness.py`` and by the test of
-explanations' faithfulness.
+Not part of the package; imported by ``benchmarks/checks/explain_faithfulness.py`` and by the test
+of explanations' faithfulness (``tests/inference/test_explain.py``).
 """
 from __future__ import annotations
 

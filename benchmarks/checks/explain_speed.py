@@ -11,8 +11,8 @@ embedded set, 8.7 heavy atoms on average) and drug-sized ones (MOSES, 21.6), at 
 MOSES SMILES come from the ``molsets`` wheel (``pip download --no-deps molsets -d .cache/moses``,
 fetched when absent; ``--no-moses`` skips them).
 
-Run:  OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explain_speed.py --threads 1
-      .venv/bin/python benchmarks/explain_speed.py --quick          (smoke run)
+Run:  OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.checks.explain_speed --threads 1
+      .venv/bin/python -m benchmarks.checks.explain_speed --quick          (smoke run)
 """
 from __future__ import annotations
 
@@ -26,19 +26,18 @@ from typing import Dict, List
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _molecules as M  # noqa: E402
-import _report as R  # noqa: E402
+from benchmarks.common import molecules as M
+from benchmarks.common import report as R
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint  # noqa: E402
-from dgl_graphtx.datasets import EdgeBudgetBatchSampler  # noqa: E402
-from dgl_graphtx.datasets.featurized import featurize_and_pack  # noqa: E402
-from dgl_graphtx.inference import Predictor  # noqa: E402
-from dgl_graphtx.inference.predictor import BATCH_EDGES, BATCH_SIZE  # noqa: E402
-from dgl_graphtx.insight import integrated_gradients, repeated_batch  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.datasets import EdgeBudgetBatchSampler
+from dgl_graphtx.datasets.featurized import featurize_and_pack
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.inference.predictor import BATCH_EDGES, BATCH_SIZE
+from dgl_graphtx.insight import integrated_gradients, repeated_batch
+from dgl_graphtx.models import build_model, get_preset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def rate(run, count: int, repeats: int) -> float:
@@ -91,6 +90,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-moses", action="store_true")
     parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder holding the molsets wheel")
+    parser.add_argument("--csv", type=Path, help="where the table goes (default: benchmarks/results/explain_speed.csv)")
     parser.add_argument("--quick", action="store_true", help="200 FreeSolv molecules, 4 steps, one repeat")
     args = parser.parse_args(argv)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
@@ -116,6 +116,7 @@ def main(argv=None) -> int:
     print(R.environment_line(env))
     print(R.markdown_table(rows, [("molecules", "molecules"), ("what", "what"), ("per_s", "molecules/s")]))
     print(R.load_note())
+    print(f"CSV written to {R.write_csv(args.csv or R.default_csv('explain_speed', args.quick), rows, env)}")
     return 0
 
 

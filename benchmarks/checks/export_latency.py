@@ -15,8 +15,8 @@ the ``onnx`` extra is installed, ``.onnx``. On ``--molecules`` molecules (MOSES,
 Run in an environment with the onnx extra to include ONNX (it is optional):
     python3 -m venv .venv-onnx && echo "$PWD/.venv/lib/python3.11/site-packages" > .venv-onnx/lib/python3.11/site-packages/base.pth
     .venv-onnx/bin/pip install onnx onnxscript onnxruntime
-    OMP_NUM_THREADS=1 PYTHONPATH=$PWD .venv-onnx/bin/python benchmarks/export_latency.py
-      .venv/bin/python benchmarks/export_latency.py --quick                        (smoke run, FreeSolv)
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD .venv-onnx/bin/python -m benchmarks.checks.export_latency
+      .venv/bin/python -m benchmarks.checks.export_latency --quick                        (smoke run, FreeSolv)
 """
 from __future__ import annotations
 
@@ -33,19 +33,18 @@ from typing import Callable, Dict, List
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _molecules as M  # noqa: E402
-import _report as R  # noqa: E402
+from benchmarks.common import molecules as M
+from benchmarks.common import report as R
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint  # noqa: E402
-from dgl_graphtx.datasets.featurized import featurize_and_pack  # noqa: E402
-from dgl_graphtx.inference import Predictor  # noqa: E402
-from dgl_graphtx.inference import portable  # noqa: E402
-from dgl_graphtx.inference.export import ONNX_PACKAGES, export_model  # noqa: E402
-from dgl_graphtx.insight import repeated_batch  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.datasets.featurized import featurize_and_pack
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.inference import portable
+from dgl_graphtx.inference.export import ONNX_PACKAGES, export_model
+from dgl_graphtx.insight import repeated_batch
+from dgl_graphtx.models import build_model, get_preset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def median_ms(run: Callable[[], object], repeats: int) -> float:
@@ -76,6 +75,7 @@ def main(argv=None) -> int:
     parser.add_argument("--freesolv", action="store_true", help="FreeSolv molecules (repeated to --molecules) instead of MOSES")
     parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder holding the molsets wheel")
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--csv", type=Path, help="where the table goes (default: benchmarks/results/export_latency.csv)")
     parser.add_argument("--quick", action="store_true", help="500 FreeSolv molecules, 5 repeats")
     args = parser.parse_args(argv)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
@@ -86,7 +86,8 @@ def main(argv=None) -> int:
     if checkpoint is None:
         torch.manual_seed(0)
         preset = get_preset("gradformer")
-        checkpoint = save_checkpoint(folder / "best.pt", build_model(preset.model), CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+        meta = CheckpointMeta(preset.featurizer, preset.relation, ["y"])
+        checkpoint = save_checkpoint(folder / "best.pt", build_model(preset.model), meta)
     smiles = (M.repeat_to(M.freesolv_smiles()[0], args.molecules)[:args.molecules] if args.freesolv
               else M.moses_smiles(args.moses_dir, args.molecules, seed=0))
     predictor = Predictor(checkpoint, device="cpu")
@@ -94,7 +95,8 @@ def main(argv=None) -> int:
     formats = [".pt2"] + ([".onnx"] if all(importlib.util.find_spec(p) for p in ONNX_PACKAGES) else [])
     done = featurize_and_pack(predictor.featurizer, smiles[:256])
     one, batch = (repeated_batch(done.graphs, done.relations, positions) for positions in ([0], list(range(256))))
-    rows = [{"file": "checkpoint (Predictor, DGL path)", "size_mb": Path(checkpoint).stat().st_size / 1e6, "max_diff": 0.0,
+    scale = float(np.nanmax(np.abs(expected)))  # the largest prediction, for the differences' scale
+    rows = [{"file": "checkpoint (Predictor, DGL path)", "size_mb": Path(checkpoint).stat().st_size / 1e6, "max_diff": 0.0, "scale": scale,
              "one_ms": median_ms(lambda: predictor.model.predict(*one), args.repeats),
              "batch_ms": median_ms(lambda: predictor.model.predict(*batch), args.repeats)}]
     for suffix in formats:
@@ -103,17 +105,19 @@ def main(argv=None) -> int:
         found = model.predict(smiles)[model.columns[0]]
         inputs = [portable.batch([portable.featurize(s, model.settings) for s in part]) for part in (smiles[:1], smiles[:256])]
         rows.append({"file": f"model{suffix} ({'torch.export' if suffix == '.pt2' else 'ONNX Runtime'})",
-                     "size_mb": exported.size / 1e6, "max_diff": float(np.nanmax(np.abs(found - expected))),
+                     "size_mb": exported.size / 1e6, "max_diff": float(np.nanmax(np.abs(found - expected))), "scale": scale,
                      "one_ms": median_ms(lambda: model.run(inputs[0]), args.repeats),
                      "batch_ms": median_ms(lambda: model.run(inputs[1]), args.repeats)})
     rates = featurization_rates(predictor, portable.load(folder / "model.pt2").settings, smiles[:1000])
     kind = "FreeSolv" if args.freesolv else "MOSES"
-    print(R.environment_line(R.environment()))
+    env = R.environment()
+    print(R.environment_line(env))
     print(f"\n{len(smiles):,} {kind} molecules ({sum(M.heavy_atoms(s) for s in smiles) / len(smiles):.1f} heavy atoms on average)\n")
     print(R.markdown_table(rows, [("file", "model"), ("size_mb", "size (MB)"), ("max_diff", "largest difference"),
                                   ("one_ms", "1 molecule (ms)"), ("batch_ms", "256 molecules (ms)")]))
     print(f"\nfeaturization (1,000 molecules): library {rates['library']:.0f} molecules/s, portable {rates['portable']:.0f} molecules/s")
     print(R.load_note())
+    print(f"CSV written to {R.write_csv(args.csv or R.default_csv('export_latency', args.quick), rows, env)}")
     return 0
 
 

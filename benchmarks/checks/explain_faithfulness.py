@@ -20,8 +20,8 @@ embedded FreeSolv set (``--source freesolv``), split 80/10/10 at random. The tra
 ``--out`` and reused. The integral's completeness gap (prediction - baseline - sum of contributions)
 is measured for several step counts.
 
-Run:  OMP_NUM_THREADS=1 .venv/bin/python benchmarks/explain_faithfulness.py           (MOSES, ~30 min on one thread)
-      .venv/bin/python benchmarks/explain_faithfulness.py --quick                     (smoke run, FreeSolv, ~1 min)
+Run:  OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.checks.explain_faithfulness           (MOSES, ~30 min on one thread)
+      .venv/bin/python -m benchmarks.checks.explain_faithfulness --quick                     (smoke run, FreeSolv, ~1 min)
 """
 from __future__ import annotations
 
@@ -38,21 +38,20 @@ import pandas as pd
 from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _attribution as A  # noqa: E402
-import _molecules as M  # noqa: E402
-import _report as R  # noqa: E402
+from benchmarks.common import attribution as A
+from benchmarks.common import molecules as M
+from benchmarks.common import report as R
 
-from dgl_graphtx.datasets import MoleculeDataset  # noqa: E402
-from dgl_graphtx.datasets.splits import random_split  # noqa: E402
-from dgl_graphtx.inference import Predictor  # noqa: E402
-from dgl_graphtx.insight import atom_importance, attention_maps, draw_molecule_weights  # noqa: E402
-from dgl_graphtx.insight.figures import SIGNED_CMAP  # noqa: E402
-from dgl_graphtx.models import get_preset  # noqa: E402
-from dgl_graphtx.runs import train_and_evaluate  # noqa: E402
-from dgl_graphtx.training import TrainConfig  # noqa: E402
+from dgl_graphtx.datasets import MoleculeDataset
+from dgl_graphtx.datasets.splits import random_split
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.insight import atom_importance, attention_maps, draw_molecule_weights
+from dgl_graphtx.insight.figures import SIGNED_CMAP
+from dgl_graphtx.models import get_preset
+from dgl_graphtx.runs import train_and_evaluate
+from dgl_graphtx.training import TrainConfig
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FINGERPRINT_BITS, FINGERPRINT_RADIUS = 2048, 2
 
 
@@ -163,6 +162,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / ".cache" / "explain_faithfulness")
     parser.add_argument("--readout", help="train the default model with this readout instead of its own (e.g. atomwise)")
     parser.add_argument("--figure", type=Path, help="draw the held-out molecule of median Spearman (10+ atoms) beside its truth here (PNG)")
+    parser.add_argument("--csv", type=Path, help="where the Spearman table goes (default: benchmarks/results/explain_faithfulness.csv)")
     parser.add_argument("--quick", action="store_true", help="FreeSolv, 8 epochs, into --out/quick")
     args = parser.parse_args(argv)
     logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
@@ -214,6 +214,8 @@ def main(argv=None) -> int:
     (args.out / f"summary{suffix}.json").write_text(json.dumps({"source": args.source, "molecules": len(smiles), "methods": rows,
                                                                 "completeness": gaps}, indent=1))
     print(f"\nwrote {args.out / f'summary{suffix}.json'} and {args.out / f'spearman_per_molecule{suffix}.csv'}")
+    print(R.load_note())
+    print(f"CSV written to {R.write_csv(args.csv or R.default_csv('explain_faithfulness' + suffix, args.quick), rows, R.environment())}")
     return 0
 
 

@@ -1,0 +1,43 @@
+"""The checks behind docs/insight.md's explanation figures and docs/export.md's export figures keep
+running (their quick modes), and the Crippen truth they score against is RDKit's logP split by atom."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from rdkit import Chem
+from rdkit.Chem import Crippen
+
+from benchmarks.checks import explain_faithfulness, explain_speed, export_latency
+from benchmarks.common.attribution import crippen_atom_logp, per_molecule_spearman
+
+
+@pytest.mark.parametrize("smiles", ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "C[NH3+]", "ClC(Cl)Cl", "[Na+].[Cl-]"])
+def test_the_crippen_truth_splits_rdkits_logp_over_the_heavy_atoms(smiles):
+    truth = crippen_atom_logp(smiles)
+    mol = Chem.MolFromSmiles(smiles)
+    assert len(truth) == mol.GetNumAtoms() and truth.sum() == pytest.approx(Crippen.MolLogP(mol), abs=1e-9)
+
+
+def test_per_molecule_spearman_is_undefined_for_constant_values_and_exact_for_monotone_ones():
+    rho = per_molecule_spearman([[1.0, 2.0, 3.0], [1.0, 1.0], None, [3.0, 1.0, 2.0]], [[10, 20, 30], [1, 2], [1, 2], [1, 2, 3]])
+    assert rho[0] == 1.0 and np.isnan(rho[1]) and np.isnan(rho[2]) and rho[3] == pytest.approx(-0.5)
+
+
+def test_the_speed_check_runs_quickly(tmp_path):
+    assert explain_speed.main(["--quick", "--csv", str(tmp_path / "speed.csv")]) == 0
+    table = pd.read_csv(tmp_path / "speed.csv")
+    assert {"predict", "explain, 4 steps"} <= set(table["what"]) and (table["per_s"] > 0).all()
+
+
+def test_the_export_check_runs_quickly(tmp_path):
+    assert export_latency.main(["--quick", "--csv", str(tmp_path / "export.csv")]) == 0
+    table = pd.read_csv(tmp_path / "export.csv").set_index("file")
+    pt2 = table.loc["model.pt2 (torch.export)"]  # an untrained model: large outputs, float32 rounding of them
+    assert pt2["max_diff"] < 1e-5 * max(1.0, pt2["scale"]) and table["size_mb"].min() > 0
+
+
+def test_the_faithfulness_check_runs_quickly(tmp_path):
+    assert explain_faithfulness.main(["--quick", "--out", str(tmp_path), "--csv", str(tmp_path / "f.csv")]) == 0
+    table = pd.read_csv(tmp_path / "f.csv")
+    assert table["method"].str.startswith("integrated gradients").any() and table["molecules"].min() > 50
