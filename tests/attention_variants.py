@@ -15,6 +15,7 @@ import torch
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.models import ModelConfig, variant_spec
 from dgl_graphtx.nn import RelationAttention
+from dgl_graphtx.nn.dense_blocks import BlockLayout
 from dgl_graphtx.testing import CarrierRun, run_with_gradients
 
 import dense_reference as ref
@@ -108,6 +109,29 @@ def attend_with(layer: RelationAttention, aggregation: str) -> Callable[..., Any
 def run_attention(layer: RelationAttention, graph, x, aggregation: str, seed: Optional[int] = None) -> CarrierRun:
     """Outputs, attention and their gradients (``x``, then the parameters) of ``layer`` on ``graph``."""
     return run_with_gradients(attend_with(layer, aggregation), [graph], [x], list(layer.parameters()), seed)
+
+
+def block_dropout_mask(graph, heads: int, p: float, seed: int, dtype=torch.float64) -> torch.Tensor:
+    """The per-edge ``[E, H]`` dropout mask (0 or ``1 / (1 - p)``) that the dense-block path draws
+    from ``seed`` when the layer draws no other random numbers first: one draw per slot of the
+    ``[B, H, n, n]`` softmax blocks, read at the edges."""
+    layout = BlockLayout.of(graph, heads)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        dense = torch.nn.functional.dropout(torch.ones(layout.on_edge.shape, dtype=dtype), p, True)
+    return layout.gather(dense)
+
+
+class FixedDropout(torch.nn.Module):
+    """Multiplies by a given mask: a layer's attention dropout replaced by a known draw."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.mask = mask
+        self.p = 1.0  # what the skeleton reads to know that dropout acts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.mask
 
 
 def read_params(layer, v: Variant) -> Dict:

@@ -17,7 +17,7 @@ from .config import ModelConfig
 from .encoders import FeatureEncoder
 
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
-#: ``None``, attention weights ``[E, H]`` of each layer).
+#: ``None``, attention weights ``[E, H]`` of each layer when asked for, else ``[]``).
 Encoded = Tuple[torch.Tensor, Optional[torch.Tensor], List[torch.Tensor]]
 
 
@@ -109,6 +109,19 @@ class MoleculeModel(nn.Module):
         rwse = graph.ndata["rwse"].to(self.rwse_encoder.weight.dtype)
         return self.rwse_norm(rwse) if self.rwse_norm is not None else rwse
 
+    def check_inputs(self, graph: GraphLike) -> None:
+        """Raise :class:`~dgl_graphtx.errors.ConfigError` if a categorical feature of ``graph``
+        lies outside the model's embeddings (damaged data, or other featurization settings). The
+        forward pass does not check (a check would wait for the device): loaders run this on the
+        host, before a batch goes to a GPU.
+
+        Example:
+            >>> from dgl_graphtx.featurize import smiles_to_graphs
+            >>> from dgl_graphtx.models import ModelConfig, build_model
+            >>> build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)).check_inputs(smiles_to_graphs("CCO")[0])
+        """
+        self.atom_encoder.check(graph.ndata["feat"])
+
     def encode_atoms(self, graph: GraphLike, rwse: Optional[torch.Tensor] = None, masked: Optional[AtomMask] = None) -> torch.Tensor:
         """Input node states ``[N, d]`` from ``ndata["feat"]`` (the ``masked`` atoms' replaced by
         the mask's embedding) plus the encoded ``rwse`` (default: :meth:`structural_encoding`)."""
@@ -122,9 +135,11 @@ class MoleculeModel(nn.Module):
             x = x + self.rwse_encoder(rwse)
         return self.input_mlp(x) if self.input_mlp is not None else x
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None,
+               attention: bool = False) -> Encoded:
         """Node states after the model's layers, with the ``masked`` atoms' inputs hidden
-        (:meth:`encode_atoms`); implemented by subclasses."""
+        (:meth:`encode_atoms`), and each layer's attention weights when ``attention`` (an empty
+        list otherwise); implemented by subclasses."""
         raise NotImplementedError
 
     def forward(
@@ -134,7 +149,7 @@ class MoleculeModel(nn.Module):
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
         attention weights over the relation graph's edges. With ``distribution`` the whole output
         of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
-        atoms, virtual, attentions = self.encode(graph, relation_graph)
+        atoms, virtual, attentions = self.encode(graph, relation_graph, attention=return_attention)
         out = self.head_outputs(graph, atoms, virtual, distribution)
         return (out, attentions) if return_attention else out
 

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from ..nn import RelationAttention
+from ..nn.attention import Shared
 from ..nn.graph_tensors import GraphLike
 from .local_models import build_local_model
 
@@ -14,6 +15,13 @@ from .local_models import build_local_model
 def feed_forward(dim: int, hidden: int, dropout: float, activation: nn.Module) -> nn.Sequential:
     """``Linear(dim, hidden) - activation - Dropout - Linear(hidden, dim)``."""
     return nn.Sequential(nn.Linear(dim, hidden), activation, nn.Dropout(dropout), nn.Linear(hidden, dim))
+
+
+def _attend(attention: RelationAttention, relation_graph: GraphLike, x: torch.Tensor, get_attention: bool,
+            shared: Optional[Shared]) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The attention's output and, with ``get_attention``, its weights ``[E, H]`` (else ``None``)."""
+    out = attention(relation_graph, x, get_attention, shared)
+    return out if isinstance(out, tuple) else (out, None)
 
 
 class PreNormBlock(nn.Module):
@@ -36,9 +44,12 @@ class PreNormBlock(nn.Module):
         self.ffn = feed_forward(dim, ffn_dim, dropout, nn.GELU())
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, relation_graph: GraphLike, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Returns the new node states and the attention weights ``[E, H]``."""
-        h, attn = self.attention(relation_graph, self.attn_norm(x), get_attention=True)
+    def forward(self, relation_graph: GraphLike, x: torch.Tensor, get_attention: bool = False,
+                shared: Optional[Shared] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Returns the new node states and the attention weights ``[E, H]`` (``None`` unless
+        ``get_attention``); ``shared`` is the model's per-forward dict (see
+        :meth:`~dgl_graphtx.nn.RelationAttention.forward`)."""
+        h, attn = _attend(self.attention, relation_graph, self.attn_norm(x), get_attention, shared)
         x = x + self.dropout(h)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))
         return x, attn
@@ -91,10 +102,13 @@ class GPSBlock(nn.Module):
         x: torch.Tensor,
         edge_feat: torch.Tensor,
         pe: Optional[torch.Tensor] = None,
-    ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Returns the new node states and the attention weights ``[E_rel, H]``."""
-        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat, pe)))
-        h_att, attn = self.attention(relation_graph, x, get_attention=True)
+        get_attention: bool = False,
+        shared: Optional[Shared] = None,
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Returns the new node states and the attention weights ``[E_rel, H]`` (``None`` unless
+        ``get_attention``); ``shared``: the model's per-forward dict."""
+        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat, pe, shared)))
+        h_att, attn = _attend(self.attention, relation_graph, x, get_attention, shared)
         h_att = self.attn_norm(x + self.dropout(h_att))
         h = h_loc + h_att
         return self.out_norm(h + self.ffn(h)), attn

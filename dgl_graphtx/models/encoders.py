@@ -7,7 +7,6 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..nn.tracing import exporting
 
 
 class FeatureEncoder(nn.Module):
@@ -41,15 +40,25 @@ class FeatureEncoder(nn.Module):
             return self.linear(feat)
         if feat.dim() != 2 or feat.shape[1] != len(self.embeddings):
             raise ValueError(f"expected [N, {len(self.embeddings)}] categorical features, got {tuple(feat.shape)}")
-        if not exporting():  # an exported program has no data-dependent branches
-            self._check_range(feat)
-        out = self.embeddings[0](feat[:, 0])
-        for col in range(1, len(self.embeddings)):
-            out = out + self.embeddings[col](feat[:, col])
+        try:  # no range check here (it would wait for the device): check() is the loaders' on the host
+            out = self.embeddings[0](feat[:, 0])
+            for col in range(1, len(self.embeddings)):
+                out = out + self.embeddings[col](feat[:, col])
+        except IndexError:  # a value outside a table, found by the CPU kernels: say which
+            self.check(feat)
+            raise
         return out
 
-    def _check_range(self, feat: torch.Tensor) -> None:
-        """One clear error instead of an ``IndexError`` (or a CUDA assert) deep in an embedding."""
+    def check(self, feat: torch.Tensor) -> None:
+        """Raise :class:`ConfigError` naming the column and value if a categorical value of ``feat``
+        lies outside its table: one clear error instead of an ``IndexError`` (or a CUDA assert)
+        deep in an embedding. Run it on the host before a batch goes to a GPU.
+
+        Example:
+            >>> FeatureEncoder((5, 3), 8, categorical=True).check(torch.tensor([[4, 2]]))
+        """
+        if not self.categorical:
+            return
         sizes = torch.tensor([e.num_embeddings for e in self.embeddings], device=feat.device)
         outside = (feat < 0) | (feat >= sizes)
         if not bool(outside.any()):

@@ -2,11 +2,13 @@
 Gradformer is the GPS model with Gradformer's decay-masked attention."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
+import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..nn.attention import Shared
 from ..nn.graph_tensors import GraphLike
 from .attention_layers import build_attention_layers
 from .base import AtomMask, Encoded, MoleculeModel
@@ -41,7 +43,7 @@ class GPSModel(MoleculeModel):
         if config.model_architecture != "gps":
             raise ConfigError(f"the GPS model needs architecture 'gps', got {config.model_architecture!r} (build_model picks the model)")
         self.bond_encoder = FeatureEncoder(
-            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb"
+            config.bond_feature_dims, config.hidden_dim, categorical=config.atom_features == "ogb", kind="bond"
         )
         opts = config.gps
         self.blocks = nn.ModuleList(
@@ -49,7 +51,12 @@ class GPSModel(MoleculeModel):
             for attention in build_attention_layers(config)
         )
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
+    def check_inputs(self, graph: GraphLike) -> None:
+        super().check_inputs(graph)
+        self.bond_encoder.check(graph.edata["feat"])
+
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None,
+               attention: bool = False) -> Encoded:
         if relation_graph.num_nodes() != graph.num_nodes():
             raise ConfigError(
                 "the GPS model needs relation graphs without a virtual node: build the dataset with "
@@ -59,10 +66,12 @@ class GPSModel(MoleculeModel):
         x = self.encode_atoms(graph, rwse, masked)
         edge_feat = self.bond_encoder(graph.edata["feat"])
         pe = rwse if self.config.gps.pe_gate else None
-        attentions = []
+        attentions: List[torch.Tensor] = []
+        shared: Shared = {}  # what the layers compute once in this forward pass
         for block in self.blocks:
-            x, attn = block(graph, relation_graph, x, edge_feat, pe)
-            attentions.append(attn)
+            x, attn = block(graph, relation_graph, x, edge_feat, pe, attention, shared)
+            if attn is not None:
+                attentions.append(attn)
         return x, None, attentions
 
 

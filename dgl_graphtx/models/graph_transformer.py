@@ -1,14 +1,15 @@
 """Pre-LN graph transformer over relation graphs: GRPE, MoireGT and the two baselines."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..nn import graph_ops as ops
+from ..nn.attention import Shared
 from ..nn.graph_tensors import GraphLike
-from ..nn.tracing import exporting
 from .attention_layers import build_attention_layers
 from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import PreNormBlock
@@ -45,29 +46,52 @@ class GraphTransformer(MoleculeModel):
         self.final_norm = nn.LayerNorm(config.hidden_dim)
         self.virtual_embedding = nn.Parameter(torch.randn(config.hidden_dim) * 0.02) if config.virtual_node else None
 
-    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None) -> Encoded:
+    def encode(self, graph: GraphLike, relation_graph: GraphLike, masked: Optional[AtomMask] = None,
+               attention: bool = False) -> Encoded:
         atoms = self.encode_atoms(graph, masked=masked)
-        is_virtual = relation_graph.ndata["is_virtual"]
-        # an exported program (no virtual node, see inference/export.py) counts by shapes, not by data
-        num_virtual = relation_graph.num_nodes() - graph.num_nodes() if exporting() else int(is_virtual.sum())
         expected = graph.batch_size if self.config.virtual_node else 0
-        if num_virtual != expected or relation_graph.num_nodes() - num_virtual != graph.num_nodes():
+        extra = relation_graph.num_nodes() - graph.num_nodes()
+        if extra != expected:
             raise ConfigError(
-                f"relation graphs do not match the model: expected {expected} virtual nodes and "
-                f"{graph.num_nodes()} atoms, got {num_virtual} and {relation_graph.num_nodes() - num_virtual}; "
+                f"relation graphs do not match the model: expected {expected} virtual nodes besides the "
+                f"{graph.num_nodes()} atoms, the relation graphs have {extra}; "
                 f"build the dataset with RelationConfig(virtual_node={self.config.virtual_node})"
             )
-        if num_virtual:
-            x = atoms.new_empty(relation_graph.num_nodes(), atoms.shape[1])
-            x[~is_virtual] = atoms
+        rows = virtual_node_rows(graph) if expected else None
+        if rows is not None:
             assert self.virtual_embedding is not None  # virtual nodes come only with virtual_node=True (checked above)
-            x[is_virtual] = self.virtual_embedding.to(atoms.dtype)
+            atom_rows, virtual_rows = rows
+            virtual = self.virtual_embedding.to(atoms.dtype).expand(expected, -1)
+            x = atoms.new_zeros(relation_graph.num_nodes(), atoms.shape[1])
+            x = x.index_copy(0, atom_rows, atoms).index_copy(0, virtual_rows, virtual)
         else:
             x = atoms
-        attentions = []
+        attentions: List[torch.Tensor] = []
+        shared: Shared = {}  # what the layers compute once in this forward pass
         for block in self.blocks:
-            x, attn = block(relation_graph, x)
-            attentions.append(attn)
+            x, attn = block(relation_graph, x, attention, shared)
+            if attn is not None:
+                attentions.append(attn)
         x = self.final_norm(x)
-        virtual = x[is_virtual] if num_virtual else None
-        return x[~is_virtual] if num_virtual else x, virtual, attentions
+        if rows is None:
+            return x, None, attentions
+        return x.index_select(0, rows[0]), x.index_select(0, rows[1]), attentions
+
+
+def virtual_node_rows(graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Rows of the atoms ``[N]`` and of the virtual nodes ``[B]`` in the batched relation graphs of
+    molecular graphs ``graph`` with one virtual node each, which
+    :func:`~dgl_graphtx.relation_graph.build_relation_graph` places after the molecule's atoms
+    (computed from the sizes, no look at the data: nothing waits for the device).
+
+    Example:
+        >>> import dgl
+        >>> g = dgl.batch([dgl.graph(([0], [1])), dgl.graph(([], []), num_nodes=1)])
+        >>> [rows.tolist() for rows in virtual_node_rows(g)]
+        [[0, 1, 3], [2, 4]]
+    """
+    counts = graph.batch_num_nodes()
+    node_graph = ops.node_graphs(graph)
+    atom_rows = torch.arange(graph.num_nodes(), device=node_graph.device) + node_graph
+    virtual_rows = torch.cumsum(counts, 0) + torch.arange(counts.shape[0], device=counts.device)
+    return atom_rows, virtual_rows

@@ -1,5 +1,5 @@
 """Local message-passing models of the GPS block: GINE and GatedGCN (with an optional
-positional-encoding gate), behind one call signature ``(graph, x, edge_feat, pe)``.
+positional-encoding gate), behind one call signature ``(graph, x, edge_feat, pe, shared)``.
 
 GatedGCN follows the authors' ``model/GateGCN.py`` of Gradformer (Bresson & Laurent 2017, with
 the "equivariant and stable PE" gate of Wang et al. 2022); for the query (destination) node
@@ -20,7 +20,7 @@ DGLGraph, plain torch ops on its :class:`~dgl_graphtx.nn.graph_tensors.GraphTens
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from dgl.nn import GINEConv
 
 from ..errors import ConfigError
 from ..nn import graph_ops as ops
+from ..nn.attention import Shared, shared_value
 from ..nn.graph_tensors import GraphLike
 
 LOCAL_MODELS = ("gine", "gatedgcn")
@@ -48,9 +49,10 @@ class GINELayer(GINEConv):
         super().__init__(apply_func=nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)), learn_eps=True)
 
     def forward(
-        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
+        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None,
+        shared: Optional[Shared] = None,
     ) -> torch.Tensor:
-        """New node states ``[N, d]``; ``pe`` is accepted for a uniform signature and ignored.
+        """New node states ``[N, d]``; ``pe`` and ``shared`` are accepted for a uniform signature and ignored.
         (``GINEConv``'s parameters, computed through :mod:`~dgl_graphtx.nn.graph_ops`.)"""
         neighbours = ops.sum_incoming(graph, torch.relu(ops.gather_sources(graph, x) + edge_feat))
         return self.apply_func((1 + self.eps) * x + neighbours)
@@ -76,7 +78,8 @@ class GatedGCNLayer(nn.Module):
 
     def __init__(self, dim: int, pe_gate: bool = False, dropout: float = 0.0, residual: bool = True) -> None:
         super().__init__()
-        self.A, self.B, self.C, self.D, self.E = (nn.Linear(dim, dim) for _ in range(5))
+        self.node_proj = nn.Linear(dim, 4 * dim)  # A, B, D and E of the equations, one product
+        self.C = nn.Linear(dim, dim)
         self.pe_mlp = (
             nn.Sequential(nn.Linear(1, dim), nn.ReLU(), nn.Linear(dim, 1), nn.Sigmoid()) if pe_gate else None
         )
@@ -84,17 +87,45 @@ class GatedGCNLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.residual = residual
 
+    def projection(self, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Weight and bias of ``A``, ``B``, ``C``, ``D`` or ``E`` of the equations (views of the
+        parameters: ``A, B, D, E`` share one matrix, so one product serves the four).
+
+        Example:
+            >>> layer = GatedGCNLayer(8)
+            >>> [tuple(t.shape) for t in layer.projection("D")]
+            [(8, 8), (8,)]
+        """
+        if name == "C":
+            return self.C.weight, self.C.bias
+        part = "ABDE".index(name)
+        dim = self.C.weight.shape[0]
+        return self.node_proj.weight[part * dim:(part + 1) * dim], self.node_proj.bias[part * dim:(part + 1) * dim]
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        """Weights saved with separate ``A, B, D, E`` layers (before they were one product) load too."""
+        for kind in ("weight", "bias"):
+            old = [f"{prefix}{name}.{kind}" for name in "ABDE"]
+            if all(key in state_dict for key in old):
+                state_dict[f"{prefix}node_proj.{kind}"] = torch.cat([state_dict.pop(key) for key in old])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(
-        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None
+        self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None,
+        shared: Optional[Shared] = None,
     ) -> torch.Tensor:
         """New node states ``[N, d]`` from node states ``x``, bond features ``edge_feat`` ``[E, d]``
-        and (with the gate) per-node positional encodings ``pe`` ``[N, k]``."""
-        gate = torch.sigmoid(ops.edge_add(graph, self.D(x), self.E(x)) + self.C(edge_feat))
+        and (with the gate) per-node positional encodings ``pe`` ``[N, k]``, whose per-bond
+        distances the layers of a model's forward pass compute once in ``shared``."""
+        ax, bx, dx, ex = self.node_proj(x).chunk(4, dim=-1)
+        gate = torch.sigmoid(ops.edge_add(graph, dx, ex) + self.C(edge_feat))
         if self.pe_mlp is not None:
             if pe is None:
                 raise ConfigError("GatedGCN with pe_gate needs positional encodings (featurize with rwse_steps > 0)")
-            gate = gate * self.pe_mlp(ops.edge_difference(graph, pe.to(x.dtype)).pow(2).sum(-1, keepdim=True))
-        h = self.A(x) + ops.sum_weighted_sources(graph, self.B(x), gate) / (ops.sum_incoming(graph, gate) + 1e-6)
+            distance = shared_value(shared, ("pe-squared-distance", x.dtype),
+                                    lambda: ops.edge_difference(graph, pe.to(x.dtype)).pow(2).sum(-1, keepdim=True))
+            gate = gate * self.pe_mlp(distance)
+        h = ax + ops.sum_weighted_sources(graph, bx, gate) / (ops.sum_incoming(graph, gate) + 1e-6)
         h = self.dropout(torch.relu(self.norm(h)))
         return x + h if self.residual else h
 

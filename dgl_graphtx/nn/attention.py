@@ -32,7 +32,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -40,26 +40,30 @@ from torch import nn
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 from .graph_tensors import GraphLike
-from .tracing import exporting
 
 #: How :class:`RelationAttention` computes its scores and value sums (see the module docstring).
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
 
 
-def masked_fill_if_any(x: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
-    """``x.masked_fill(mask, value)``, or ``x`` itself (no copy, nothing to differentiate) when
-    ``mask`` selects nothing: special pairs (unreachable, virtual node) are absent from most batches.
+#: What the layers of one model's forward pass compute once and share, keyed by what it is
+#: (:meth:`StructureTerm.preparation_key`, a model's own keys): a plain dict made per forward.
+Shared = Dict[Hashable, Any]
+
+
+def shared_value(shared: Optional[Shared], key: Optional[Hashable], compute: Callable[[], Any]) -> Any:
+    """``shared[key]``, computed by ``compute()`` the first time; just ``compute()`` when there is
+    no ``shared`` dict or no ``key`` (nothing to share).
 
     Example:
-        >>> x = torch.zeros(2, 3)
-        >>> masked_fill_if_any(x, torch.tensor([[True], [False]]), -1.0).tolist()
-        [[-1.0, -1.0, -1.0], [0.0, 0.0, 0.0]]
-        >>> masked_fill_if_any(x, torch.tensor([[False], [False]]), -1.0) is x
-        True
+        >>> shared = {}
+        >>> shared_value(shared, "two", lambda: 1 + 1), shared_value(shared, "two", lambda: 3)
+        (2, 2)
     """
-    if exporting():  # no data-dependent branch in an exported program: the same values
-        return x.masked_fill(mask, value)
-    return x.masked_fill(mask, value) if bool(mask.any()) else x
+    if shared is None or key is None:
+        return compute()
+    if key not in shared:
+        shared[key] = compute()
+    return shared[key]
 
 
 @dataclass
@@ -95,8 +99,19 @@ class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
     pass, ``prepare`` runs once and its result is handed to ``score_terms`` and ``values``.
     """
 
+    #: Whether :meth:`score_terms` reads ``q`` and ``k``. A term whose gain and bias depend on the
+    #: graph and its parameters only says ``False``: the skeleton then places them into dense
+    #: blocks once per forward pass and :meth:`preparation_key` shares that placement too.
+    reads_qk: bool = True
+
     def prepare(self, graph: GraphLike) -> Any:
         """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
+        return None
+
+    def preparation_key(self) -> Optional[Hashable]:
+        """A key equal in the layers of a model whose :meth:`prepare` gives the same state (the
+        same graph-derived quantities, shared tables or parameters), so that the model prepares
+        it once per forward pass for all of them; ``None`` (the default): prepared per layer."""
         return None
 
     @abc.abstractmethod
@@ -178,15 +193,19 @@ class RelationAttention(nn.Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, aggregation={self.aggregation!r}"
 
     def forward(
-        self, graph: GraphLike, feat: torch.Tensor, get_attention: bool = False
+        self, graph: GraphLike, feat: torch.Tensor, get_attention: bool = False, shared: Optional[Shared] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-        """Attend over ``graph``'s edges; see the class docstring."""
+        """Attend over ``graph``'s edges; see the class docstring. ``shared``: the dict of a model's
+        forward pass in which layers with equal :meth:`StructureTerm.preparation_key` share what
+        they derive from the graph (``None``: this layer keeps its own)."""
         n = feat.shape[0]
         if graph.num_nodes() != n:
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
         qkv = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim)
         blocks = self._block_layout(graph)
-        state = self.structure.prepare(graph) if self.structure is not None else None
+        structure = self.structure
+        key = structure.preparation_key() if structure is not None else None
+        state = None if structure is None else shared_value(shared, key, lambda: structure.prepare(graph))
         adds_values = self.structure is not None and self.structure.adds_values
         if blocks is None:
             q, k, v = qkv.unbind(1)
@@ -194,7 +213,8 @@ class RelationAttention(nn.Module):
             dropped = self.attn_dropout(attn)
             z = ops.sum_weighted_sources(graph, v, dropped.unsqueeze(-1))
         else:
-            z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values)
+            z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values,
+                                                      shared, None if key is None else (key, "blocks"))
         if adds_values and self.structure is not None:
             extra = self.structure.values(graph, dropped, state)
             if extra is not None:
@@ -212,29 +232,31 @@ class RelationAttention(nn.Module):
         return self.structure.logits(graph, q, k, qk, self.scale, state)
 
     def _attend_in_blocks(
-        self, blocks: BlockLayout, graph: GraphLike, qkv: torch.Tensor, state: Any, need_weights: bool
+        self, blocks: BlockLayout, graph: GraphLike, qkv: torch.Tensor, state: Any, need_weights: bool,
+        shared: Optional[Shared] = None, key: Optional[Hashable] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
         """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3, H, dh]``: ``(z [N, H, dh],
         attn [E, H], dropped [E, H])``, the per-edge weights gathered from the blocks only if
         ``need_weights`` (else ``None``).
 
-        The structure term's gain and bias go into the blocks (:meth:`BlockLayout.logits`), the
-        softmax blocks weight the values directly. The attention dropout draws its mask on
-        ``[E, H]`` (the same random numbers as on the message-passing path), which then multiplies
-        the blocks."""
-        terms = ScoreTerms()
-        if self.structure is not None:
+        The structure term's gain and bias go into the blocks (:meth:`BlockLayout.place`; once
+        per forward for the layers sharing ``key`` when the term does not read ``q, k``), the
+        softmax blocks weight the values directly. Attention dropout acts on the softmax blocks
+        (one draw per slot; the slots off the edges hold 0 either way)."""
+        if self.structure is None:
+            terms = ScoreTerms()
+        else:
             q, k, _ = qkv.unbind(1)
             terms = self.structure.score_terms(graph, q, k, self.scale, state)
+        base, gain = shared_value(shared, key if self.structure is not None and not self.structure.reads_qk else None,
+                                  lambda: blocks.place(terms.gain, terms.bias, qkv.dtype))
         qh, kh, vh = blocks.heads(qkv).unbind(0)  # one padding copy for the three
-        dense_attn = torch.softmax(blocks.logits(qh, kh, terms.gain, terms.bias, self.scale), dim=-1)
-        drop = self.attn_dropout
+        dense_attn = torch.softmax(blocks.placed_logits(qh, kh, base, gain, scale=self.scale), dim=-1)
         attn = blocks.gather(dense_attn) if need_weights else None
-        if drop.training and drop.p > 0.0:
-            keep = drop(qkv.new_ones(blocks.edge_slot.shape))  # 0 or 1 / (1 - p): dropout's own mask, drawn once
-            dense_keep = blocks.scatter(keep)
-            return blocks.aggregate_blocks(dense_attn * dense_keep, vh), attn, None if attn is None else attn * keep
-        return blocks.aggregate_blocks(dense_attn, vh), attn, attn
+        if not (self.attn_dropout.training and self.attn_dropout.p > 0.0):
+            return blocks.aggregate_blocks(dense_attn, vh), attn, attn
+        dropped = self.attn_dropout(dense_attn)
+        return blocks.aggregate_blocks(dropped, vh), attn, blocks.gather(dropped) if need_weights else None
 
     def _block_layout(self, graph: GraphLike) -> Optional[BlockLayout]:
         """Dense blocks to compute with, or ``None`` for DGL message passing."""

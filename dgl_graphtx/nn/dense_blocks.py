@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 import dgl
@@ -129,6 +129,7 @@ class BlockLayout:
     empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
     has_empty_rows: bool
     _masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
+    _rows: Dict[int, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
@@ -172,11 +173,16 @@ class BlockLayout:
         matrix products of :meth:`logits` and :meth:`aggregate_blocks`; ``[N, P, H, dh]`` (e.g.
         ``q, k, v`` together) -> ``[P, B * H, n, dh]`` in one copy."""
         parts = x.shape[1] if x.dim() == 4 else 1
-        rows = self.head_rows.view(-1) if parts == 1 else (
-            self.head_rows[:, None, :] + self.block_rows * torch.arange(parts, device=x.device)[:, None]).view(-1)
-        out = x.new_zeros(parts * self.block_rows, x.shape[-1]).index_copy_(0, rows, x.reshape(-1, x.shape[-1]))
+        out = x.new_zeros(parts * self.block_rows, x.shape[-1]).index_copy_(0, self._part_rows(parts), x.reshape(-1, x.shape[-1]))
         shape = (self.num_graphs * self.num_heads, self.size, x.shape[-1])
         return out.view(parts, *shape) if x.dim() == 4 else out.view(shape)
+
+    def _part_rows(self, parts: int) -> torch.Tensor:
+        """Rows of ``[N, P, H]`` entries in ``P`` stacked padded tensors (made once per ``P``)."""
+        if parts not in self._rows:
+            offsets = self.block_rows * torch.arange(parts, device=self.head_rows.device)[:, None]
+            self._rows[parts] = (self.head_rows[:, None, :] + offsets).view(-1)
+        return self._rows[parts]
 
     @property
     def block_rows(self) -> int:
@@ -211,17 +217,31 @@ class BlockLayout:
         out = per_edge.new_zeros(self.on_edge.numel()) if base is None else base.reshape(-1).clone()
         return out.index_copy_(0, self.edge_slot.view(-1), values).view(self.on_edge.shape)
 
+    def place(self, gain: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+              dtype: Optional[torch.dtype] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Per-edge ``gain`` and ``bias`` ``[E, H]`` (or ``[E, 1]``) as blocks ``[B, H, n, n]``: the
+        additive base (``bias`` on the edges, :meth:`mask` elsewhere) and the gain (0 off the
+        edges; ``None`` without one), what :meth:`placed_logits` reads. ``dtype``: the mask's
+        when neither is given."""
+        given = gain if gain is not None else bias
+        mask = self.mask(given.dtype if given is not None else dtype or torch.get_default_dtype())
+        return (mask if bias is None else self.scatter(bias, mask)), (None if gain is None else self.scatter(gain))
+
+    def placed_logits(self, qh: torch.Tensor, kh: torch.Tensor, base: torch.Tensor, gain: Optional[torch.Tensor] = None,
+                      scale: float = 1.0) -> torch.Tensor:
+        """``base + gain * scale * q_i . k_j`` ``[B, H, n, n]`` from padded ``qh, kh`` ``[B * H, n, dh]``
+        (:meth:`heads`) and the blocks of :meth:`place`."""
+        b, n, h = self.num_graphs, self.size, self.num_heads
+        if gain is None:
+            return torch.baddbmm(base.view(b * h, n, n), qh, kh.transpose(1, 2), alpha=scale).view(b, h, n, n)
+        return torch.addcmul(base, torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n), gain, value=scale)
+
     def logits(self, qh: torch.Tensor, kh: torch.Tensor, gain: Optional[torch.Tensor] = None,
                bias: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
         """Attention logits ``gain_ij * scale * q_i . k_j + bias_ij`` on the edges, ``-inf`` off
         them (0 on rows without edges): ``[B, H, n, n]`` from padded ``qh, kh`` ``[B * H, n, dh]``
         (:meth:`heads`) and optional per-edge ``gain``, ``bias`` ``[E, H]`` (1 and 0 if ``None``)."""
-        b, n, h = self.num_graphs, self.size, self.num_heads
-        mask = self.mask(qh.dtype)
-        base = mask if bias is None else self.scatter(bias, mask)
-        if gain is None:
-            return torch.baddbmm(base.view(b * h, n, n), qh, kh.transpose(1, 2), alpha=scale).view(b, h, n, n)
-        return torch.addcmul(base, torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n), self.scatter(gain), value=scale)
+        return self.placed_logits(qh, kh, *self.place(gain, bias, qh.dtype), scale=scale)
 
     def aggregate_blocks(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
         """``z_i = sum_j a_ij v_j`` from dense attention blocks ``[B, H, n, n]`` (zero off the

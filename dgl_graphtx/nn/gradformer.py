@@ -18,14 +18,14 @@ shared by all layers unless asked otherwise.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .graph_tensors import GraphLike
 
 GRADFORMER_MODES = ("paper", "decay", "reference")
@@ -115,6 +115,8 @@ class DecayTerm(StructureTerm):
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}, slope={self.slope:g}, learn_decay={self.params.learn_decay}, num_heads={self.params.start.numel()}"
 
+    reads_qk = False  # the mask is a function of the hop counts and the decay parameters
+
     def log_mask(self, graph: GraphLike) -> torch.Tensor:
         """``log M`` per edge and head ``[E, H]`` (``-inf`` where ``M = 0``)."""
         spd = graph.edata["spd"][:, None]
@@ -123,17 +125,27 @@ class DecayTerm(StructureTerm):
         log_decay = torch.log(self.params.decay()).to(start.dtype)
         unreachable = spd == SPD_UNREACHABLE
         if self.mode == "reference":
-            hops = torch.where(unreachable, torch.full_like(hops, REFERENCE_UNREACHABLE_DISTANCE), hops)
+            hops = torch.where(unreachable, REFERENCE_UNREACHABLE_DISTANCE, hops)
             log_m = F.leaky_relu(hops - start, negative_slope=self.slope) * log_decay
         else:
-            log_m = masked_fill_if_any(F.relu(hops - start) * log_decay, unreachable, -math.inf)
-        return masked_fill_if_any(log_m, spd == SPD_VIRTUAL, 0.0)
+            log_m = (F.relu(hops - start) * log_decay).masked_fill(unreachable, -math.inf)
+        return log_m.masked_fill(spd == SPD_VIRTUAL, 0.0)
 
-    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: Any) -> ScoreTerms:
+    def preparation_key(self) -> Tuple[str, int, str, float]:
+        """Layers sharing their :class:`DecayParameters` (a model's default) share the mask."""
+        return ("gradformer-decay", id(self.params), self.mode, self.slope)
+
+    def prepare(self, graph: GraphLike) -> ScoreTerms:
+        """The mask as :class:`ScoreTerms`: a gain ``M`` (``paper``, ``reference``) or a bias ``log M``
+        (``decay``) per edge and head ``[E, H]``, computed once per forward for the layers sharing
+        :meth:`preparation_key`."""
         log_m = self.log_mask(graph)
         if self.mode == "decay":
             return ScoreTerms(bias=log_m)
         return ScoreTerms(gain=torch.exp(log_m))
+
+    def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float, state: ScoreTerms) -> ScoreTerms:
+        return state
 
 
 class GradformerAttention(RelationAttention):

@@ -128,6 +128,19 @@ def sum_incoming(graph: GraphLike, edge_feat: torch.Tensor) -> torch.Tensor:
         return graph.ndata["z"]
 
 
+def node_graphs(graph: GraphLike) -> torch.Tensor:
+    """The graph of the batch each node belongs to ``[N]`` (int64; no wait for the device).
+
+    Example:
+        >>> node_graphs(dgl.batch([dgl.graph(([0], [1])), dgl.graph(([], []), num_nodes=1)])).tolist()
+        [0, 0, 1]
+    """
+    if isinstance(graph, GraphTensors):
+        return graph.node_graph
+    counts = graph.batch_num_nodes()
+    return torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts, output_size=graph.num_nodes())
+
+
 def readout(graph: GraphLike, feat: torch.Tensor, op: str) -> torch.Tensor:
     """One row per graph of the batch ``[B, ...]``: the ``sum``, ``mean`` or ``max`` of its
     nodes' ``feat`` (DGL's ``readout_nodes``; 0 for a graph without nodes).

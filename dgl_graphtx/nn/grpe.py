@@ -13,7 +13,7 @@ built; the extra memory grows with ``E x H``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
@@ -26,32 +26,21 @@ from .pair_classes import SpatialClasses, authors_diagonal
 GRPE_MODES = ("paper", "reference")
 
 
-class JointClasses(NamedTuple):
-    """:meth:`GRPETerm.prepare`'s state: the joint (spatial, edge) classes present in a graph.
+class PairClasses(NamedTuple):
+    """:meth:`GRPETerm.prepare`'s state: each edge's classes, and where the score terms gather.
 
     Attributes:
-        edge_class: per edge ``[E]``, its row among the present joint classes.
-        spatial_rows, edge_rows: per present joint class ``[C]``, its spatial and its edge class
-            (the rows of the spatial and edge tables).
+        spatial, edge: the spatial and the edge class per edge ``[E]`` (rows of the spatial and
+            of the edge tables).
+        query_rows, key_rows: ``[2 E]`` rows of the per-(node, class) products ``[N * C]`` (the
+            spatial classes then the edge classes, ``C`` of both) that each edge reads: at its
+            query node, and at the node whose key the key terms read.
     """
 
-    edge_class: torch.Tensor
-    spatial_rows: torch.Tensor
-    edge_rows: torch.Tensor
-
-
-def gather_by_class(per_node: torch.Tensor, node: torch.Tensor, cls: torch.Tensor) -> torch.Tensor:
-    """``out[e] = per_node[node[e], cls[e]]`` for ``per_node`` ``[N, C, H]``; returns ``[E, H]``."""
-    n, c, h = per_node.shape
-    return per_node.reshape(n * c, h).index_select(0, node * c + cls)
-
-
-def class_mass(attn: torch.Tensor, node: torch.Tensor, cls: torch.Tensor, num_nodes: int, num_classes: int) -> torch.Tensor:
-    """``mass[i, c] = sum of attn[e]`` over edges ``e`` with ``node[e] == i`` and ``cls[e] == c``;
-    returns ``[N, C, H]``."""
-    mass = attn.new_zeros(num_nodes * num_classes, attn.shape[1])
-    mass.index_add_(0, node * num_classes + cls, attn)
-    return mass.view(num_nodes, num_classes, attn.shape[1])
+    spatial: torch.Tensor
+    edge: torch.Tensor
+    query_rows: torch.Tensor
+    key_rows: torch.Tensor
 
 
 class GRPEEncodings(nn.Module):
@@ -118,44 +107,50 @@ class GRPETerm(StructureTerm):
     def extra_repr(self) -> str:
         return f"mode={self.mode!r}, max_distance={self.encodings.max_distance}, bond_classes={self.encodings.vocab.num_classes}"
 
-    def prepare(self, graph: GraphLike) -> JointClasses:
-        """Joint (spatial, edge) classes: per edge, its row among the joint classes present in
-        ``graph``; per present joint class, its spatial and its edge class. Tables are built for
-        the present classes only (a few dozen, not all ``(L + 4) x num_bond_classes``)."""
-        vocab = self.encodings.vocab
-        n_edge = vocab.num_classes
+    def preparation_key(self) -> Tuple[str, int, str, int]:
+        """The classes depend on the graph, the mode and the tables' sizes: layers sharing
+        their tables (a model's default) prepare them once."""
+        return ("grpe-classes", self.encodings.vocab.num_classes, self.mode, self.encodings.max_distance)
+
+    @property
+    def num_classes(self) -> int:
+        """Rows of the stacked spatial and edge tables."""
+        return self.spatial.num_classes + self.encodings.vocab.num_classes
+
+    def prepare(self, graph: GraphLike) -> PairClasses:
+        """Spatial and edge class per edge, and the rows of the per-(node, class) products that
+        the score terms gather (fixed shapes: no search for the classes present)."""
         psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
+        src, dst = graph.edges()
         if self.mode == "reference":
-            src, dst = graph.edges()
-            psi, phi = authors_diagonal(psi, phi, src == dst, vocab)
-        joint = psi * n_edge + phi
-        present = torch.bincount(joint, minlength=self.spatial.num_classes * n_edge) > 0
-        classes = present.nonzero().squeeze(1)
-        compact = torch.cumsum(present, 0) - 1  # joint class -> its row among the present ones
-        return JointClasses(compact[joint], torch.div(classes, n_edge, rounding_mode="floor"), classes % n_edge)
+            psi, phi = authors_diagonal(psi, phi, src == dst, self.encodings.vocab)
+        key_node = dst if self.mode == "reference" else src
+        c, edge_class = self.num_classes, phi + self.spatial.num_classes
+
+        def rows(node: torch.Tensor) -> torch.Tensor:
+            return torch.cat([node * c + psi, node * c + edge_class])
+
+        return PairClasses(psi, phi, rows(dst), rows(key_node))
+
+    def _tables(self, part: str) -> torch.Tensor:
+        """The spatial table stacked on the edge table of ``part`` (``query``, ``key``, ``value``): ``[C, H, dh]``."""
+        enc = self.encodings
+        return torch.cat([getattr(enc, f"spatial_{part}"), getattr(enc, f"edge_{part}")])
 
     def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float,
-                    state: JointClasses) -> ScoreTerms:
-        enc = self.encodings
-        cls, spatial_rows, edge_rows = state
-        src, dst = graph.edges()
-        key_node = dst if self.mode == "reference" else src
-        # q_i.PQ[psi] + q_i.EQ[phi] = q_i.(PQ[psi] + EQ[phi]): one table row per joint class
-        query_table = enc.spatial_query[spatial_rows] + enc.edge_query[edge_rows]  # [C, H, dh]
-        key_table = enc.spatial_key[spatial_rows] + enc.edge_key[edge_rows]
-        bias = gather_by_class(torch.einsum("nhd,chd->nch", q, query_table), dst, cls) + gather_by_class(
-            torch.einsum("nhd,chd->nch", k, key_table), key_node, cls
-        )
-        return ScoreTerms(bias=bias * scale)
+                    state: PairClasses) -> ScoreTerms:
+        # q_i.PQ[psi] + q_i.EQ[phi]: each node's products with every table row, gathered per edge
+        n, e, c = q.shape[0], state.spatial.shape[0], self.num_classes
+        products = torch.cat([torch.einsum("nhd,chd->nch", q, self._tables("query")),
+                              torch.einsum("nhd,chd->nch", k, self._tables("key"))]).view(2 * n * c, -1)
+        rows = torch.cat([state.query_rows, state.key_rows + n * c])
+        return ScoreTerms(bias=products.index_select(0, rows).view(4, e, -1).sum(0) * scale)
 
-    def values(self, graph: GraphLike, attn: torch.Tensor, state: JointClasses) -> torch.Tensor:
-        enc = self.encodings
-        cls, spatial_rows, edge_rows = state
-        _, dst = graph.edges()
-        # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV + EV)[c]
-        value_table = enc.spatial_value[spatial_rows] + enc.edge_value[edge_rows]
-        mass = class_mass(attn, dst, cls, graph.num_nodes(), value_table.shape[0])
-        return torch.einsum("nch,chd->nhd", mass, value_table)
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: PairClasses) -> torch.Tensor:
+        # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV; EV)[c]
+        n, c = graph.num_nodes(), self.num_classes
+        mass = attn.new_zeros(n * c, attn.shape[1]).index_add_(0, state.query_rows, attn.repeat(2, 1))
+        return torch.einsum("nch,chd->nhd", mass.view(n, c, -1), self._tables("value"))
 
 
 class GRPEAttention(RelationAttention):

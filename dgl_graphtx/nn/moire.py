@@ -20,7 +20,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..relation_graph import SPD_UNREACHABLE, SPD_VIRTUAL
-from .attention import RelationAttention, ScoreTerms, StructureTerm, masked_fill_if_any
+from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .focus import FOCUS_FUNCTIONS
 from .graph_tensors import GraphLike
 from .radial import RadialPairTerms
@@ -146,7 +146,7 @@ class MoireTerm(StructureTerm):
         log_f = FOCUS_FUNCTIONS[self.focus](self.distances(graph)[:, None], mu, sigma)
         if reference:
             log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
-        return masked_fill_if_any(log_f, self._virtual_pairs(graph), 0.0)
+        return log_f.masked_fill(self._virtual_pairs(graph), 0.0)
 
     @staticmethod
     def _virtual_pairs(graph: GraphLike) -> torch.Tensor:

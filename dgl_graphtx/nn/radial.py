@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from . import graph_ops as ops
-from .attention import masked_fill_if_any
 from .graph_tensors import GraphLike
 
 
@@ -76,7 +75,7 @@ class RadialPairTerms(nn.Module):
 
     def basis(self, distance: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         """The basis ``[E, K]`` of each pair's distance ``[E]``, 0 where ``masked`` ``[E]``."""
-        return masked_fill_if_any(self.rbf(distance), masked[:, None], 0.0)
+        return self.rbf(distance).masked_fill(masked[:, None], 0.0)
 
     def bias(self, basis: torch.Tensor) -> torch.Tensor:
         """The logit bias per pair and head ``[E, H]``."""

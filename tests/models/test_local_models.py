@@ -24,7 +24,7 @@ def dense_gated_gcn(layer: GatedGCNLayer, graph: dgl.DGLGraph, x, e, pe=None):
     """Train-mode forward written from the equations on dense ``[N, N]`` matrices, one
     destination node ``i`` and one neighbour ``j`` at a time (bond ``j -> i``)."""
     n, d = x.shape
-    lin = {name: (getattr(layer, name).weight, getattr(layer, name).bias) for name in "ABCDE"}
+    lin = {name: layer.projection(name) for name in "ABCDE"}
 
     def apply(name, v):
         w, b = lin[name]
@@ -103,12 +103,27 @@ def test_gated_gcn_without_gate_equals_dgl_gatedgcnconv():
     mapping = {"A": "A", "B": "B", "C": "C", "D": "E", "E": "D"}
     with torch.no_grad():
         for mine, other in mapping.items():
-            getattr(theirs, other).weight.copy_(getattr(ours, mine).weight)
-            getattr(theirs, other).bias.copy_(getattr(ours, mine).bias)
+            weight, bias = ours.projection(mine)
+            getattr(theirs, other).weight.copy_(weight)
+            getattr(theirs, other).bias.copy_(bias)
         theirs.bn_node.weight.copy_(ours.norm.weight)
         theirs.bn_node.bias.copy_(ours.norm.bias)
     expected, _ = theirs(graph, x, e)
     assert torch.allclose(ours(graph, x, e), expected, atol=1e-10)
+
+
+def test_gated_gcn_weights_saved_as_five_layers_load_into_the_merged_product():
+    """Checkpoints written before A, B, D and E became one product keep loading, to the same outputs."""
+    graph, x, e, pe = _inputs(6)
+    layer = _randomised(GatedGCNLayer(6, pe_gate=True))
+    old = {k: v for k, v in layer.state_dict().items() if not k.startswith("node_proj.")}
+    for name in "ABDE":
+        weight, bias = layer.projection(name)
+        old[f"{name}.weight"], old[f"{name}.bias"] = weight.clone(), bias.clone()
+    assert not any(k.startswith("node_proj") for k in old)
+    loaded = GatedGCNLayer(6, pe_gate=True).double().train()
+    loaded.load_state_dict(old)  # strict: every key used, none missing
+    assert torch.equal(loaded(graph, x, e, pe), layer(graph, x, e, pe))
 
 
 def test_gine_layer_ignores_pe_and_keeps_dgl_parameter_names():

@@ -442,9 +442,9 @@ def test_grpe_saved_memory_grows_with_edges_times_heads_not_head_size():
     enc = GRPEEncodings(d2, H)
     table_rows = sum(t.shape[0] for t in enc.parameters())  # rows of all six tables
     growth = saved[d2] - saved[d1]
-    # node level: the input, the fused q|k|v projection (3 N d) and z, with one N d of slack;
-    # table level: the stacked q/k tables and the value tables, twice over
-    bound = itemsize * (6 * N * delta_d + 2 * table_rows * delta_d)
+    # node level: what plain attention saves (the input, q|k|v, their padded blocks, z);
+    # table level: the stacked spatial+edge tables of q, k and v, twice over
+    bound = (vanilla_saved[d2] - vanilla_saved[d1]) + itemsize * 2 * table_rows * delta_d
     per_edge_table = E * H * (d2 // H - d1 // H) * itemsize  # what one [E, H, dh] tensor would add
     extra_growth = (saved[d2] - vanilla_saved[d2]) - (saved[d1] - vanilla_saved[d1])
     print(f"growth {growth} B <= bound {bound} B (node+table terms) vs one [E,H,dh] table: "

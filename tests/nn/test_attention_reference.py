@@ -23,7 +23,8 @@ from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.relation_graph import RelationConfig
 
 import dense_reference as ref
-from attention_variants import ASPIRIN, D_MODEL, FEAT3D, HEADS, SALT, SALT2, VARIANTS, Variant, build, read_params, run_reference
+from attention_variants import (ASPIRIN, D_MODEL, FEAT3D, HEADS, SALT, SALT2, VARIANTS, Variant, block_dropout_mask, build, read_params,
+                                run_reference)
 
 ATOL = RTOL = 1e-6
 
@@ -217,7 +218,8 @@ def test_dropped_weights_feed_every_value_term(v, aggregation):
     """SPEC 2: z_i = sum_j a_ij (v_j + P^V + E^V) with a taken after attention dropout, so the
     graph-encoded value terms see the same dropped weights as v_j. The layer's own dropout
     (p=0.5: weights zeroed or doubled) runs from a known seed; its per-edge mask is drawn again from
-    that seed (the forward pass draws no other random numbers)."""
+    that seed (the forward pass draws no other random numbers): per edge on the message-passing
+    path, per slot of the softmax blocks on the dense-block path."""
     rel = graphs("salt_vn")[1]
     x = torch.randn(rel.num_nodes(), D_MODEL, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     layer = perturb(build(v, attn_dropout=0.5), v, seed=1).double().train()
@@ -227,6 +229,8 @@ def test_dropped_weights_feed_every_value_term(v, aggregation):
         out = layer(rel, x)
         torch.manual_seed(6)
         mask = torch.nn.functional.dropout(torch.ones(rel.num_edges(), HEADS, dtype=torch.float64), 0.5, True)
+    if aggregation == "dense_blocks":
+        mask = block_dropout_mask(rel, HEADS, 0.5, seed=6)
     assert set(mask.unique().tolist()) == {0.0, 2.0}
     src, dst = (t.long() for t in rel.edges())
     n = rel.num_nodes()

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import dgl
-from attention_variants import ASPIRIN, EXACT, FEAT3D, SALT, SALT2, VARIANTS, build, run_attention
+from attention_variants import (ASPIRIN, EXACT, FEAT3D, SALT, SALT2, VARIANTS, FixedDropout, block_dropout_mask, build,
+                                run_attention)
 from dgl_graphtx.featurize import MoleculeFeaturizer
 from dgl_graphtx.nn import RelationAttention, ScoreTerms, StructureTerm
 from dgl_graphtx.nn.dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
@@ -45,14 +46,19 @@ def test_dense_blocks_equal_message_passing(batches, variant, relation):
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v.kind in ("vanilla", "grpe", "moire") and v.distance != "dist"][:4],
                          ids=lambda v: v.id)
-def test_dropout_masks_the_same_weights_on_both_paths(batches, variant):
-    """Training-mode attention dropout: the block path draws the same mask (same seed) and feeds
-    the same dropped weights to the values and to GRPE's value term; outputs and gradients agree."""
+def test_block_dropout_equals_message_passing_with_the_blocks_draw(batches, variant):
+    """Training-mode attention dropout acts on the softmax blocks (one draw per slot): the same as
+    message passing dropping each edge's weight by the blocks' draw at that edge, for the values
+    and for GRPE's value term; outputs and gradients agree."""
     rel = batches["complete+vn"]
     layer = build(variant, attn_dropout=0.3).double().train()
     x = torch.randn(rel.num_nodes(), layer.embed_dim, dtype=torch.float64)
-    reference = run_attention(layer, rel, x, "message_passing", seed=5)
-    assert_same_runs(run_attention(layer, rel, x, "dense_blocks", seed=5), reference, **EXACT)
+    got = run_attention(layer, rel, x, "dense_blocks", seed=5)
+    mask = block_dropout_mask(rel, layer.num_heads, 0.3, seed=5)
+    dropout, layer.attn_dropout = layer.attn_dropout, FixedDropout(mask)
+    assert_same_runs(got, run_attention(layer, rel, x, "message_passing"), **EXACT)
+    layer.attn_dropout = dropout
+    assert (mask == 0).any() and (mask == 1 / 0.7).any()
     torch.manual_seed(5)
     layer.aggregation = "dense_blocks"
     assert not torch.allclose(layer(rel, x), layer.eval()(rel, x))  # the dropout really dropped something
