@@ -15,6 +15,7 @@ import torch
 import dgl
 
 from .dense_blocks import BlockGeometry
+from .pair_classes import PairCodes
 
 Device = Union[str, torch.device]
 
@@ -50,6 +51,7 @@ class GraphTensors:
         node_graph: torch.Tensor,
         block_geometry: Optional[BlockGeometry] = None,
         blocks_known: bool = False,
+        pair_codes: Optional[PairCodes] = None,
     ) -> None:
         self.src, self.dst = src, dst
         self._batch_num_nodes = batch_num_nodes
@@ -58,17 +60,21 @@ class GraphTensors:
         self.node_graph = node_graph  # [N]: the graph of the batch each node belongs to
         self.block_geometry = block_geometry  # dense-block geometry, ``None`` if none or unknown
         self.blocks_known = blocks_known  # whether ``block_geometry`` was computed
+        self.pair_codes = pair_codes  # a relation graph's (distance, bond, self) combinations, if computed
 
     @classmethod
     def from_graph(cls, graph: dgl.DGLGraph, blocks: bool = False) -> "GraphTensors":
-        """The tensors of ``graph`` (no copies); with ``blocks``, its dense-block geometry too
-        (``None`` when the batch does not fit blocks)."""
+        """The tensors of ``graph`` (no copies); with ``blocks`` (a relation graph), what the
+        attention layers would otherwise derive from it with the device waiting: its dense-block
+        geometry (``None`` when the batch does not fit blocks) and its
+        :class:`~dgl_graphtx.nn.pair_classes.PairCodes`."""
         src, dst = (t.long() for t in graph.edges())
         counts = graph.batch_num_nodes().long()
         node_graph = torch.repeat_interleave(torch.arange(counts.numel(), device=counts.device), counts)
         out = cls(src, dst, counts, dict(graph.ndata), dict(graph.edata), graph.num_nodes(), node_graph)
         if blocks:
             out.block_geometry, out.blocks_known = BlockGeometry.of(out), True
+            out.pair_codes = PairCodes.of(out) if "spd" in out.edata and "bond" in out.edata else None
         return out
 
     def edges(self) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -104,6 +110,7 @@ class GraphTensors:
             move(self.src), move(self.dst), move(self._batch_num_nodes),
             {k: move(v) for k, v in self.ndata.items()}, {k: move(v) for k, v in self.edata.items()},
             self._num_nodes, move(self.node_graph), geometry, self.blocks_known,
+            None if self.pair_codes is None else self.pair_codes.to(device, non_blocking),
         )
 
     def __repr__(self) -> str:

@@ -21,26 +21,43 @@ from torch import nn
 from ..relation_graph.bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .graph_tensors import GraphLike
-from .pair_classes import SpatialClasses, authors_diagonal
+from .pair_classes import PairCodes, SpatialClasses, authors_diagonal
 
 GRPE_MODES = ("paper", "reference")
 
 
-class PairClasses(NamedTuple):
-    """:meth:`GRPETerm.prepare`'s state: each edge's classes, and where the score terms gather.
+class JointClasses(NamedTuple):
+    """:meth:`GRPETerm.prepare`'s state: the joint (spatial, edge) classes present in a graph.
 
     Attributes:
-        spatial, edge: the spatial and the edge class per edge ``[E]`` (rows of the spatial and
-            of the edge tables).
-        query_rows, key_rows: ``[2 E]`` rows of the per-(node, class) products ``[N * C]`` (the
-            spatial classes then the edge classes, ``C`` of both) that each edge reads: at its
-            query node, and at the node whose key the key terms read.
+        edge_class: per edge ``[E]``, its row among the present classes.
+        spatial_rows, edge_rows: per present class ``[C]``, its spatial and its edge class (the
+            rows of the spatial and edge tables; two rows may name the same pair of classes).
     """
 
-    spatial: torch.Tensor
-    edge: torch.Tensor
+    edge_class: torch.Tensor
+    spatial_rows: torch.Tensor
+    edge_rows: torch.Tensor
+
+
+class GRPEState(NamedTuple):
+    """:meth:`GRPETerm.prepare`'s state, made once per forward pass for the layers sharing tables.
+
+    Attributes:
+        classes: the joint classes present (:class:`JointClasses`).
+        query_rows, key_rows: per edge ``[E]``, its row ``node * C + class`` of the per-(node,
+            class) products ``[N * C, H]``: at its query node, and at the node whose key the key
+            terms read.
+        query_table, key_table, value_table: ``PQ[psi] + EQ[phi]`` (and the key's and value's)
+            per present class ``[C, H, dh]``.
+    """
+
+    classes: JointClasses
     query_rows: torch.Tensor
     key_rows: torch.Tensor
+    query_table: torch.Tensor
+    key_table: torch.Tensor
+    value_table: torch.Tensor
 
 
 class GRPEEncodings(nn.Module):
@@ -110,47 +127,43 @@ class GRPETerm(StructureTerm):
     def preparation_key(self) -> Tuple[str, int, str, int]:
         """The classes depend on the graph, the mode and the tables' sizes: layers sharing
         their tables (a model's default) prepare them once."""
-        return ("grpe-classes", self.encodings.vocab.num_classes, self.mode, self.encodings.max_distance)
+        return ("grpe-classes", id(self.encodings), self.mode, self.encodings.max_distance)
 
-    @property
-    def num_classes(self) -> int:
-        """Rows of the stacked spatial and edge tables."""
-        return self.spatial.num_classes + self.encodings.vocab.num_classes
-
-    def prepare(self, graph: GraphLike) -> PairClasses:
-        """Spatial and edge class per edge, and the rows of the per-(node, class) products that
-        the score terms gather (fixed shapes: no search for the classes present)."""
-        psi, phi = self.spatial(graph.edata["spd"]), graph.edata["bond"]
-        src, dst = graph.edges()
-        if self.mode == "reference":
-            psi, phi = authors_diagonal(psi, phi, src == dst, self.encodings.vocab)
-        key_node = dst if self.mode == "reference" else src
-        c, edge_class = self.num_classes, phi + self.spatial.num_classes
-
-        def rows(node: torch.Tensor) -> torch.Tensor:
-            return torch.cat([node * c + psi, node * c + edge_class])
-
-        return PairClasses(psi, phi, rows(dst), rows(key_node))
-
-    def _tables(self, part: str) -> torch.Tensor:
-        """The spatial table stacked on the edge table of ``part`` (``query``, ``key``, ``value``): ``[C, H, dh]``."""
+    def prepare(self, graph: GraphLike) -> GRPEState:
+        """Joint (spatial, edge) classes: per edge, its row among the (distance, bond, self)
+        combinations present in ``graph`` (:class:`~dgl_graphtx.nn.pair_classes.PairCodes`, found
+        on the host); per combination, its spatial and its edge class. Tables are built for the
+        present combinations only (a few dozen, not all ``(L + 4) x num_bond_classes``), once per
+        forward pass for the layers sharing them."""
         enc = self.encodings
-        return torch.cat([getattr(enc, f"spatial_{part}"), getattr(enc, f"edge_{part}")])
+        codes = PairCodes.cached(graph)
+        psi, phi = self.spatial(codes.spd), codes.bond
+        if self.mode == "reference":
+            psi, phi = authors_diagonal(psi, phi, codes.is_self, enc.vocab)
+        src, dst = graph.edges()
+        key_node = dst if self.mode == "reference" else src
+        cls, c = codes.edge_code, psi.shape[0]
+
+        def table(spatial: torch.Tensor, edge: torch.Tensor) -> torch.Tensor:
+            return spatial[psi] + edge[phi]  # PQ[psi] + EQ[phi]: one table row per joint class
+
+        return GRPEState(JointClasses(cls, psi, phi), dst * c + cls, key_node * c + cls,
+                         table(enc.spatial_query, enc.edge_query), table(enc.spatial_key, enc.edge_key),
+                         table(enc.spatial_value, enc.edge_value))
 
     def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float,
-                    state: PairClasses) -> ScoreTerms:
-        # q_i.PQ[psi] + q_i.EQ[phi]: each node's products with every table row, gathered per edge
-        n, e, c = q.shape[0], state.spatial.shape[0], self.num_classes
-        products = torch.cat([torch.einsum("nhd,chd->nch", q, self._tables("query")),
-                              torch.einsum("nhd,chd->nch", k, self._tables("key"))]).view(2 * n * c, -1)
-        rows = torch.cat([state.query_rows, state.key_rows + n * c])
-        return ScoreTerms(bias=products.index_select(0, rows).view(4, e, -1).sum(0) * scale)
+                    state: GRPEState) -> ScoreTerms:
+        # q_i.PQ[psi] + q_i.EQ[phi] = q_i.(PQ[psi] + EQ[phi]): each node's product with each class row
+        queries = torch.einsum("nhd,chd->nch", q, state.query_table).flatten(0, 1)
+        keys = torch.einsum("nhd,chd->nch", k, state.key_table).flatten(0, 1)
+        bias = queries.index_select(0, state.query_rows) + keys.index_select(0, state.key_rows)
+        return ScoreTerms(bias=bias * scale)
 
-    def values(self, graph: GraphLike, attn: torch.Tensor, state: PairClasses) -> torch.Tensor:
-        # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV; EV)[c]
-        n, c = graph.num_nodes(), self.num_classes
-        mass = attn.new_zeros(n * c, attn.shape[1]).index_add_(0, state.query_rows, attn.repeat(2, 1))
-        return torch.einsum("nch,chd->nhd", mass.view(n, c, -1), self._tables("value"))
+    def values(self, graph: GraphLike, attn: torch.Tensor, state: GRPEState) -> torch.Tensor:
+        # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV + EV)[c]
+        c = state.value_table.shape[0]
+        mass = attn.new_zeros(graph.num_nodes() * c, attn.shape[1]).index_add_(0, state.query_rows, attn)
+        return torch.einsum("nch,chd->nhd", mass.view(graph.num_nodes(), c, -1), state.value_table)
 
 
 class GRPEAttention(RelationAttention):

@@ -1,8 +1,8 @@
 """Discrete pair classes of relation-graph edges, shared by GRPE and the Graphormer baseline."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Tuple
+from dataclasses import dataclass, fields, replace
+from typing import Any, Tuple, Union
 
 import torch
 
@@ -77,3 +77,64 @@ def authors_diagonal(
     spatial = torch.where(is_self, torch.zeros_like(spatial), spatial)
     edge = torch.where(is_self, torch.full_like(edge, vocab.no_edge), edge)
     return spatial, edge
+
+
+#: Room for the bond classes in a pair code (every bond vocabulary has fewer).
+BOND_CODE_SPAN = 1 << 12
+#: Attribute of a DGLGraph holding its :class:`PairCodes` once computed (:meth:`PairCodes.cached`).
+PAIR_CODES_CACHE = "_dgl_graphtx_pair_codes"
+
+
+@dataclass(frozen=True)
+class PairCodes:
+    """The distinct (hop distance, bond class, self pair) combinations among a relation graph's
+    edges, and each edge's row among them: what the pair classes of an edge depend on, so a
+    layer computes per-combination terms (a few dozen rows) instead of one per edge or per class.
+
+    Finding the combinations present is a search whose size depends on the data (it waits for the
+    device), so the tensor path computes them on the host with the batch
+    (:class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`), and a DGLGraph computes them once.
+
+    Example:
+        >>> import dgl
+        >>> g = dgl.graph(([0, 1, 0, 1], [0, 1, 1, 0]))
+        >>> g.edata["spd"], g.edata["bond"] = torch.tensor([0, 0, 1, 1]), torch.tensor([5, 5, 2, 2])
+        >>> codes = PairCodes.of(g)
+        >>> codes.edge_code.tolist(), codes.spd.tolist(), codes.bond.tolist(), codes.is_self.tolist()
+        ([0, 0, 1, 1], [0, 1], [5, 2], [True, False])
+    """
+
+    edge_code: torch.Tensor  # [E]: the row of the edge's combination
+    spd: torch.Tensor  # [P]: hop distance of each combination
+    bond: torch.Tensor  # [P]: bond class
+    is_self: torch.Tensor  # [P] bool: a self pair (source == destination)
+
+    @classmethod
+    def of(cls, graph: Any) -> "PairCodes":
+        """The combinations of ``graph``'s edges (its ``edata["spd"]``, ``edata["bond"]`` and ``edges()``)."""
+        spd, bond = graph.edata["spd"].long(), graph.edata["bond"].long()
+        src, dst = graph.edges()
+        code = ((spd - SPD_VIRTUAL) * BOND_CODE_SPAN + bond) * 2 + (src == dst).long()
+        present, edge_code = torch.unique(code, return_inverse=True)
+        pair = torch.div(present, 2, rounding_mode="floor")
+        return cls(edge_code, torch.div(pair, BOND_CODE_SPAN, rounding_mode="floor") + SPD_VIRTUAL,
+                   pair % BOND_CODE_SPAN, present % 2 == 1)
+
+    @classmethod
+    def cached(cls, graph: Any) -> "PairCodes":
+        """:meth:`of`, carried by a :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors` made with
+        them, else computed once per graph object and kept on it (every layer reads the same
+        graph; keyed by its size, so a graph edited in place gets new codes)."""
+        known = getattr(graph, "pair_codes", None)
+        if known is not None:
+            return known
+        key = (graph.num_nodes(), graph.num_edges(), str(graph.device))
+        cache = graph.__dict__.setdefault(PAIR_CODES_CACHE, {})
+        if key not in cache:
+            cache[key] = cls.of(graph)
+        return cache[key]
+
+    def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "PairCodes":
+        """A copy with every tensor on ``device``."""
+        return replace(self, **{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)})
+

@@ -442,8 +442,8 @@ def test_grpe_saved_memory_grows_with_edges_times_heads_not_head_size():
     enc = GRPEEncodings(d2, H)
     table_rows = sum(t.shape[0] for t in enc.parameters())  # rows of all six tables
     growth = saved[d2] - saved[d1]
-    # node level: what plain attention saves (the input, q|k|v, their padded blocks, z);
-    # table level: the stacked spatial+edge tables of q, k and v, twice over
+    # node level: what plain attention saves (the input, q|k|v and their padded blocks, z);
+    # table level: the q/k/v table rows of the present classes, at most all rows twice over
     bound = (vanilla_saved[d2] - vanilla_saved[d1]) + itemsize * 2 * table_rows * delta_d
     per_edge_table = E * H * (d2 // H - d1 // H) * itemsize  # what one [E, H, dh] tensor would add
     extra_growth = (saved[d2] - vanilla_saved[d2]) - (saved[d1] - vanilla_saved[d1])

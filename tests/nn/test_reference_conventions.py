@@ -132,9 +132,9 @@ def test_gradformer_model_layers_receive_the_configured_slope():
 # GRPE: the virtual node's self pair
 # ---------------------------------------------------------------------------------------------
 def _pair_classes(term: GRPETerm, rel):
-    """(spatial, edge) class per edge, as the term's state holds them."""
-    state = term.prepare(rel)
-    return state.spatial, state.edge
+    """(spatial, edge) class per edge, read back from the term's joint classes."""
+    cls, spatial_rows, edge_rows = term.prepare(rel).classes
+    return spatial_rows[cls], edge_rows[cls]
 
 
 @pytest.mark.parametrize("smiles", ["CC(=O)O", "c1ccccc1O.[Na+].[Cl-]", "C"])

@@ -7,8 +7,7 @@ import pytest
 from dgl_graphtx.featurize import smiles_to_graphs
 from dgl_graphtx.models import GradformerOptions, ModelConfig, MoireOptions, build_model
 from dgl_graphtx.nn import GRPEAttention, ScoreTerms, StructureTerm
-from dgl_graphtx.nn.grpe import PairClasses
-from dgl_graphtx.nn.pair_classes import SpatialClasses
+from dgl_graphtx.nn.grpe import GRPEState, JointClasses
 
 
 def test_a_term_without_score_terms_cannot_be_built():
@@ -24,21 +23,15 @@ def test_a_term_without_score_terms_cannot_be_built():
     assert HopBias().adds_values is False
 
 
-def test_grpe_state_is_named_and_holds_each_edges_classes_and_rows():
+def test_grpe_state_is_named_and_indexes_the_present_classes():
     _, rel = smiles_to_graphs("CC(=O)O")
-    term = GRPEAttention(8, 2, max_distance=3).structure
-    state = term.prepare(rel)
-    assert isinstance(state, PairClasses)
-    e, n = rel.num_edges(), rel.num_nodes()
-    assert state.spatial.tolist() == SpatialClasses(3)(rel.edata["spd"]).tolist()
-    assert state.edge.tolist() == rel.edata["bond"].tolist()
-    src, dst = (t.tolist() for t in rel.edges())
-    c, spatial = term.num_classes, SpatialClasses(3).num_classes
-    # each edge reads its query node's row of its spatial class and of its edge class (after the spatial ones)
-    assert state.query_rows.tolist() == [i * c + s for i, s in zip(dst, state.spatial.tolist())] + [
-        i * c + spatial + b for i, b in zip(dst, state.edge.tolist())]
-    assert state.key_rows.tolist()[:e] == [j * c + s for j, s in zip(src, state.spatial.tolist())]  # paper: the key node j
-    assert int(state.query_rows.max()) < n * c
+    prepared = GRPEAttention(8, 2, max_distance=3).structure.prepare(rel)
+    assert isinstance(prepared, GRPEState) and isinstance(prepared.classes, JointClasses)
+    state = prepared.classes
+    assert state.edge_class.shape == (rel.num_edges(),)
+    # every present joint class is used by some edge, and the edges' rows cover 0..C-1
+    assert sorted(state.edge_class.unique().tolist()) == list(range(len(state.spatial_rows)))
+    assert len(state.spatial_rows) == len(state.edge_rows)
 
 
 def test_print_model_shows_what_runs():
