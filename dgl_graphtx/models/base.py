@@ -15,6 +15,7 @@ from ..nn.graph_tensors import GraphLike
 from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
+from ..nn import lean
 
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer when asked for, else ``[]``).
@@ -56,12 +57,12 @@ class MoleculeModel(nn.Module):
         self.config = config
         d = config.hidden_dim
         self.atom_encoder = FeatureEncoder(config.atom_feature_dims, d, categorical=config.atom_features == "ogb")
-        self.rwse_encoder = nn.Linear(config.rwse_steps, d) if config.rwse_steps else None
-        self.rwse_norm = nn.BatchNorm1d(config.rwse_steps) if config.rwse_norm else None
+        self.rwse_encoder = lean.Linear(config.rwse_steps, d) if config.rwse_steps else None
+        self.rwse_norm = lean.BatchNorm1d(config.rwse_steps) if config.rwse_norm else None
         self.input_mlp = (
-            nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d)) if config.input_mlp else None
+            nn.Sequential(lean.Linear(d, d), nn.GELU(), lean.Linear(d, d)) if config.input_mlp else None
         )
-        self.atom_extra_encoder = nn.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
+        self.atom_extra_encoder = lean.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
         self.head = self.new_head(config.output_width)
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
@@ -72,8 +73,8 @@ class MoleculeModel(nn.Module):
         extra features) for ``outputs`` values (``config.output_width``)."""
         d, width = self.config.hidden_dim, self.config.hidden_dim + self.config.molecule_features
         if self.config.head_layers == 1:
-            return nn.Linear(width, outputs)
-        return nn.Sequential(nn.Linear(width, d), nn.GELU(), nn.Linear(d, outputs))
+            return lean.Linear(width, outputs)
+        return nn.Sequential(lean.Linear(width, d), nn.GELU(), lean.Linear(d, outputs))
 
     def _node_input(self, graph: GraphLike, key: str, width: int, what: str) -> torch.Tensor:
         if key not in graph.ndata:

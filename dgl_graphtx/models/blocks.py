@@ -10,11 +10,12 @@ from ..nn import RelationAttention
 from ..nn.attention import Shared
 from ..nn.graph_tensors import GraphLike
 from .local_models import build_local_model
+from ..nn import lean
 
 
 def feed_forward(dim: int, hidden: int, dropout: float, activation: nn.Module) -> nn.Sequential:
     """``Linear(dim, hidden) - activation - Dropout - Linear(hidden, dim)``."""
-    return nn.Sequential(nn.Linear(dim, hidden), activation, nn.Dropout(dropout), nn.Linear(hidden, dim))
+    return nn.Sequential(lean.Linear(dim, hidden), activation, lean.Dropout(dropout), lean.Linear(hidden, dim))
 
 
 def _attend(attention: RelationAttention, relation_graph: GraphLike, x: torch.Tensor, get_attention: bool,
@@ -42,7 +43,7 @@ class PreNormBlock(nn.Module):
         self.attn_norm = nn.LayerNorm(dim)
         self.ffn_norm = nn.LayerNorm(dim)
         self.ffn = feed_forward(dim, ffn_dim, dropout, nn.GELU())
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = lean.Dropout(dropout)
 
     def forward(self, relation_graph: GraphLike, x: torch.Tensor, get_attention: bool = False,
                 shared: Optional[Shared] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -56,7 +57,7 @@ class PreNormBlock(nn.Module):
 
 
 def _norm(kind: str, dim: int) -> nn.Module:
-    return nn.BatchNorm1d(dim) if kind == "batch" else nn.LayerNorm(dim)
+    return lean.BatchNorm1d(dim) if kind == "batch" else nn.LayerNorm(dim)
 
 
 class GPSBlock(nn.Module):
@@ -92,8 +93,8 @@ class GPSBlock(nn.Module):
         self.local = build_local_model(local_model, dim, pe_gate)
         self.attention = attention
         self.local_norm, self.attn_norm, self.out_norm = (_norm(norm, dim) for _ in range(3))
-        self.ffn = nn.Sequential(feed_forward(dim, ffn_dim, dropout, nn.ReLU()), nn.Dropout(dropout))
-        self.dropout = nn.Dropout(dropout)
+        self.ffn = nn.Sequential(feed_forward(dim, ffn_dim, dropout, nn.ReLU()), lean.Dropout(dropout))
+        self.dropout = lean.Dropout(dropout)
 
     def forward(
         self,

@@ -1,12 +1,13 @@
 """Input encoders: categorical features are embedded and summed, dense features projected."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
+from ..nn import lean
 
 
 class FeatureEncoder(nn.Module):
@@ -24,30 +25,39 @@ class FeatureEncoder(nn.Module):
         torch.Size([2, 8])
     """
 
+    sizes: torch.Tensor  # buffers of categorical encoders: each table's rows, and where it starts among all
+    offsets: torch.Tensor
+
     def __init__(self, dims: Sequence[int], dim: int, categorical: bool, kind: str = "atom") -> None:
         super().__init__()
         self.categorical = categorical
         self.kind = kind
         if categorical:
             self.embeddings = nn.ModuleList(nn.Embedding(int(size), dim) for size in dims)
+            sizes = [int(size) for size in dims]
+            self.register_buffer("sizes", torch.tensor(sizes), persistent=False)
+            self.register_buffer("offsets", torch.tensor([sum(sizes[:col]) for col in range(len(sizes))]), persistent=False)
+            self.rows = sum(sizes)  # of all tables together
         else:
             if len(dims) != 1:
                 raise ValueError(f"dense features need dims=(width,), got {tuple(dims)}")
-            self.linear = nn.Linear(int(dims[0]), dim)
+            self.linear = lean.Linear(int(dims[0]), dim)
 
     def forward(self, feat: torch.Tensor) -> torch.Tensor:
         if not self.categorical:
             return self.linear(feat)
         if feat.dim() != 2 or feat.shape[1] != len(self.embeddings):
             raise ValueError(f"expected [N, {len(self.embeddings)}] categorical features, got {tuple(feat.shape)}")
-        try:  # no range check here (it would wait for the device): check() is the loaders' on the host
-            out = self.embeddings[0](feat[:, 0])
-            for col in range(1, len(self.embeddings)):
-                out = out + self.embeddings[col](feat[:, col])
-        except IndexError:  # a value outside a table, found by the CPU kernels: say which
+        # all tables as one lookup; a value outside its column's table (no check here: it would
+        # wait for the device; check() is the loaders' on the host) points past the last row
+        inside = (feat >= 0) & (feat < self.sizes)
+        rows = torch.where(inside, feat + self.offsets, self.rows)
+        table = torch.cat([cast(nn.Embedding, embedding).weight for embedding in self.embeddings])
+        try:
+            return nn.functional.embedding(rows, table).sum(1)
+        except IndexError:  # found by the CPU kernels: say which column and value
             self.check(feat)
             raise
-        return out
 
     def check(self, feat: torch.Tensor) -> None:
         """Raise :class:`ConfigError` naming the column and value if a categorical value of ``feat``
@@ -59,7 +69,7 @@ class FeatureEncoder(nn.Module):
         """
         if not self.categorical:
             return
-        sizes = torch.tensor([e.num_embeddings for e in self.embeddings], device=feat.device)
+        sizes = self.sizes.to(feat.device)
         outside = (feat < 0) | (feat >= sizes)
         if not bool(outside.any()):
             return

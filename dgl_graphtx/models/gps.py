@@ -2,7 +2,7 @@
 Gradformer is the GPS model with Gradformer's decay-masked attention."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, cast
 
 import torch
 from torch import nn
@@ -15,6 +15,7 @@ from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import GPSBlock
 from .config import ModelConfig
 from .encoders import FeatureEncoder
+from .local_models import GatedGCNLayer
 
 
 class GPSModel(MoleculeModel):
@@ -68,6 +69,9 @@ class GPSModel(MoleculeModel):
         pe = rwse if self.config.gps.pe_gate else None
         attentions: List[torch.Tensor] = []
         shared: Shared = {}  # what the layers compute once in this forward pass
+        if self.config.gps.local_model == "gatedgcn":  # every layer's terms of the bonds, one product each
+            layers = [cast(GatedGCNLayer, block.local) for block in self.blocks]
+            GatedGCNLayer.share_edge_inputs(layers, graph, edge_feat, pe, shared)
         for block in self.blocks:
             x, attn = block(graph, relation_graph, x, edge_feat, pe, attention, shared)
             if attn is not None:

@@ -16,11 +16,14 @@ initialised layers) and also returns updated edge features, which the authors' l
 but discards; here the bond embeddings stay the same in every layer, as in the authors' model.
 
 Both layers read the molecular graph through :mod:`~dgl_graphtx.nn.graph_ops`: DGL's kernels on a
-DGLGraph, plain torch ops on its :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`.
+DGLGraph, plain torch ops on its :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`. GatedGCN's
+``A, B, D, E`` act on the same node states and are one product; ``C e_ij`` and the gate ``g_ij``
+read only the bonds, the same in every layer, so a model computes them for all its layers at once
+(:meth:`GatedGCNLayer.share_edge_inputs`).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -30,8 +33,12 @@ from ..errors import ConfigError
 from ..nn import graph_ops as ops
 from ..nn.attention import Shared, shared_value
 from ..nn.graph_tensors import GraphLike
+from ..nn import lean
+from ..nn.lean import side_by_side, stacked_linear
 
 LOCAL_MODELS = ("gine", "gatedgcn")
+#: Key of a GatedGCN layer's bond terms in a model's per-forward dict (with the layer's id).
+EDGE_INPUTS = "gatedgcn-edge-inputs"
 
 
 class GINELayer(GINEConv):
@@ -46,7 +53,7 @@ class GINELayer(GINEConv):
     """
 
     def __init__(self, dim: int) -> None:
-        super().__init__(apply_func=nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim)), learn_eps=True)
+        super().__init__(apply_func=nn.Sequential(lean.Linear(dim, dim), nn.ReLU(), lean.Linear(dim, dim)), learn_eps=True)
 
     def forward(
         self, graph: GraphLike, x: torch.Tensor, edge_feat: torch.Tensor, pe: Optional[torch.Tensor] = None,
@@ -78,13 +85,13 @@ class GatedGCNLayer(nn.Module):
 
     def __init__(self, dim: int, pe_gate: bool = False, dropout: float = 0.0, residual: bool = True) -> None:
         super().__init__()
-        self.node_proj = nn.Linear(dim, 4 * dim)  # A, B, D and E of the equations, one product
-        self.C = nn.Linear(dim, dim)
+        self.node_proj = lean.Linear(dim, 4 * dim)  # A, B, D and E of the equations, one product
+        self.C = lean.Linear(dim, dim)
         self.pe_mlp = (
-            nn.Sequential(nn.Linear(1, dim), nn.ReLU(), nn.Linear(dim, 1), nn.Sigmoid()) if pe_gate else None
+            nn.Sequential(lean.Linear(1, dim), nn.ReLU(), lean.Linear(dim, 1), nn.Sigmoid()) if pe_gate else None
         )
-        self.norm = nn.BatchNorm1d(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.norm = lean.BatchNorm1d(dim)
+        self.dropout = lean.Dropout(dropout)
         self.residual = residual
 
     def projection(self, name: str) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -115,19 +122,51 @@ class GatedGCNLayer(nn.Module):
         shared: Optional[Shared] = None,
     ) -> torch.Tensor:
         """New node states ``[N, d]`` from node states ``x``, bond features ``edge_feat`` ``[E, d]``
-        and (with the gate) per-node positional encodings ``pe`` ``[N, k]``, whose per-bond
-        distances the layers of a model's forward pass compute once in ``shared``."""
+        and (with the gate) per-node positional encodings ``pe`` ``[N, k]``. ``shared``: a
+        model's per-forward dict, where :meth:`share_edge_inputs` may have put this layer's terms
+        of the bonds (the same inputs in every layer)."""
         ax, bx, dx, ex = self.node_proj(x).chunk(4, dim=-1)
-        gate = torch.sigmoid(ops.edge_add(graph, dx, ex) + self.C(edge_feat))
-        if self.pe_mlp is not None:
-            if pe is None:
-                raise ConfigError("GatedGCN with pe_gate needs positional encodings (featurize with rwse_steps > 0)")
-            distance = shared_value(shared, ("pe-squared-distance", x.dtype),
-                                    lambda: ops.edge_difference(graph, pe.to(x.dtype)).pow(2).sum(-1, keepdim=True))
-            gate = gate * self.pe_mlp(distance)
+        bond_term, pe_gate = shared_value(shared, (EDGE_INPUTS, id(self)),
+                                          lambda: self.edge_inputs([self], graph, edge_feat, pe, shared)[0])
+        gate = torch.sigmoid(ops.edge_add(graph, dx, ex) + bond_term)
+        if pe_gate is not None:
+            gate = gate * pe_gate
         h = ax + ops.sum_weighted_sources(graph, bx, gate) / (ops.sum_incoming(graph, gate) + 1e-6)
         h = self.dropout(torch.relu(self.norm(h)))
         return x + h if self.residual else h
+
+    @staticmethod
+    def edge_inputs(layers: Sequence["GatedGCNLayer"], graph: GraphLike, edge_feat: torch.Tensor,
+                    pe: Optional[torch.Tensor], shared: Optional[Shared] = None
+                    ) -> List[Tuple[torch.Tensor, Optional[torch.Tensor]]]:
+        """Per layer, what it computes from the bonds alone: ``C e_ij`` and, with the PE gate,
+        ``g_ij`` (module docstring), for all ``layers`` together: one product for their ``C``,
+        and their gates' MLPs side by side (the squared PE distances once, kept in ``shared``)."""
+        dim = layers[0].C.out_features
+        bond_terms = stacked_linear([layer.C for layer in layers], edge_feat).split(dim, dim=-1)
+        mlps = [layer.pe_mlp for layer in layers]
+        if all(mlp is None for mlp in mlps):
+            return [(term, None) for term in bond_terms]
+        if pe is None:
+            raise ConfigError("GatedGCN with pe_gate needs positional encodings (featurize with rwse_steps > 0)")
+        gated = [cast(nn.Sequential, mlp) for mlp in mlps if mlp is not None]
+        if len(gated) != len(layers):
+            raise ConfigError("the PE gates of GatedGCN layers are computed together for layers that all have one")
+        distance = shared_value(shared, ("pe-squared-distance", edge_feat.dtype),
+                                lambda: ops.edge_difference(graph, pe.to(edge_feat.dtype)).pow(2).sum(-1, keepdim=True))
+        hidden = torch.relu(stacked_linear([cast(nn.Linear, mlp[0]) for mlp in gated], distance))  # [E, L d]
+        second = [cast(nn.Linear, mlp[2]) for mlp in gated]  # Linear(d, 1) of each layer: one weight row each
+        logits = (hidden.unflatten(-1, (len(layers), dim)) * side_by_side([layer.weight for layer in second])).sum(-1)
+        logits = logits + side_by_side([layer.bias for layer in second])  # [E, L]: W2 h + b2 of each layer
+        return list(zip(bond_terms, torch.sigmoid(logits).split(1, dim=-1)))
+
+    @classmethod
+    def share_edge_inputs(cls, layers: Sequence["GatedGCNLayer"], graph: GraphLike, edge_feat: torch.Tensor,
+                          pe: Optional[torch.Tensor], shared: Shared) -> None:
+        """Put every layer's :meth:`edge_inputs` into ``shared``, computed together, where the
+        layers' forward passes in the same model forward find them."""
+        for layer, inputs in zip(layers, cls.edge_inputs(layers, graph, edge_feat, pe, shared)):
+            shared[(EDGE_INPUTS, id(layer))] = inputs
 
 
 def build_local_model(kind: str, dim: int, pe_gate: bool = False) -> nn.Module:

@@ -40,6 +40,7 @@ from torch import nn
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 from .graph_tensors import GraphLike
+from . import lean
 
 #: How :class:`RelationAttention` computes its scores and value sums (see the module docstring).
 AGGREGATIONS = ("auto", "message_passing", "dense_blocks")
@@ -100,8 +101,9 @@ class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
     """
 
     #: Whether :meth:`score_terms` reads ``q`` and ``k``. A term whose gain and bias depend on the
-    #: graph and its parameters only says ``False``: the skeleton then places them into dense
-    #: blocks once per forward pass and :meth:`preparation_key` shares that placement too.
+    #: graph and its parameters only says ``False``: the skeleton may then pass ``None`` for both,
+    #: places the terms into dense blocks once per forward pass, and :meth:`preparation_key`
+    #: shares that placement too.
     reads_qk: bool = True
 
     def prepare(self, graph: GraphLike) -> Any:
@@ -183,9 +185,9 @@ class RelationAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        self.qkv = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.attn_dropout = nn.Dropout(attn_dropout)
+        self.qkv = lean.Linear(embed_dim, 3 * embed_dim, bias=bias)
+        self.out_proj = lean.Linear(embed_dim, embed_dim, bias=bias)
+        self.attn_dropout = lean.Dropout(attn_dropout)
         self.structure = structure
 
     def extra_repr(self) -> str:
@@ -201,25 +203,27 @@ class RelationAttention(nn.Module):
         n = feat.shape[0]
         if graph.num_nodes() != n:
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
-        qkv = self.qkv(feat).view(n, 3, self.num_heads, self.head_dim)
+        qkv = self.qkv(feat)  # [N, 3 d]: q, k and v side by side
         blocks = self._block_layout(graph)
         structure = self.structure
         key = structure.preparation_key() if structure is not None else None
         state = None if structure is None else shared_value(shared, key, lambda: structure.prepare(graph))
         adds_values = self.structure is not None and self.structure.adds_values
         if blocks is None:
-            q, k, v = qkv.unbind(1)
+            q, k, v = self._split_heads(qkv)
             attn: Optional[torch.Tensor] = ops.edge_softmax(graph, self._logits(graph, q, k, ops.edge_dot(graph, k, q), state))
             dropped = self.attn_dropout(attn)
             z = ops.sum_weighted_sources(graph, v, dropped.unsqueeze(-1))
         else:
             z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values,
                                                       shared, None if key is None else (key, "blocks"))
+        if z.dim() != 2:  # the heads side by side (the blocks give them so)
+            z = z.reshape(n, self.embed_dim)
         if adds_values and self.structure is not None:
             extra = self.structure.values(graph, dropped, state)
             if extra is not None:
-                z = z + extra
-        out = self.out_proj(z.reshape(n, self.embed_dim))
+                z = z + extra.reshape(n, self.embed_dim)
+        out = self.out_proj(z)
         if get_attention:
             assert attn is not None  # the blocks gather the weights when they are asked for
             return out, attn
@@ -235,7 +239,7 @@ class RelationAttention(nn.Module):
         self, blocks: BlockLayout, graph: GraphLike, qkv: torch.Tensor, state: Any, need_weights: bool,
         shared: Optional[Shared] = None, key: Optional[Hashable] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
-        """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3, H, dh]``: ``(z [N, H, dh],
+        """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3 d]``: ``(z [N, d],
         attn [E, H], dropped [E, H])``, the per-edge weights gathered from the blocks only if
         ``need_weights`` (else ``None``).
 
@@ -243,20 +247,28 @@ class RelationAttention(nn.Module):
         per forward for the layers sharing ``key`` when the term does not read ``q, k``), the
         softmax blocks weight the values directly. Attention dropout acts on the softmax blocks
         (one draw per slot; the slots off the edges hold 0 either way)."""
-        if self.structure is None:
-            terms = ScoreTerms()
-        else:
-            q, k, _ = qkv.unbind(1)
-            terms = self.structure.score_terms(graph, q, k, self.scale, state)
-        base, gain = shared_value(shared, key if self.structure is not None and not self.structure.reads_qk else None,
-                                  lambda: blocks.place(terms.gain, terms.bias, qkv.dtype))
-        qh, kh, vh = blocks.heads(qkv).unbind(0)  # one padding copy for the three
+        structure = self.structure
+        static = structure is not None and not structure.reads_qk  # the same terms in every layer sharing ``key``
+
+        def placed() -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+            if structure is None:
+                return blocks.place(dtype=qkv.dtype)
+            q, k, _ = (None, None, None) if static else self._split_heads(qkv)
+            terms = structure.score_terms(graph, q, k, self.scale, state)  # type: ignore[arg-type]  # q, k unread when static
+            return blocks.place(terms.gain, terms.bias, qkv.dtype)
+
+        base, gain = shared_value(shared, key if static else None, placed)
+        qh, kh, vh = blocks.heads(qkv, parts=3).unbind(0)  # one padding copy for the three
         dense_attn = torch.softmax(blocks.placed_logits(qh, kh, base, gain, scale=self.scale), dim=-1)
         attn = blocks.gather(dense_attn) if need_weights else None
         if not (self.attn_dropout.training and self.attn_dropout.p > 0.0):
-            return blocks.aggregate_blocks(dense_attn, vh), attn, attn
+            return blocks.aggregate_blocks(dense_attn, vh, flat=True), attn, attn
         dropped = self.attn_dropout(dense_attn)
-        return blocks.aggregate_blocks(dropped, vh), attn, blocks.gather(dropped) if need_weights else None
+        return blocks.aggregate_blocks(dropped, vh, flat=True), attn, blocks.gather(dropped) if need_weights else None
+
+    def _split_heads(self, qkv: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        """``q, k, v`` ``[N, H, dh]`` each from ``qkv`` ``[N, 3 d]``."""
+        return qkv.view(qkv.shape[0], 3, self.num_heads, self.head_dim).unbind(1)
 
     def _block_layout(self, graph: GraphLike) -> Optional[BlockLayout]:
         """Dense blocks to compute with, or ``None`` for DGL message passing."""

@@ -129,7 +129,7 @@ class BlockLayout:
     empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
     has_empty_rows: bool
     _masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
-    _rows: Dict[int, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
+    _indices: Dict[Tuple[str, int], torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, graph: dgl.DGLGraph, num_heads: int, fill_limit: Optional[float] = None) -> Optional["BlockLayout"]:
@@ -168,58 +168,67 @@ class BlockLayout:
             cache[key] = cls.of(graph, num_heads, fill_limit)
         return cache[key]
 
-    def heads(self, x: torch.Tensor) -> torch.Tensor:
+    def heads(self, x: torch.Tensor, parts: int = 0) -> torch.Tensor:
         """Node features ``[N, H, dh]`` -> padded ``[B * H, n, dh]``, the layout of the batched
         matrix products of :meth:`logits` and :meth:`aggregate_blocks`; ``[N, P, H, dh]`` (e.g.
-        ``q, k, v`` together) -> ``[P, B * H, n, dh]`` in one copy."""
-        parts = x.shape[1] if x.dim() == 4 else 1
-        out = x.new_zeros(parts * self.block_rows, x.shape[-1]).index_copy_(0, self._part_rows(parts), x.reshape(-1, x.shape[-1]))
-        shape = (self.num_graphs * self.num_heads, self.size, x.shape[-1])
-        return out.view(parts, *shape) if x.dim() == 4 else out.view(shape)
+        ``q, k, v`` together), or ``[N, P * H * dh]`` with ``parts=P``, -> ``[P, B * H, n, dh]``
+        in one copy."""
+        parts = parts or (x.shape[1] if x.dim() == 4 else 1)
+        width = x.shape[-1] if x.dim() > 2 else x.shape[-1] // (parts * self.num_heads)
+        out = x.new_zeros(parts * self.block_rows, width).index_copy_(0, self._part_rows(parts), x.reshape(-1, width))
+        shape = (self.num_graphs * self.num_heads, self.size, width)
+        return out.view(parts, *shape) if parts > 1 or x.dim() == 4 else out.view(shape)
 
     def _part_rows(self, parts: int) -> torch.Tensor:
-        """Rows of ``[N, P, H]`` entries in ``P`` stacked padded tensors (made once per ``P``)."""
-        if parts not in self._rows:
+        """Rows of ``[N, P, H]`` entries in ``P`` stacked padded tensors, flat (made once per ``P``)."""
+        if ("rows", parts) not in self._indices:
             offsets = self.block_rows * torch.arange(parts, device=self.head_rows.device)[:, None]
-            self._rows[parts] = (self.head_rows[:, None, :] + offsets).view(-1)
-        return self._rows[parts]
+            self._indices[("rows", parts)] = (self.head_rows[:, None, :] + offsets).view(-1)
+        return self._indices[("rows", parts)]
+
+    def _flat_slots(self) -> torch.Tensor:
+        """:attr:`edge_slot` flat ``[E * H]`` (made once)."""
+        if ("slots", 0) not in self._indices:
+            self._indices[("slots", 0)] = self.edge_slot.reshape(-1)
+        return self._indices[("slots", 0)]
 
     @property
     def block_rows(self) -> int:
         """Rows ``B * H * n`` of one padded ``[B * H, n, dh]`` tensor."""
         return self.num_graphs * self.num_heads * self.size
 
-    def unpad(self, z: torch.Tensor) -> torch.Tensor:
-        """Per-query sums ``[B * H, n, dh]`` -> node rows ``[N, H, dh]``; rows of nodes without
-        incoming edges are 0, as message passing gives."""
-        rows = z.reshape(-1, z.shape[-1]).index_select(0, self.head_rows.view(-1)).view(*self.head_rows.shape, -1)
-        return rows.masked_fill(self.empty_rows[:, None, None], 0.0) if self.has_empty_rows else rows
+    def unpad(self, z: torch.Tensor, flat: bool = False) -> torch.Tensor:
+        """Per-query sums ``[B * H, n, dh]`` -> node rows ``[N, H, dh]`` (``[N, H * dh]`` if
+        ``flat``); rows of nodes without incoming edges are 0, as message passing gives."""
+        rows = z.reshape(-1, z.shape[-1]).index_select(0, self._part_rows(1))
+        rows = rows.view(self.head_rows.shape[0], -1) if flat else rows.view(*self.head_rows.shape, -1)
+        return rows.masked_fill(self.empty_rows.view(-1, *[1] * (rows.dim() - 1)), 0.0) if self.has_empty_rows else rows
 
     def mask(self, dtype: torch.dtype) -> torch.Tensor:
-        """``[B, H, n, n]`` additive mask: 0 on edges and on rows without edges, ``-inf`` elsewhere
-        (made once per dtype and reused by every layer)."""
+        """``[B * H, n, n]`` additive mask: 0 on edges and on rows without edges, ``-inf``
+        elsewhere (made once per dtype and reused by every layer)."""
         if dtype not in self._masks:
             empty_row = torch.ones(self.num_graphs * self.size, dtype=torch.bool, device=self.node_slot.device)
             empty_row[self.node_slot] = self.empty_rows
             keep = self.on_edge | empty_row.view(self.num_graphs, 1, self.size, 1)
             mask = torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill_(~keep, -math.inf)
-            self._masks[dtype] = mask
+            self._masks[dtype] = mask.view(-1, self.size, self.size)
         return self._masks[dtype]
 
     def gather(self, dense: torch.Tensor) -> torch.Tensor:
-        """The entries of ``dense`` ``[B, H, n, n]`` at the edges: ``[E, H]``."""
-        return dense.reshape(-1).index_select(0, self.edge_slot.view(-1)).view(self.edge_slot.shape)
+        """The entries of ``dense`` blocks (``[B, H, n, n]`` or ``[B * H, n, n]``) at the edges: ``[E, H]``."""
+        return dense.reshape(-1).index_select(0, self._flat_slots()).view(self.edge_slot.shape)
 
     def scatter(self, per_edge: torch.Tensor, base: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``per_edge`` ``[E, H]`` (or ``[E, 1]``, the same for every head) written into a copy of
-        ``base`` ``[B, H, n, n]`` at the edges (zeros off the edges when ``base`` is ``None``)."""
+        ``base`` ``[B * H, n, n]`` at the edges (zeros off the edges when ``base`` is ``None``)."""
         values = per_edge.expand(self.edge_slot.shape).reshape(-1)
         out = per_edge.new_zeros(self.on_edge.numel()) if base is None else base.reshape(-1).clone()
-        return out.index_copy_(0, self.edge_slot.view(-1), values).view(self.on_edge.shape)
+        return out.index_copy_(0, self._flat_slots(), values).view(-1, self.size, self.size)
 
     def place(self, gain: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
               dtype: Optional[torch.dtype] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Per-edge ``gain`` and ``bias`` ``[E, H]`` (or ``[E, 1]``) as blocks ``[B, H, n, n]``: the
+        """Per-edge ``gain`` and ``bias`` ``[E, H]`` (or ``[E, 1]``) as blocks ``[B * H, n, n]``: the
         additive base (``bias`` on the edges, :meth:`mask` elsewhere) and the gain (0 off the
         edges; ``None`` without one), what :meth:`placed_logits` reads. ``dtype``: the mask's
         when neither is given."""
@@ -229,25 +238,25 @@ class BlockLayout:
 
     def placed_logits(self, qh: torch.Tensor, kh: torch.Tensor, base: torch.Tensor, gain: Optional[torch.Tensor] = None,
                       scale: float = 1.0) -> torch.Tensor:
-        """``base + gain * scale * q_i . k_j`` ``[B, H, n, n]`` from padded ``qh, kh`` ``[B * H, n, dh]``
-        (:meth:`heads`) and the blocks of :meth:`place`."""
-        b, n, h = self.num_graphs, self.size, self.num_heads
+        """``base + gain * scale * q_i . k_j`` ``[B * H, n, n]`` from padded ``qh, kh``
+        ``[B * H, n, dh]`` (:meth:`heads`) and the blocks of :meth:`place`."""
         if gain is None:
-            return torch.baddbmm(base.view(b * h, n, n), qh, kh.transpose(1, 2), alpha=scale).view(b, h, n, n)
-        return torch.addcmul(base, torch.bmm(qh, kh.transpose(1, 2)).view(b, h, n, n), gain, value=scale)
+            return torch.baddbmm(base, qh, kh.transpose(1, 2), alpha=scale)
+        return torch.addcmul(base, torch.bmm(qh, kh.transpose(1, 2)), gain, value=scale)
 
     def logits(self, qh: torch.Tensor, kh: torch.Tensor, gain: Optional[torch.Tensor] = None,
                bias: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
         """Attention logits ``gain_ij * scale * q_i . k_j + bias_ij`` on the edges, ``-inf`` off
         them (0 on rows without edges): ``[B, H, n, n]`` from padded ``qh, kh`` ``[B * H, n, dh]``
         (:meth:`heads`) and optional per-edge ``gain``, ``bias`` ``[E, H]`` (1 and 0 if ``None``)."""
-        return self.placed_logits(qh, kh, *self.place(gain, bias, qh.dtype), scale=scale)
+        logits = self.placed_logits(qh, kh, *self.place(gain, bias, qh.dtype), scale=scale)
+        return logits.view(self.num_graphs, self.num_heads, self.size, self.size)
 
-    def aggregate_blocks(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
-        """``z_i = sum_j a_ij v_j`` from dense attention blocks ``[B, H, n, n]`` (zero off the
-        edges of rows with edges) and padded values ``vh`` ``[B * H, n, dh]``: ``[N, H, dh]``."""
-        b, n, h = self.num_graphs, self.size, self.num_heads
-        return self.unpad(torch.bmm(attn.view(b * h, n, n), vh))
+    def aggregate_blocks(self, attn: torch.Tensor, vh: torch.Tensor, flat: bool = False) -> torch.Tensor:
+        """``z_i = sum_j a_ij v_j`` from dense attention blocks (``[B, H, n, n]`` or
+        ``[B * H, n, n]``; zero off the edges of rows with edges) and padded values ``vh``
+        ``[B * H, n, dh]``: ``[N, H, dh]`` (``[N, H * dh]`` if ``flat``)."""
+        return self.unpad(torch.bmm(attn if attn.dim() == 3 else attn.reshape(-1, self.size, self.size), vh), flat)
 
     def aggregate(self, attn: torch.Tensor, vh: torch.Tensor) -> torch.Tensor:
         """``z_i = sum_j a_ij v_j`` over edges ``j -> i``: ``[N, H, dh]`` from per-edge ``attn``

@@ -19,6 +19,7 @@ from torch import nn
 
 from . import graph_ops as ops
 from .graph_tensors import GraphLike
+from . import lean
 
 
 class GaussianRBF(nn.Module):
@@ -70,7 +71,7 @@ class RadialPairTerms(nn.Module):
     def __init__(self, num_heads: int, head_dim: int, num: int, cutoff: float) -> None:
         super().__init__()
         self.rbf = GaussianRBF(num, cutoff)
-        self.to_bias = nn.Linear(num, num_heads, bias=False)  # a constant per head would not change the softmax
+        self.to_bias = lean.Linear(num, num_heads, bias=False)  # a constant per head would not change the softmax
         self.value_table = nn.Parameter(torch.randn(num, num_heads, head_dim) * num ** -0.5)
 
     def basis(self, distance: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:

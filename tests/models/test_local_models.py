@@ -126,6 +126,28 @@ def test_gated_gcn_weights_saved_as_five_layers_load_into_the_merged_product():
     assert torch.equal(loaded(graph, x, e, pe), layer(graph, x, e, pe))
 
 
+@pytest.mark.parametrize("pe_gate", [False, True])
+def test_gated_gcn_layers_computing_their_bond_terms_together_give_what_each_gives_alone(pe_gate):
+    """A model computes every layer's C e_ij and PE gate in one product each (share_edge_inputs):
+    the same outputs and gradients as each layer computing its own."""
+    graph, x, e, pe = _inputs(6)
+    layers = [_randomised(GatedGCNLayer(6, pe_gate=pe_gate), seed=s) for s in (1, 2, 3)]
+    weights = torch.randn(3, *x.shape, dtype=torch.float64)
+
+    def run(shared):
+        for layer in layers:
+            layer.zero_grad()
+        if shared is not None:
+            GatedGCNLayer.share_edge_inputs(layers, graph, e, pe if pe_gate else None, shared)
+        outs = [layer(graph, x, e, pe if pe_gate else None, shared) for layer in layers]
+        sum((o * w).sum() for o, w in zip(outs, weights)).backward()
+        return outs, [p.grad.clone() for layer in layers for p in layer.parameters()]
+
+    together, alone = run({}), run(None)
+    for a, b in zip(together[0] + together[1], alone[0] + alone[1]):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
 def test_gine_layer_ignores_pe_and_keeps_dgl_parameter_names():
     graph, x, e, pe = _inputs(4)
     layer = GINELayer(4).double()
