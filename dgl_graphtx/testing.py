@@ -6,7 +6,9 @@ e3nn's ``assert_equivariant`` and PyG's testing helpers):
 * :func:`assert_permutation_equivariant`: renumbering the nodes and reordering the edges of a
   graph moves node and edge outputs along and leaves graph outputs unchanged;
 * :func:`assert_rigid_motion_invariant`: outputs computed from 3-D coordinates do not change under
-  a rotation and translation of the coordinates.
+  a rotation and translation of the coordinates;
+* :class:`OperationCounter` and :func:`assert_no_host_sync`: the ATen operations a step
+  dispatches, and none that waits for the device to read a value back.
 
 Each takes a function from graphs (or coordinates) and tensors to a tensor or a (nested) sequence
 of tensors, so a layer, a whole model or any step around them can be checked. Compare in float64
@@ -14,10 +16,15 @@ of tensors, so a layer, a whole model or any step around them can be checked. Co
 """
 from __future__ import annotations
 
+import os
+import traceback
+from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import dgl
 
@@ -206,3 +213,108 @@ def assert_rigid_motion_invariant(fn: Callable[[torch.Tensor], Outputs], positio
     assert len(outputs) == len(moved)
     for i, (out, out_m) in enumerate(zip(outputs, moved)):
         torch.testing.assert_close(out_m, out, atol=atol, rtol=0, msg=lambda m: f"output {i}: {m}")
+
+
+#: ATen operations that make the host wait for the device to read values back: the one behind
+#: ``.item()``, ``bool()``, ``int()``, ``float()``, and those whose output size depends on the data.
+HOST_SYNC_OPS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "_unique2", "unique_dim",
+                           "unique_consecutive", "bincount"})
+#: Where the package's files are (sites of host reads are named relative to it).
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: Tensor methods that copy values to the host without an ATen operation on the CPU.
+HOST_READ_METHODS = frozenset({"tolist", "numpy", "__array__"})
+
+
+class HostSyncError(AssertionError):
+    """An operation read a value back from the device inside :func:`assert_no_host_sync`."""
+
+
+class OperationCounter:
+    """Counts the ATen operations dispatched inside ``with``, and those that read values back to the
+    host (:data:`HOST_SYNC_OPS`, boolean-mask indexing, :data:`HOST_READ_METHODS`), each with where
+    in the package it came from; ``forbid=True`` raises :class:`HostSyncError` at the first read.
+    On the CPU nothing waits, but the same operations on a GPU would: this is how the tests check,
+    without a GPU, that a step never waits for one.
+
+    Example:
+        >>> x = torch.randn(4)
+        >>> with OperationCounter() as counter:
+        ...     y = (x * 2).sum()
+        ...     _ = bool(y > 0)
+        >>> counter.operations, dict(counter.syncs)
+        (4, {'_local_scalar_dense': 1})
+    """
+
+    def __init__(self, forbid: bool = False) -> None:
+        self.forbid = forbid
+        self.operations = 0
+        self.syncs: Counter = Counter()
+        self.sites: List[str] = []
+        counter = self
+
+        class Dispatch(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                counter.operations += 1
+                name = func.__name__.split(".")[0]
+                if name in HOST_SYNC_OPS or (name in ("index", "index_put", "index_put_") and _bool_indices(args)):
+                    counter._sync(name)
+                return func(*args, **(kwargs or {}))
+
+        class Function(TorchFunctionMode):
+            def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                if getattr(func, "__name__", "") in HOST_READ_METHODS:
+                    counter._sync(func.__name__)
+                return func(*args, **(kwargs or {}))
+
+        self._modes = (Function(), Dispatch())
+
+    def _sync(self, name: str) -> None:
+        frames = [f for f in traceback.extract_stack()[:-2] if f.filename.startswith(_PACKAGE) and f.filename != __file__]
+        site = f"{frames[-1].filename[len(_PACKAGE):]}:{frames[-1].lineno}" if frames else "outside the package"
+        self.syncs[name] += 1
+        self.sites.append(f"{name} at {site}")
+        if self.forbid:
+            raise HostSyncError(f"{name} reads a value back from the device at {site}")
+
+    def __enter__(self) -> "OperationCounter":
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(*exc)
+
+
+def _bool_indices(args: Sequence[Any]) -> bool:
+    indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else []
+    return any(getattr(i, "dtype", None) == torch.bool for i in indices)
+
+
+def assert_no_host_sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, failing with :class:`HostSyncError` (naming the operation and
+    the place) if it reads any value back from the device (see :class:`OperationCounter`).
+
+    Example:
+        >>> assert_no_host_sync(lambda x: x.relu().sum(), torch.randn(3)).shape
+        torch.Size([])
+        >>> assert_no_host_sync(lambda x: float(x.sum()), torch.randn(3))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.testing.HostSyncError: _local_scalar_dense reads a value back from the device at outside the package
+    """
+    with OperationCounter(forbid=True):
+        return fn(*args, **kwargs)
+
+
+def operation_counts(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Tuple[int, Dict[str, int]]:
+    """``(operations, host syncs by operation)`` of one call of ``fn``.
+
+    Example:
+        >>> operation_counts(lambda x: x.nonzero(), torch.tensor([0, 1]))
+        (1, {'nonzero': 1})
+    """
+    with OperationCounter() as counter:
+        fn(*args, **kwargs)
+    return counter.operations, dict(counter.syncs)
+

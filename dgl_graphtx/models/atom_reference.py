@@ -74,7 +74,8 @@ class AtomReference(nn.Module):
         """Atoms of each element class per node ``[N, C]``: the node's element, and in the
         hydrogen class the hydrogens it carries as a feature."""
         feat = graph.ndata["feat"]
-        counts = torch.nn.functional.one_hot(element_index(feat, self.atom_features), self.values.shape[0]).to(self.values.dtype)
+        element = element_index(feat, self.atom_features)[:, None]  # one-hot without one_hot's range check (a device read)
+        counts = self.values.new_zeros(feat.shape[0], self.values.shape[0]).scatter_(1, element, 1.0)
         counts[:, hydrogen_class(self.atom_features)] += attached_hydrogens(feat, self.atom_features).to(counts.dtype)
         return counts
 

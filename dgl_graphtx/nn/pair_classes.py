@@ -79,8 +79,6 @@ def authors_diagonal(
     return spatial, edge
 
 
-#: Room for the bond classes in a pair code (every bond vocabulary has fewer).
-BOND_CODE_SPAN = 1 << 12
 #: Attribute of a DGLGraph holding its :class:`PairCodes` once computed (:meth:`PairCodes.cached`).
 PAIR_CODES_CACHE = "_dgl_graphtx_pair_codes"
 
@@ -114,11 +112,13 @@ class PairCodes:
         """The combinations of ``graph``'s edges (its ``edata["spd"]``, ``edata["bond"]`` and ``edges()``)."""
         spd, bond = graph.edata["spd"].long(), graph.edata["bond"].long()
         src, dst = graph.edges()
-        code = ((spd - SPD_VIRTUAL) * BOND_CODE_SPAN + bond) * 2 + (src == dst).long()
-        present, edge_code = torch.unique(code, return_inverse=True)
+        bonds = int(bond.max()) + 1 if bond.numel() else 1
+        code = ((spd - SPD_VIRTUAL) * bonds + bond) * 2 + (src == dst).long()
+        seen = torch.bincount(code) > 0  # a count, not a sort: linear in the edges
+        present = seen.nonzero().squeeze(1)
+        edge_code = (torch.cumsum(seen, 0) - 1)[code]
         pair = torch.div(present, 2, rounding_mode="floor")
-        return cls(edge_code, torch.div(pair, BOND_CODE_SPAN, rounding_mode="floor") + SPD_VIRTUAL,
-                   pair % BOND_CODE_SPAN, present % 2 == 1)
+        return cls(edge_code, torch.div(pair, bonds, rounding_mode="floor") + SPD_VIRTUAL, pair % bonds, present % 2 == 1)
 
     @classmethod
     def cached(cls, graph: Any) -> "PairCodes":

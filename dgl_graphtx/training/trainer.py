@@ -29,6 +29,7 @@ from ..models import MoleculeModel, TrainRecipe
 from ..threads import resolve_threads, set_threads
 from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
+from .adamw import adamw
 from .epoch_bookkeeping import EpochBookkeeping
 from .hooks import ProcessHooks
 from .label_statistics import fit_atom_reference, normalization_statistics, refuse_unlabelled_targets
@@ -41,6 +42,8 @@ from .plots import plot_learning_curve
 from .resume import TrainingState
 from .run_checkpoints import RunCheckpoints
 from .schedule import SCHEDULES, lr_factor
+from .step_tally import StepReport, StepTally
+from .train_step import TrainStep
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -254,14 +257,14 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
 
 @dataclass
 class FitRun:
-    """What one :meth:`Trainer.fit` call trains with: the model as the processes step it (wrapped
-    for DDP), the training batches and their sampler, the optimizer, its learning-rate schedule,
-    and the bookkeeping of the finished epochs (which holds the run's progress)."""
+    """What one :meth:`Trainer.fit` call trains with: the optimisation step (through the model as
+    the processes step it, wrapped for DDP, and the optimizer), the training batches and their
+    sampler, the learning-rate schedule, and the bookkeeping of the finished epochs (which holds
+    the run's progress)."""
 
-    module: torch.nn.Module
+    step: TrainStep
     loader: DataLoader
     sampler: Optional[Sampler]
-    optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     bookkeeping: EpochBookkeeping
 
@@ -299,6 +302,9 @@ class Trainer:
         >>> list(result.history.columns[:3])
         ['epoch', 'lr', 'train_loss']
     """
+
+    #: Steps between two reads of the losses and flags that the steps keep on the device.
+    read_every = 50
 
     def __init__(
         self,
@@ -463,7 +469,7 @@ class Trainer:
         steps_per_epoch = max(len(train_loader), 1)
         groups = parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay)
         groups += [{"params": list(part.parameters())} for part in self.parts.values()]
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        optimizer = adamw(groups, cfg.lr, cfg.weight_decay, self.device)
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer,
             lr_factor(cfg.schedule, cfg.warmup_epochs * steps_per_epoch, cfg.epochs * steps_per_epoch, cfg.final_lr_ratio),
@@ -471,7 +477,10 @@ class Trainer:
         state = self.checkpoints.resume(resume, self.model, optimizer, scheduler) if resume else TrainingState()
         bookkeeping = EpochBookkeeping(state, self.checkpoints, self.model, optimizer, scheduler, self.direction,
                                        cfg.patience, cfg.epochs)
-        return FitRun(hooks.wrap_model(self.training_module()), train_loader, sampler, optimizer, scheduler, bookkeeping)
+        trained = [*self.model.parameters(), *(p for part in self.parts.values() for p in part.parameters())]
+        step = TrainStep(hooks.wrap_model(self.training_module()), self.batch_loss, trained, optimizer, cfg.grad_clip,
+                         hooks, distribution=self.uncertainty_head != "none")
+        return FitRun(step, train_loader, sampler, scheduler, bookkeeping)
 
     def training_module(self) -> torch.nn.Module:
         """What the training steps run each batch through (wrapped for a distributed run): the
@@ -487,7 +496,7 @@ class Trainer:
         set_epoch = getattr(run.sampler, "set_epoch", None)  # a distributed or otherwise epoch-seeded sampler
         if set_epoch is not None:
             set_epoch(epoch)
-        train_loss, last_lr, skipped = self._train_epoch(run.module, run.loader, run.optimizer, run.scheduler, epoch)
+        train_loss, last_lr, skipped = self._train_epoch(run.step, run.loader, run.scheduler, epoch)
         self._check_weights(epoch)
         row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
         metrics = self.evaluate(valid_set) if valid_set is not None else {}
@@ -506,53 +515,45 @@ class Trainer:
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
 
-    def _train_epoch(self, module: torch.nn.Module, loader: DataLoader, optimizer, scheduler, epoch: int) -> Tuple[float, float, int]:
+    def _train_epoch(self, step: TrainStep, loader: DataLoader, scheduler, epoch: int) -> Tuple[float, float, int]:
         """Mean training loss (over all processes), the learning rate of the epoch's last step, and
-        the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``)."""
+        the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``).
+
+        No step waits for the device: the loss, its finiteness and the gradient norm stay there
+        (a step with a non-finite one is skipped by the optimizer itself, in every process), and
+        are read every :attr:`read_every` steps and at the end of the epoch."""
         self.model.train()
-        total, count, skipped, lr = 0.0, 0, 0, optimizer.param_groups[-1]["lr"]
+        tally = StepTally(self.device, self.read_every)
+        optimizer = step.optimizer
+        lr, batches = optimizer.param_groups[-1]["lr"], len(loader)
+        frozen = backbone_parameters(self.model) if epoch <= self.config.freeze_backbone_epochs else []
         for index, batch in enumerate(loader, start=1):
             rows = batch.rows if isinstance(batch, IndexedBatch) else None
-            batch = (batch.batch if rows is not None else batch).to(self.device)
-            if self.uncertainty_head != "none":  # the whole distribution for the head's likelihood
-                output = module(batch.graph, batch.relation_graph, distribution=True)
-            else:
-                output = module(batch.graph, batch.relation_graph)
-            loss = self.batch_loss(output, batch, rows)
-            optimizer.zero_grad(set_to_none=True)
-            problem = None if self._finite_everywhere(loss) else f"loss is {float(loss)} (in at least one process)"
-            if problem is None:
-                loss.backward()
-                if epoch <= self.config.freeze_backbone_epochs:  # AdamW leaves parameters without a gradient alone
-                    for parameter in backbone_parameters(self.model):
-                        parameter.grad = None
-                trained = [*self.model.parameters(), *(p for part in self.parts.values() for p in part.parameters())]
-                norm = torch.nn.utils.clip_grad_norm_(trained, self.config.grad_clip or math.inf)
-                problem = None if torch.isfinite(norm) else f"gradient norm is {float(norm)}"
-            if problem is not None:
-                where = f"epoch {epoch}, batch {index} of {len(loader)}"
-                if self.config.on_nonfinite == "stop":
-                    raise NonFiniteError(
-                        f"training diverged at {where}: {problem}. Lower --lr, check the labels for extreme "
-                        "values, or skip such steps with on_nonfinite='skip'"
-                    )
-                logger.warning("skipping the optimisation step at %s: %s", where, problem)
-                optimizer.zero_grad(set_to_none=True)
-                skipped += 1
-                continue
+            batch = (batch.batch if rows is not None else batch).to(self.device, non_blocking=True)
+            result = step(batch, rows, frozen)
             lr = optimizer.param_groups[-1]["lr"]
-            optimizer.step()
             scheduler.step()
-            total += float(loss.detach()) * batch.batch_size
-            count += batch.batch_size
+            tally.add(result.loss, result.grad_norm, result.skipped, result.loss_not_finite, batch.batch_size)
+            if tally.full or index == batches:
+                self._report_skipped(tally.read(), epoch, batches)
+        total, count, skipped_steps = tally.totals.tolist()
         total, count = self.hooks.all_sum(torch.tensor([total, count], dtype=torch.float64)).tolist()
-        return (total / count if count else math.nan), lr, skipped
+        return (total / count if count else math.nan), lr, int(skipped_steps)
 
-    def _finite_everywhere(self, loss: torch.Tensor) -> bool:
-        """Whether the loss is finite in every process: one decision for all ranks, so that no rank
-        skips a backward pass (and its gradient all-reduce) that the others run."""
-        finite = torch.isfinite(loss.detach()).to(torch.float64).view(1)
-        return bool(self.hooks.all_sum(finite).item() == self.hooks.world_size)
+    def _report_skipped(self, steps: List[StepReport], epoch: int, batches: int) -> None:
+        """Stop at the first skipped step (``on_nonfinite="stop"``) or log each of them."""
+        for step in steps:
+            if not step.skipped:
+                continue
+            where = f"epoch {epoch}, batch {step.batch} of {batches}"
+            problem = (f"loss is {step.loss} (in at least one process)" if step.loss_not_finite
+                       else f"gradient norm is {step.grad_norm}")
+            if self.config.on_nonfinite == "stop":
+                raise NonFiniteError(
+                    f"training diverged at {where}: {problem}. Lower --lr, check the labels for extreme "
+                    "values, or skip such steps with on_nonfinite='skip'"
+                )
+            logger.warning("skipping the optimisation step at %s: %s", where, problem)
 
     def _check_weights(self, epoch: int) -> None:
         bad = [name for name, value in self.model.state_dict().items()
