@@ -529,7 +529,7 @@ class Trainer:
         frozen = backbone_parameters(self.model) if epoch <= self.config.freeze_backbone_epochs else []
         for index, batch in enumerate(loader, start=1):
             rows = batch.rows if isinstance(batch, IndexedBatch) else None
-            batch = (batch.batch if rows is not None else batch).to(self.device, non_blocking=True)
+            batch = self._to_device(batch.batch if rows is not None else batch)
             result = step(batch, rows, frozen)
             lr = optimizer.param_groups[-1]["lr"]
             scheduler.step()
@@ -539,6 +539,14 @@ class Trainer:
         total, count, skipped_steps = tally.totals.tolist()
         total, count = self.hooks.all_sum(torch.tensor([total, count], dtype=torch.float64)).tolist()
         return (total / count if count else math.nan), lr, int(skipped_steps)
+
+    def _to_device(self, batch: MoleculeBatch) -> MoleculeBatch:
+        """``batch`` on the training device, its categorical features checked on the host first
+        when that is a GPU (an embedding index out of range there is a device assert, not an
+        error the forward pass can name; on the CPU the forward pass names it)."""
+        if self.device.type != "cpu":
+            self.model.check_inputs(batch.graph)
+        return batch.to(self.device, non_blocking=True)
 
     def _report_skipped(self, steps: List[StepReport], epoch: int, batches: int) -> None:
         """Stop at the first skipped step (``on_nonfinite="stop"``) or log each of them."""
@@ -575,7 +583,7 @@ class Trainer:
         local = Subset(dataset, list(self.hooks.shard_indices(len(dataset))))  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
         if len(local):
             for batch in self.loader(local):
-                batch = batch.to(self.device)
+                batch = self._to_device(batch)
                 outputs.append(self.model.to_target_space(self.model(batch.graph, batch.relation_graph)).cpu())
         return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
 

@@ -89,3 +89,31 @@ def test_a_non_finite_gradient_skips_the_step_with_the_loss_finite():
     result = assert_no_host_sync(step, second)
     handle.remove()
     assert result.skipped and not result.loss_not_finite and not torch.isfinite(result.grad_norm)
+
+
+@pytest.mark.parametrize("model, name", [("gradformer", "molhiv"), ("grpe", "tiny"), ("moire", "2d")], ids=["gradformer-molhiv", "grpe-tiny", "moire-2d"])
+def test_the_step_traces_as_one_graph_with_the_gradients_of_the_eager_step(model, name):
+    """``torch.compile(fullgraph=True, dynamic=False)`` of the forward and loss: one graph (any
+    break would raise), and in float64 the same loss and gradients as eager (AOTAutograd traces
+    the backward; the ``aot_eager`` backend runs the traced graphs without generating code)."""
+    preset, (batch, _) = _batches(model, name, dropout=0.0, attn_dropout=0.0)
+    torch.manual_seed(0)
+    net = build_model(preset.model).double().train()
+    as_double = {k: v.double() for k, v in batch.graph.ndata.items() if v.is_floating_point()}
+    batch.graph.ndata.update(as_double)
+
+    def loss(graph, relation_graph, labels, mask):
+        return masked_loss(preset.model.task, net(graph, relation_graph)[:, : labels.shape[1]], labels.double(), mask)
+
+    def gradients(fn):
+        net.zero_grad()
+        value = fn(batch.graph, batch.relation_graph, batch.labels, batch.mask)
+        value.backward()
+        return [value.detach()] + [p.grad.clone() for p in net.parameters() if p.grad is not None]
+
+    eager = gradients(loss)
+    torch._dynamo.reset()
+    traced = gradients(torch.compile(loss, fullgraph=True, dynamic=False, backend="aot_eager"))
+    assert len(traced) == len(eager)
+    for got, expected in zip(traced, eager):
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-12)
