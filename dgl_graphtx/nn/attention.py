@@ -125,6 +125,20 @@ class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
         """Extra per-node value term ``[N, H, dh]`` given the attention weights ``[E, H]``, or ``None``."""
         return None
 
+    def block_score_terms(self, blocks: BlockLayout, q: torch.Tensor, k: torch.Tensor, scale: float,
+                          state: Any) -> Optional[ScoreTerms]:
+        """The gain and bias computed straight on dense blocks ``[B * H, n, n]`` from ``q, k``
+        (``[N, H, dh]``; any value off the edges, which the mask drops), for a term that computes
+        them faster so than per edge; ``None`` (the default): the skeleton places
+        :meth:`score_terms`. Must equal :meth:`score_terms` on the edges."""
+        return None
+
+    def block_values(self, blocks: BlockLayout, attn: torch.Tensor, state: Any) -> Optional[torch.Tensor]:
+        """:meth:`values` on dense blocks: the extra value term ``[B * H, n, dh]`` of each padded
+        query row from the attention blocks ``[B * H, n, n]``; ``None`` (the default): the
+        skeleton gathers the weights per edge and calls :meth:`values`."""
+        return None
+
     def logits(
         self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, qk: torch.Tensor, scale: float, state: Any
     ) -> torch.Tensor:
@@ -208,19 +222,18 @@ class RelationAttention(nn.Module):
         structure = self.structure
         key = structure.preparation_key() if structure is not None else None
         state = None if structure is None else shared_value(shared, key, lambda: structure.prepare(graph))
-        adds_values = self.structure is not None and self.structure.adds_values
+        adds_values = structure is not None and structure.adds_values
         if blocks is None:
             q, k, v = self._split_heads(qkv)
             attn: Optional[torch.Tensor] = ops.edge_softmax(graph, self._logits(graph, q, k, ops.edge_dot(graph, k, q), state))
-            dropped = self.attn_dropout(attn)
-            z = ops.sum_weighted_sources(graph, v, dropped.unsqueeze(-1))
+            weights = self.attn_dropout(attn)
+            z = ops.sum_weighted_sources(graph, v, weights.unsqueeze(-1)).reshape(n, self.embed_dim)
+            dropped: Optional[torch.Tensor] = weights
         else:
-            z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention or adds_values,
+            z, attn, dropped = self._attend_in_blocks(blocks, graph, qkv, state, get_attention, adds_values,
                                                       shared, None if key is None else (key, "blocks"))
-        if z.dim() != 2:  # the heads side by side (the blocks give them so)
-            z = z.reshape(n, self.embed_dim)
-        if adds_values and self.structure is not None:
-            extra = self.structure.values(graph, dropped, state)
+        if adds_values and structure is not None and dropped is not None:  # the blocks may have added them
+            extra = structure.values(graph, dropped, state)
             if extra is not None:
                 z = z + extra.reshape(n, self.embed_dim)
         out = self.out_proj(z)
@@ -237,34 +250,43 @@ class RelationAttention(nn.Module):
 
     def _attend_in_blocks(
         self, blocks: BlockLayout, graph: GraphLike, qkv: torch.Tensor, state: Any, need_weights: bool,
-        shared: Optional[Shared] = None, key: Optional[Hashable] = None,
+        adds_values: bool, shared: Optional[Shared] = None, key: Optional[Hashable] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
-        """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3 d]``: ``(z [N, d],
-        attn [E, H], dropped [E, H])``, the per-edge weights gathered from the blocks only if
-        ``need_weights`` (else ``None``).
+        """Steps 2-5 on dense per-graph blocks from ``qkv`` ``[N, 3 d]``: ``(z [N, d], attn [E, H],
+        dropped [E, H])``: the per-edge weights gathered from the blocks only if ``need_weights``,
+        the dropped ones only if the term adds values per edge (else ``None``: added here).
 
-        The structure term's gain and bias go into the blocks (:meth:`BlockLayout.place`; once
-        per forward for the layers sharing ``key`` when the term does not read ``q, k``), the
-        softmax blocks weight the values directly. Attention dropout acts on the softmax blocks
-        (one draw per slot; the slots off the edges hold 0 either way)."""
+        The structure term's gain and bias go into the blocks (its :meth:`StructureTerm.block_score_terms`,
+        or :meth:`BlockLayout.place` of the per-edge terms, once per forward for the layers sharing
+        ``key`` when the term does not read ``q, k``), the softmax blocks weight the values
+        directly. Attention dropout acts on the softmax blocks (one draw per slot; the slots off
+        the edges hold 0 either way)."""
         structure = self.structure
         static = structure is not None and not structure.reads_qk  # the same terms in every layer sharing ``key``
+        qh, kh, vh = blocks.heads(qkv, parts=3).unbind(0)  # one padding copy for the three
 
         def placed() -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
             if structure is None:
                 return blocks.place(dtype=qkv.dtype)
             q, k, _ = (None, None, None) if static else self._split_heads(qkv)
+            in_blocks = None if static else structure.block_score_terms(blocks, q, k, self.scale, state)  # type: ignore[arg-type]
+            if in_blocks is not None:
+                mask = blocks.mask(qkv.dtype)
+                return (mask if in_blocks.bias is None else mask + in_blocks.bias), in_blocks.gain
             terms = structure.score_terms(graph, q, k, self.scale, state)  # type: ignore[arg-type]  # q, k unread when static
             return blocks.place(terms.gain, terms.bias, qkv.dtype)
 
         base, gain = shared_value(shared, key if static else None, placed)
-        qh, kh, vh = blocks.heads(qkv, parts=3).unbind(0)  # one padding copy for the three
         dense_attn = torch.softmax(blocks.placed_logits(qh, kh, base, gain, scale=self.scale), dim=-1)
         attn = blocks.gather(dense_attn) if need_weights else None
-        if not (self.attn_dropout.training and self.attn_dropout.p > 0.0):
-            return blocks.aggregate_blocks(dense_attn, vh, flat=True), attn, attn
-        dropped = self.attn_dropout(dense_attn)
-        return blocks.aggregate_blocks(dropped, vh, flat=True), attn, blocks.gather(dropped) if need_weights else None
+        dropping = self.attn_dropout.training and self.attn_dropout.p > 0.0
+        dropped = self.attn_dropout(dense_attn) if dropping else dense_attn
+        z = torch.bmm(dropped, vh)
+        extra = structure.block_values(blocks, dropped, state) if adds_values and structure is not None else None
+        if extra is not None:
+            z = z + extra
+        per_edge = blocks.gather(dropped) if adds_values and extra is None else None
+        return blocks.unpad(z, flat=True), attn, per_edge
 
     def _split_heads(self, qkv: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         """``q, k, v`` ``[N, H, dh]`` each from ``qkv`` ``[N, 3 d]``."""

@@ -192,10 +192,23 @@ class BlockLayout:
             self._indices[("slots", 0)] = self.edge_slot.reshape(-1)
         return self._indices[("slots", 0)]
 
+    def pair_slots(self) -> torch.Tensor:
+        """Per edge ``[E]``, its slot ``(b n + i) n + j`` in ``[B, n, n]`` (every head alike; made once)."""
+        if ("pairs", 0) not in self._indices:
+            block, first = self.size**2, self.edge_slot[:, 0]
+            graph = torch.div(first, self.num_heads * block, rounding_mode="floor")
+            self._indices[("pairs", 0)] = graph * block + first % block
+        return self._indices[("pairs", 0)]
+
     @property
     def block_rows(self) -> int:
         """Rows ``B * H * n`` of one padded ``[B * H, n, dh]`` tensor."""
         return self.num_graphs * self.num_heads * self.size
+
+    def pad_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """Per node and head rows ``[N, H, C]`` -> ``[B, H, n, C]`` (zeros in the padding)."""
+        out = x.new_zeros(self.block_rows, x.shape[-1]).index_copy_(0, self._part_rows(1), x.reshape(-1, x.shape[-1]))
+        return out.view(self.num_graphs, self.num_heads, self.size, -1)
 
     def unpad(self, z: torch.Tensor, flat: bool = False) -> torch.Tensor:
         """Per-query sums ``[B * H, n, dh]`` -> node rows ``[N, H, dh]`` (``[N, H * dh]`` if

@@ -13,13 +13,14 @@ built; the extra memory grows with ``E x H``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
 
 from ..relation_graph.bond_classes import BondVocabulary
 from .attention import RelationAttention, ScoreTerms, StructureTerm
+from .dense_blocks import BlockLayout
 from .graph_tensors import GraphLike
 from .pair_classes import PairCodes, SpatialClasses, authors_diagonal
 
@@ -58,6 +59,15 @@ class GRPEState(NamedTuple):
     query_table: torch.Tensor
     key_table: torch.Tensor
     value_table: torch.Tensor
+    in_blocks: Dict[int, torch.Tensor]  # the class of each slot of a dense layout ``[B, n, n]``, by ``id(layout)``
+
+    def block_classes(self, blocks: BlockLayout) -> torch.Tensor:
+        """The class of each slot of ``blocks`` ``[B, n, n]`` (0 off the edges; made once per layout)."""
+        if id(blocks) not in self.in_blocks:
+            flat = self.classes.edge_class.new_zeros(blocks.num_graphs * blocks.size**2)
+            flat = flat.index_copy_(0, blocks.pair_slots(), self.classes.edge_class)
+            self.in_blocks[id(blocks)] = flat.view(blocks.num_graphs, blocks.size, blocks.size)
+        return self.in_blocks[id(blocks)]
 
 
 class GRPEEncodings(nn.Module):
@@ -149,7 +159,7 @@ class GRPETerm(StructureTerm):
 
         return GRPEState(JointClasses(cls, psi, phi), dst * c + cls, key_node * c + cls,
                          table(enc.spatial_query, enc.edge_query), table(enc.spatial_key, enc.edge_key),
-                         table(enc.spatial_value, enc.edge_value))
+                         table(enc.spatial_value, enc.edge_value), {})
 
     def score_terms(self, graph: GraphLike, q: torch.Tensor, k: torch.Tensor, scale: float,
                     state: GRPEState) -> ScoreTerms:
@@ -158,6 +168,27 @@ class GRPETerm(StructureTerm):
         keys = torch.einsum("nhd,chd->nch", k, state.key_table).flatten(0, 1)
         bias = queries.index_select(0, state.query_rows) + keys.index_select(0, state.key_rows)
         return ScoreTerms(bias=bias * scale)
+
+    def block_score_terms(self, blocks: BlockLayout, q: torch.Tensor, k: torch.Tensor, scale: float,
+                          state: GRPEState) -> ScoreTerms:
+        """The bias on dense blocks: each node's products with the class rows, laid out per query
+        row ``[B, H, n, C]`` and read at each slot's class (the key terms: per key column)."""
+        b, h, n = blocks.num_graphs, blocks.num_heads, blocks.size
+        index = state.block_classes(blocks)[:, None].expand(b, h, n, n)
+        queries = blocks.pad_rows(torch.einsum("nhd,chd->nhc", q, state.query_table))  # [B, H, n, C]
+        keys = blocks.pad_rows(torch.einsum("nhd,chd->nhc", k, state.key_table))
+        if self.mode == "reference":  # the key terms on the query node's key, k_i
+            bias = torch.gather(queries, 3, index) + torch.gather(keys, 3, index)
+        else:  # k_j: the key node's products, a class per row and a node per column
+            bias = torch.gather(queries, 3, index) + torch.gather(keys.transpose(2, 3), 2, index)
+        return ScoreTerms(bias=(bias * scale).view(b * h, n, n))
+
+    def block_values(self, blocks: BlockLayout, attn: torch.Tensor, state: GRPEState) -> torch.Tensor:
+        """The value term on dense blocks: each row's attention mass per class, times the table."""
+        b, h, n, c = blocks.num_graphs, blocks.num_heads, blocks.size, state.value_table.shape[0]
+        index = state.block_classes(blocks)[:, None].expand(b, h, n, n)
+        mass = attn.new_zeros(b, h, n, c).scatter_add_(3, index, attn.view(b, h, n, n))
+        return torch.einsum("bhnc,chd->bhnd", mass, state.value_table).reshape(b * h, n, -1)
 
     def values(self, graph: GraphLike, attn: torch.Tensor, state: GRPEState) -> torch.Tensor:
         # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV + EV)[c]

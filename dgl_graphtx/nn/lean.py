@@ -10,7 +10,8 @@ their parameters, buffers and state-dict keys:
   product per gradient, one sum for the bias), and its forward one (the transposed weight is a
   view kept between steps).
 * :class:`Dropout`: ``torch.native_dropout``, one operation forward and one backward, where
-  ``F.dropout`` on the CPU dispatches four (the same kernel as on CUDA, one random draw per element).
+  ``F.dropout`` on the CPU dispatches four (the same kernel as on CUDA, one random draw per
+  element); on the CPU, large tensors draw their masks four elements per random word instead.
 * :class:`BatchNorm1d`: ``torch.native_batch_norm`` in training, one operation; it leaves
   ``num_batches_tracked`` alone, which only a momentum of ``None`` (a cumulative average) reads.
 
@@ -108,13 +109,39 @@ def side_by_side(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat(list(tensors))
 
 
+#: Tensors of at least this many elements draw their dropout masks on the CPU from 64-bit random
+#: words, four 16-bit lanes each (:class:`Dropout`); smaller ones with ``native_dropout``.
+LANE_DROPOUT_MIN = 1 << 17
+
+
+class _LaneDropout(torch.autograd.Function):
+    """Dropout whose mask is drawn as 16-bit lanes of 64-bit random words: a quarter of the draws
+    of ``native_dropout`` (one per element), whose random numbers are most of its time on a CPU."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, p: float) -> torch.Tensor:
+        threshold = round(p * 65536) - 32768  # a lane below it is dropped: probability p to 1 / 65536
+        words = torch.empty(-(-x.numel() // 4), dtype=torch.int64, device=x.device).random_(-(2**63), 2**63 - 1)
+        keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= threshold
+        ctx.save_for_backward(keep)
+        ctx.scale = 65536 / (32768 - threshold)  # 1 / (1 - p) for the p drawn
+        return torch.mul(x, keep).mul_(ctx.scale)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[Optional[torch.Tensor], None]:
+        (keep,) = ctx.saved_tensors
+        return torch.mul(grad, keep).mul_(ctx.scale), None
+
+
 class Dropout(nn.Dropout):
-    """:class:`torch.nn.Dropout` as one ``native_dropout`` operation (module docstring).
+    """:class:`torch.nn.Dropout` as one ``native_dropout`` operation (module docstring); on the
+    CPU, tensors of :data:`LANE_DROPOUT_MIN` elements or more draw a quarter of the random numbers
+    (16-bit lanes of 64-bit words; ``p`` then counts in steps of ``1 / 65536``).
 
     Example:
         >>> drop = Dropout(0.5).train()
-        >>> sorted(set(drop(torch.ones(1000)).tolist()))
-        [0.0, 2.0]
+        >>> sorted(set(drop(torch.ones(1000)).tolist())), sorted(set(drop(torch.ones(LANE_DROPOUT_MIN)).tolist()))
+        ([0.0, 2.0], [0.0, 2.0])
         >>> drop.eval()(torch.ones(3)).tolist()
         [1.0, 1.0, 1.0]
     """
@@ -124,6 +151,8 @@ class Dropout(nn.Dropout):
             return x
         if self.p == 1.0:
             return torch.zeros_like(x)
+        if x.device.type == "cpu" and x.numel() >= LANE_DROPOUT_MIN and not torch.compiler.is_compiling():
+            return _LaneDropout.apply(x, self.p)
         return torch.native_dropout(x, self.p, True)[0]
 
 

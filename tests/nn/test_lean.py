@@ -98,12 +98,26 @@ def test_stacked_linear_equals_each_layer_and_sends_gradients_to_each():
         lean.stacked_linear([lean.Linear(4, 3), lean.Linear(4, 3, bias=False)], torch.randn(5, 4))
 
 
-def test_dropout_keeps_the_expectation_and_acts_in_training_only():
+@pytest.mark.parametrize("size", [50_000, 2 * lean.LANE_DROPOUT_MIN + 3])  # native_dropout, lanes of random words
+def test_dropout_drops_with_its_probability_and_keeps_the_expectation(size):
+    drop = lean.Dropout(0.3).train()
+    x = torch.ones(size, dtype=torch.float64)
+    out = drop(x)
+    assert set(out.unique().tolist()) == pytest.approx([0.0, 1 / 0.7], rel=1e-4)
+    dropped = (out == 0).double()
+    assert abs(float(out.mean()) - 1.0) < 0.01 and abs(float(dropped.mean()) - 0.3) < 0.01
+    if size > lean.LANE_DROPOUT_MIN:  # the lanes of one word are independent draws
+        pairs = dropped[: size // 4 * 4].view(-1, 4)
+        assert abs(float((pairs[:, 0] * pairs[:, 3]).mean()) - 0.09) < 0.01
+    y = torch.randn(size, requires_grad=True)
+    out = drop(y)
+    out.backward(torch.full_like(out, 2.0))
+    torch.testing.assert_close(y.grad, 2.0 * out.detach() / y.detach())  # kept entries: scaled; dropped: 0
+
+
+def test_dropout_acts_in_training_only():
     drop = lean.Dropout(0.3).train()
     x = torch.ones(200_000, dtype=torch.float64)
-    out = drop(x)
-    assert set(out.unique().tolist()) == {0.0, 1 / 0.7}
-    assert abs(float(out.mean()) - 1.0) < 0.01 and abs(float((out == 0).double().mean()) - 0.3) < 0.01
     assert drop.eval()(x) is x
     assert torch.equal(lean.Dropout(1.0).train()(x), torch.zeros_like(x))
     assert lean.Dropout(0.0).train()(x) is x
