@@ -88,8 +88,7 @@ class MoleculeModel(nn.Module):
     def molecule_inputs(self, graph: GraphLike) -> torch.Tensor:
         """Molecule-level extra features ``[B, F]``: the row on each molecule's first atom."""
         values = self._node_input(graph, EXTRA_MOLECULE_FEATURES, self.config.molecule_features, "molecule-level")
-        counts = graph.batch_num_nodes()
-        return values[torch.cumsum(counts, 0) - counts]
+        return values[ops.first_nodes(graph)]
 
     def readout(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor]) -> torch.Tensor:
         """What the head reads ``[B, d + F]``: :meth:`pool` and the molecule-level extra features."""
@@ -108,7 +107,7 @@ class MoleculeModel(nn.Module):
                 f"model expects random-walk encodings: featurize with FeaturizerConfig(rwse_steps={self.config.rwse_steps})"
             )
         rwse = graph.ndata["rwse"].to(self.rwse_encoder.weight.dtype)
-        return self.rwse_norm(rwse) if self.rwse_norm is not None else rwse
+        return lean.batch_norm(self.rwse_norm, rwse, ops.node_mask(graph)) if self.rwse_norm is not None else rwse
 
     def check_inputs(self, graph: GraphLike) -> None:
         """Raise :class:`~dgl_graphtx.errors.ConfigError` if a categorical feature of ``graph``

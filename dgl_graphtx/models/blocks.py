@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from ..nn import RelationAttention
+from ..nn import graph_ops as ops
 from ..nn.attention import Shared
 from ..nn.graph_tensors import GraphLike
 from .local_models import build_local_model
@@ -108,8 +109,9 @@ class GPSBlock(nn.Module):
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Returns the new node states and the attention weights ``[E_rel, H]`` (``None`` unless
         ``get_attention``); ``shared``: the model's per-forward dict."""
-        h_loc = self.local_norm(x + self.dropout(self.local(graph, x, edge_feat, pe, shared)))
+        mask = ops.node_mask(graph)  # the real nodes of a padded batch: what the BatchNorms count
+        h_loc = lean.batch_norm(self.local_norm, x + self.dropout(self.local(graph, x, edge_feat, pe, shared)), mask)
         h_att, attn = _attend(self.attention, relation_graph, x, get_attention, shared)
-        h_att = self.attn_norm(x + self.dropout(h_att))
+        h_att = lean.batch_norm(self.attn_norm, x + self.dropout(h_att), mask)
         h = h_loc + h_att
-        return self.out_norm(h + self.ffn(h)), attn
+        return lean.batch_norm(self.out_norm, h + self.ffn(h), mask), attn

@@ -9,7 +9,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..nn import graph_ops as ops
 from ..nn.attention import Shared
-from ..nn.graph_tensors import GraphLike
+from ..nn.graph_tensors import GraphLike, GraphTensors
 from .attention_layers import build_attention_layers
 from .base import AtomMask, Encoded, MoleculeModel
 from .blocks import PreNormBlock
@@ -92,6 +92,10 @@ def virtual_node_rows(graph: GraphLike) -> Tuple[torch.Tensor, torch.Tensor]:
     """
     counts = graph.batch_num_nodes()
     node_graph = ops.node_graphs(graph)
-    atom_rows = torch.arange(graph.num_nodes(), device=node_graph.device) + node_graph
-    virtual_rows = torch.cumsum(counts, 0) + torch.arange(counts.shape[0], device=counts.device)
-    return atom_rows, virtual_rows
+    nodes = torch.arange(graph.num_nodes(), device=node_graph.device)
+    molecules = torch.arange(counts.shape[0], device=counts.device)
+    slot = graph.slot_size if isinstance(graph, GraphTensors) else 0
+    if slot:  # a padded batch: molecule b's atoms, then its virtual node, then padding fill slot b (one row longer)
+        local = nodes - node_graph * slot
+        return nodes + node_graph + (local >= counts[node_graph]).long(), molecules * (slot + 1) + counts
+    return nodes + node_graph, torch.cumsum(counts, 0) + molecules

@@ -132,7 +132,7 @@ class GatedGCNLayer(nn.Module):
         if pe_gate is not None:
             gate = gate * pe_gate
         h = ax + ops.sum_weighted_sources(graph, bx, gate) / (ops.sum_incoming(graph, gate) + 1e-6)
-        h = self.dropout(torch.relu(self.norm(h)))
+        h = self.dropout(torch.relu(lean.batch_norm(self.norm, h, ops.node_mask(graph))))
         return x + h if self.residual else h
 
     @staticmethod

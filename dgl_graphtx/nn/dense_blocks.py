@@ -59,6 +59,7 @@ class BlockGeometry:
     edge_pair: torch.Tensor  # [E]: local i * n + local j for edge j -> i
     empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
     has_empty_rows: bool
+    edge_mask: Optional[torch.Tensor] = None  # [E] bool: the real edges of a padded batch (None: all)
 
     @classmethod
     def of(cls, graph: dgl.DGLGraph) -> Optional["BlockGeometry"]:
@@ -91,11 +92,14 @@ class BlockGeometry:
         heads = torch.arange(num_heads, device=self.node_graph.device)[None, :]
         edge_slot = (self.edge_graph[:, None] * num_heads + heads) * (n * n) + self.edge_pair[:, None]
         on_edge = torch.zeros(b * num_heads * n * n, dtype=torch.bool, device=edge_slot.device)
-        on_edge[edge_slot.view(-1)] = True
+        if self.edge_mask is None:
+            on_edge[edge_slot.view(-1)] = True
+        else:  # a padded batch: every slot is an edge, the real ones are on
+            on_edge.index_put_((edge_slot.view(-1),), self.edge_mask[:, None].expand(edge_slot.shape).reshape(-1))
         head_rows = (self.node_graph[:, None] * num_heads + heads) * n + self.node_local[:, None]
         return BlockLayout(
             b, n, num_heads, self.node_graph * n + self.node_local, head_rows, edge_slot,
-            on_edge.view(b, num_heads, n, n), self.empty_rows, self.has_empty_rows,
+            on_edge.view(b, num_heads, n, n), self.empty_rows, self.has_empty_rows, self.edge_mask is not None,
         )
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "BlockGeometry":
@@ -128,6 +132,7 @@ class BlockLayout:
     on_edge: torch.Tensor  # [B, H, n, n] bool: the slot holds an edge
     empty_rows: torch.Tensor  # [N] bool: nodes without incoming edges
     has_empty_rows: bool
+    padded: bool = False  # every slot is an edge, ``on_edge`` the real ones (a padded batch)
     _masks: Dict[torch.dtype, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
     _indices: Dict[Tuple[str, int], torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
 
@@ -247,7 +252,11 @@ class BlockLayout:
         when neither is given."""
         given = gain if gain is not None else bias
         mask = self.mask(given.dtype if given is not None else dtype or torch.get_default_dtype())
-        return (mask if bias is None else self.scatter(bias, mask)), (None if gain is None else self.scatter(gain))
+        if bias is None:
+            base = mask
+        else:  # on a padded batch's blocks every slot is an edge: the mask stays under the bias
+            base = mask + self.scatter(bias) if self.padded else self.scatter(bias, mask)
+        return base, (None if gain is None else self.scatter(gain))
 
     def placed_logits(self, qh: torch.Tensor, kh: torch.Tensor, base: torch.Tensor, gain: Optional[torch.Tensor] = None,
                       scale: float = 1.0) -> torch.Tensor:

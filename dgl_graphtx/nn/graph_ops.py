@@ -9,6 +9,7 @@ run over each destination's incoming edges.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 import dgl
@@ -141,9 +142,29 @@ def node_graphs(graph: GraphLike) -> torch.Tensor:
     return torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts, output_size=graph.num_nodes())
 
 
+def node_mask(graph: GraphLike) -> Optional[torch.Tensor]:
+    """The real nodes ``[N]`` (bool) of a padded batch (:mod:`dgl_graphtx.datasets.padding`),
+    ``None`` when every node is real."""
+    return graph.node_mask if isinstance(graph, GraphTensors) else None
+
+
+def first_nodes(graph: GraphLike) -> torch.Tensor:
+    """The row of each graph's first node ``[B]``.
+
+    Example:
+        >>> first_nodes(dgl.batch([dgl.graph(([0], [1])), dgl.graph(([], []), num_nodes=1)])).tolist()
+        [0, 2]
+    """
+    counts = graph.batch_num_nodes()
+    if isinstance(graph, GraphTensors) and graph.slot_size:
+        return torch.arange(counts.shape[0], device=counts.device) * graph.slot_size
+    return torch.cumsum(counts, 0) - counts
+
+
 def readout(graph: GraphLike, feat: torch.Tensor, op: str) -> torch.Tensor:
     """One row per graph of the batch ``[B, ...]``: the ``sum``, ``mean`` or ``max`` of its
-    nodes' ``feat`` (DGL's ``readout_nodes``; 0 for a graph without nodes).
+    nodes' ``feat`` (DGL's ``readout_nodes``; 0 for a graph without nodes; the real nodes of a
+    padded batch).
 
     Example:
         >>> g = GraphTensors.from_graph(dgl.batch([dgl.graph(([0], [1])), dgl.graph(([], []), num_nodes=1)]))
@@ -155,6 +176,9 @@ def readout(graph: GraphLike, feat: torch.Tensor, op: str) -> torch.Tensor:
             graph.ndata["h"] = feat
             return dgl.readout_nodes(graph, "h", op=op)
     index, b = graph.node_graph, graph.batch_size
+    if graph.node_mask is not None:  # padding nodes count for nothing
+        real = graph.node_mask.view(-1, *([1] * (feat.dim() - 1)))
+        feat = feat.masked_fill(~real, -math.inf) if op == "max" else feat * real
     if op == "max":
         top = segment_max(feat, index, b)
         return top.masked_fill(torch.isinf(top) & (top < 0), 0.0)

@@ -52,6 +52,8 @@ class GraphTensors:
         block_geometry: Optional[BlockGeometry] = None,
         blocks_known: bool = False,
         pair_codes: Optional[PairCodes] = None,
+        node_mask: Optional[torch.Tensor] = None,
+        slot_size: int = 0,
     ) -> None:
         self.src, self.dst = src, dst
         self._batch_num_nodes = batch_num_nodes
@@ -61,6 +63,10 @@ class GraphTensors:
         self.block_geometry = block_geometry  # dense-block geometry, ``None`` if none or unknown
         self.blocks_known = blocks_known  # whether ``block_geometry`` was computed
         self.pair_codes = pair_codes  # a relation graph's (distance, bond, self) combinations, if computed
+        # a padded batch (datasets.padding): every graph holds ``slot_size`` nodes, the real ones
+        # first (``node_mask``; ``batch_num_nodes`` counts those)
+        self.node_mask = node_mask
+        self.slot_size = slot_size
 
     @classmethod
     def from_graph(cls, graph: dgl.DGLGraph, blocks: bool = False) -> "GraphTensors":
@@ -111,6 +117,7 @@ class GraphTensors:
             {k: move(v) for k, v in self.ndata.items()}, {k: move(v) for k, v in self.edata.items()},
             self._num_nodes, move(self.node_graph), geometry, self.blocks_known,
             None if self.pair_codes is None else self.pair_codes.to(device, non_blocking),
+            None if self.node_mask is None else move(self.node_mask), self.slot_size,
         )
 
     def __repr__(self) -> str:

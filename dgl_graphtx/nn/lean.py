@@ -158,19 +158,51 @@ class Dropout(nn.Dropout):
 
 class BatchNorm1d(nn.BatchNorm1d):
     """:class:`torch.nn.BatchNorm1d` whose training step on ``[N, C]`` inputs is one
-    ``native_batch_norm`` operation (module docstring); other cases take its own path.
+    ``native_batch_norm`` operation (module docstring); other cases take its own path. With a
+    ``mask`` ``[N]`` (the real rows of a padded batch), the statistics and the running averages
+    are those of the real rows only, as if the others were not there.
 
     Example:
         >>> bn, reference = BatchNorm1d(3), torch.nn.BatchNorm1d(3)
         >>> x = torch.randn(8, 3)
         >>> torch.allclose(bn(x), reference(x)), torch.allclose(bn.running_var, reference.running_var)
         (True, True)
+        >>> padded = torch.cat([x, torch.randn(2, 3)])
+        >>> mask = torch.arange(10) < 8
+        >>> torch.allclose(bn(padded, mask)[:8], reference(x), atol=1e-6), torch.allclose(bn.running_mean, reference.running_mean)
+        (True, True)
     """
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (self.training and self.track_running_stats and self.momentum is not None and x.dim() == 2):
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        fast = self.training and self.track_running_stats and self.momentum is not None and x.dim() == 2
+        if mask is not None and self.training:
+            if not fast:
+                raise ValueError("a masked BatchNorm1d trains on [N, C] inputs with running statistics and a momentum")
+            return self._masked(x, mask)
+        if not fast:
             return super().forward(x)
         if x.shape[0] < 2:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
         return torch.native_batch_norm(x, self.weight, self.bias, self.running_mean, self.running_var, True,
-                                       self.momentum, self.eps)[0]
+                                       float(self.momentum or 0.0), self.eps)[0]
+
+    def _masked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Training step over the rows of ``mask`` (the others normalised alike, counting for nothing)."""
+        assert self.running_mean is not None and self.running_var is not None and self.momentum is not None
+        weight = mask.to(x.dtype)[:, None]
+        count = weight.sum()
+        mean = (x * weight).sum(0) / count
+        centred = x - mean
+        var = (centred.square() * weight).sum(0) / count
+        with torch.no_grad():  # the running averages, as native_batch_norm keeps them (unbiased variance)
+            self.running_mean.lerp_(mean.detach().to(self.running_mean.dtype), self.momentum)
+            unbiased = var.detach() * count / (count - 1).clamp_min(1)
+            self.running_var.lerp_(unbiased.to(self.running_var.dtype), self.momentum)
+        out = centred * torch.rsqrt(var + self.eps)
+        return out * self.weight + self.bias if self.affine else out
+
+
+def batch_norm(norm: nn.Module, x: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """``norm(x)``, over the real rows ``mask`` of a padded batch when it is a :class:`BatchNorm1d`
+    (a normalisation per row, such as LayerNorm, needs no mask)."""
+    return norm(x, mask) if mask is not None and isinstance(norm, BatchNorm1d) else norm(x)
