@@ -21,7 +21,7 @@ molecules the outputs, losses, gradients and running statistics of the unpadded 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict
 
 import torch
 import dgl
@@ -162,7 +162,3 @@ def real_molecules(batch: MoleculeBatch) -> int:
         return int((graph.batch_num_nodes() > 0).sum())
     return batch.batch_size
 
-
-def padded_sizes(graph: dgl.DGLGraph) -> Tuple[int, int]:
-    """``(atoms, bonds)`` of the largest molecule of a batch."""
-    return int(graph.batch_num_nodes().max()), int(graph.batch_num_edges().max())
