@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import torch
 import dgl
@@ -104,8 +104,12 @@ class BlockGeometry:
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "BlockGeometry":
         """A copy with every tensor on ``device``."""
-        tensors = {f.name: getattr(self, f.name) for f in fields(self) if torch.is_tensor(getattr(self, f.name))}
-        return replace(self, **{k: v.to(device, non_blocking=non_blocking) for k, v in tensors.items()})
+        return self.map_tensors(lambda x: x.to(device, non_blocking=non_blocking))
+
+    def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "BlockGeometry":
+        """A copy with ``fn`` applied to every tensor (in field order)."""
+        changed: Dict[str, Any] = {f.name: fn(getattr(self, f.name)) for f in fields(self) if torch.is_tensor(getattr(self, f.name))}
+        return replace(self, **changed)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ DGLGraphs stay on the CPU as what featurization produces and datasets hold.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
 import dgl
@@ -107,18 +107,18 @@ class GraphTensors:
 
     def to(self, device: Device, non_blocking: bool = False) -> "GraphTensors":
         """A copy with every tensor on ``device``."""
+        return self.map_tensors(lambda x: x.to(device, non_blocking=non_blocking))
 
-        def move(x: torch.Tensor) -> torch.Tensor:
-            return x.to(device, non_blocking=non_blocking)
-
-        geometry = None if self.block_geometry is None else self.block_geometry.to(device, non_blocking)
-        return GraphTensors(
-            move(self.src), move(self.dst), move(self._batch_num_nodes),
-            {k: move(v) for k, v in self.ndata.items()}, {k: move(v) for k, v in self.edata.items()},
-            self._num_nodes, move(self.node_graph), geometry, self.blocks_known,
-            None if self.pair_codes is None else self.pair_codes.to(device, non_blocking),
-            None if self.node_mask is None else move(self.node_mask), self.slot_size,
-        )
+    def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "GraphTensors":
+        """A copy with ``fn`` applied to every tensor, in a fixed order (the edges, the sizes, the
+        features, the node graphs, the block geometry, the pair codes, the node mask)."""
+        src, dst, counts = fn(self.src), fn(self.dst), fn(self._batch_num_nodes)
+        ndata, edata = {k: fn(v) for k, v in self.ndata.items()}, {k: fn(v) for k, v in self.edata.items()}
+        node_graph = fn(self.node_graph)
+        geometry = None if self.block_geometry is None else self.block_geometry.map_tensors(fn)
+        codes = None if self.pair_codes is None else self.pair_codes.map_tensors(fn)
+        return GraphTensors(src, dst, counts, ndata, edata, self._num_nodes, node_graph, geometry, self.blocks_known, codes,
+                            None if self.node_mask is None else fn(self.node_mask), self.slot_size)
 
     def __repr__(self) -> str:
         return (f"GraphTensors(num_nodes={self._num_nodes}, num_edges={self.num_edges()}, "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Tuple, Union
+from typing import Any, Callable, Tuple, Union
 
 import torch
 
@@ -136,5 +136,9 @@ class PairCodes:
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "PairCodes":
         """A copy with every tensor on ``device``."""
-        return replace(self, **{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)})
+        return self.map_tensors(lambda x: x.to(device, non_blocking=non_blocking))
+
+    def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "PairCodes":
+        """A copy with ``fn`` applied to every tensor (in field order)."""
+        return replace(self, **{f.name: fn(getattr(self, f.name)) for f in fields(self)})
 

@@ -82,9 +82,14 @@ class LossInputs(NamedTuple):
                    None if weights is None else torch.as_tensor(weights, dtype=torch.float32))
 
     def at(self, rows: torch.Tensor, device: Union[str, torch.device]) -> Dict[str, torch.Tensor]:
-        """Keyword arguments of :func:`~dgl_graphtx.training.losses.weighted_loss` for ``rows``."""
+        """Keyword arguments of :func:`~dgl_graphtx.training.losses.weighted_loss` for ``rows``
+        (on the host, or on ``device`` already: then read there, with no copy in the step)."""
         out = {}
         for name, values in zip(self._fields, self):
             if values is not None:
-                out[name] = values[rows].to(device)
+                out[name] = values.to(rows.device)[rows].to(device)
         return out
+
+    def to(self, device: Union[str, torch.device]) -> "LossInputs":
+        """The same inputs on ``device`` (done once, so that steps index them there)."""
+        return LossInputs(*(None if values is None else values.to(device) for values in self))

@@ -18,6 +18,8 @@ from .hooks import ProcessHooks
 
 #: ``loss(output, batch, rows)``: the training loss of a batch from the module's output.
 LossFunction = Callable[[torch.Tensor, MoleculeBatch, Optional[torch.Tensor]], torch.Tensor]
+#: ``forward_loss(batch, rows)``: the training loss of a batch (:meth:`TrainStep.forward_loss`).
+ForwardLoss = Callable[[MoleculeBatch, Optional[torch.Tensor]], torch.Tensor]
 
 
 class StepResult(NamedTuple):
@@ -69,12 +71,19 @@ class TrainStep:
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.distribution = distribution
 
-    def __call__(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None,
-                 frozen: Sequence[torch.nn.Parameter] = ()) -> StepResult:
-        """One step on ``batch`` (on the device already); ``rows``: its dataset rows (per-row
-        loss inputs); ``frozen``: parameters left out of this step (their gradients dropped)."""
+    def forward_loss(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The training loss of ``batch`` (the forward pass and the loss: what a compiled step compiles)."""
         extra: Any = {"distribution": True} if self.distribution else {}
-        loss = self.loss(self.module(batch.graph, batch.relation_graph, **extra), batch, rows)
+        return self.loss(self.module(batch.graph, batch.relation_graph, **extra), batch, rows)
+
+    def __call__(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None,
+                 frozen: Sequence[torch.nn.Parameter] = (), forward_loss: Optional[ForwardLoss] = None,
+                 force_skip: bool = False) -> StepResult:
+        """One step on ``batch`` (on the device already); ``rows``: its dataset rows (per-row
+        loss inputs); ``frozen``: parameters left out of this step (their gradients dropped);
+        ``forward_loss``: what computes the loss (default :meth:`forward_loss`, e.g. compiled);
+        ``force_skip``: run it all but leave the parameters and the optimizer's state as they are."""
+        loss = (forward_loss or self.forward_loss)(batch, rows)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         for parameter in frozen:  # AdamW leaves parameters without a gradient alone
@@ -86,5 +95,5 @@ class TrainStep:
         local = torch.stack([~torch.isfinite(loss.detach()), ~torch.isfinite(grad_norm)]).double()
         loss_not_finite, grad_not_finite = (self.hooks.all_sum(local) > 0).unbind()  # one decision for all processes
         skipped = loss_not_finite | grad_not_finite
-        step_unless(self.optimizer, skipped)
+        step_unless(self.optimizer, skipped | force_skip)
         return StepResult(loss.detach(), grad_norm, loss_not_finite, skipped)

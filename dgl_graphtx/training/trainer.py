@@ -22,6 +22,8 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 
 from ..checkpoint import CheckpointMeta
 from ..datasets import EdgeBudgetBatchSampler, MoleculeBatch, collate_molecule_tensors, collate_molecules, relation_edge_counts
+from ..datasets.buckets import BucketBatchSampler, PaddedCollate, SizeBuckets, molecule_sizes
+from ..datasets.padding import real_molecules
 from ..devices import COMPUTE_PATHS, resolve_compute, resolve_device
 from ..errors import ConfigError, NonFiniteError
 from ..logs import progress
@@ -31,6 +33,7 @@ from ..uncertainty import UncertaintyConfig, head_loss
 from ..validation import check_number
 from .adamw import adamw
 from .epoch_bookkeeping import EpochBookkeeping
+from .fast_steps import STEP_MODES, CapturedStep, CompiledStep, resolve_step_mode
 from .hooks import ProcessHooks
 from .label_statistics import fit_atom_reference, normalization_statistics, refuse_unlabelled_targets
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
@@ -43,7 +46,7 @@ from .resume import TrainingState
 from .run_checkpoints import RunCheckpoints
 from .schedule import SCHEDULES, lr_factor
 from .step_tally import StepReport, StepTally
-from .train_step import TrainStep
+from .train_step import StepResult, TrainStep
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -74,7 +77,8 @@ class TrainConfig(TrainRecipe):
             a GPU that DGL cannot use), ``dgl`` or ``tensors`` (batches as
             :class:`~dgl_graphtx.nn.graph_tensors.GraphTensors`, built in the loader workers;
             see :func:`~dgl_graphtx.devices.resolve_compute`).
-        num_workers: DataLoader worker processes.
+        num_workers: DataLoader worker processes, which collate (and pad) the batches; ``None``:
+            none on the CPU, 2 feeding a GPU (their batches in page-locked memory).
         progress: report loss and validation metric per epoch (a bar on a terminal, else one log line per epoch).
         on_nonfinite: a NaN or infinite loss or gradient either ``stop``s training with a
             :class:`~dgl_graphtx.errors.NonFiniteError` naming the epoch and batch, or ``skip``s
@@ -103,6 +107,15 @@ class TrainConfig(TrainRecipe):
             :class:`~dgl_graphtx.datasets.EdgeBudgetBatchSampler`; the rule prediction batches
             by), which bounds the memory of a step on large molecules. ``None``: batches of
             ``batch_size`` molecules only. Single-process runs only.
+        step_mode: how the training steps run: ``eager``; ``captured`` (CUDA: each size bucket's
+            padded step captured once in a CUDA graph and replayed); ``compiled``
+            (``torch.compile(fullgraph=True, dynamic=False)`` of the forward pass and loss, once per
+            size bucket); ``auto``: ``captured`` on a GPU when it is safe (one process, no
+            ``batch_edges``), else ``eager``. Captured and compiled steps train on size buckets
+            padded to fixed shapes; a batch that does not fit one, or of a frozen-backbone epoch,
+            runs eager. See docs/scaling.md.
+        size_buckets: most size buckets of the captured and compiled steps' batches (similar
+            molecule sizes in a batch; shuffled within buckets).
 
     Example:
         >>> TrainConfig(epochs=50, schedule="cosine").warmup_epochs
@@ -113,7 +126,7 @@ class TrainConfig(TrainRecipe):
     seed: int = 0
     device: str = "auto"
     compute: str = "auto"
-    num_workers: int = 0
+    num_workers: Optional[int] = None
     progress: bool = True
     on_nonfinite: str = "stop"
     pos_weight: Optional[Union[str, float]] = None
@@ -126,6 +139,8 @@ class TrainConfig(TrainRecipe):
     layer_lr_decay: float = 1.0
     threads: Optional[int] = None
     batch_edges: Optional[int] = None
+    step_mode: str = "auto"
+    size_buckets: int = 8
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -147,7 +162,11 @@ class TrainConfig(TrainRecipe):
             raise ConfigError(f"on_nonfinite must be one of {ON_NONFINITE}, got {self.on_nonfinite!r}")
         check_number("patience", self.patience, 0, integer=True)
         check_number("seed", self.seed, 0, 2**32 - 1, integer=True)
-        check_number("num_workers", self.num_workers, 0, integer=True)
+        if self.num_workers is not None:
+            check_number("num_workers", self.num_workers, 0, integer=True)
+        if self.step_mode not in STEP_MODES:
+            raise ConfigError(f"step_mode must be one of {STEP_MODES}, got {self.step_mode!r}")
+        check_number("size_buckets", self.size_buckets, 1, integer=True)
         if self.compute not in COMPUTE_PATHS:
             raise ConfigError(f"compute must be one of {COMPUTE_PATHS}, got {self.compute!r}")
         if not isinstance(self.device, str):
@@ -258,11 +277,12 @@ def masked_loss(task: str, output: torch.Tensor, target: torch.Tensor, mask: tor
 @dataclass
 class FitRun:
     """What one :meth:`Trainer.fit` call trains with: the optimisation step (through the model as
-    the processes step it, wrapped for DDP, and the optimizer), the training batches and their
-    sampler, the learning-rate schedule, and the bookkeeping of the finished epochs (which holds
-    the run's progress)."""
+    the processes step it, wrapped for DDP; eager, compiled or captured) and its optimizer, the
+    training batches and their sampler, the learning-rate schedule, and the bookkeeping of the
+    finished epochs (which holds the run's progress)."""
 
-    step: TrainStep
+    step: Callable[..., StepResult]
+    optimizer: torch.optim.Optimizer
     loader: DataLoader
     sampler: Optional[Sampler]
     scheduler: torch.optim.lr_scheduler.LambdaLR
@@ -345,23 +365,34 @@ class Trainer:
 
     # -- data ---------------------------------------------------------------------------------
     def loader(self, dataset: Dataset, shuffle: bool = False, sampler: Optional[Sampler] = None, seed: int = 0,
-               batch_size: Optional[int] = None) -> DataLoader:
-        """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs)."""
+               batch_size: Optional[int] = None, padded: bool = False) -> DataLoader:
+        """A DataLoader yielding :class:`MoleculeBatch` (pass ``sampler`` e.g. for distributed runs);
+        ``padded``: batches from size buckets padded to their bucket's shape (the captured and
+        compiled steps'). Its workers (``config.num_workers``) collate the batches and, feeding a
+        GPU, lay each in a few page-locked buffers."""
         generator = torch.Generator().manual_seed(seed)
         collate: Callable[..., Any] = collate_molecule_tensors if self.compute == "tensors" else collate_molecules
+        batch_size = batch_size or self.config.batch_size
+        order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
+        batches: Optional[Sampler] = None
+        if padded:
+            buckets = SizeBuckets.of(*molecule_sizes(dataset), batch_size, self.config.size_buckets)
+            collate = PaddedCollate(buckets)
+            batches = BucketBatchSampler(molecule_sizes(dataset)[0], buckets, batch_size, order, seed,
+                                         drop_last_single=order is not None)
+        elif self.config.batch_edges is not None:
+            batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
+                                             drop_last_single=order is not None)
         if isinstance(dataset, RowIndexed):
             collate = functools.partial(collate_indexed, collate=collate)
-        batch_size = batch_size or self.config.batch_size
+        workers = self.config.num_workers if self.config.num_workers is not None else (2 if self.device.type == "cuda" else 0)
+        feeding = dict(num_workers=workers, pin_memory=self.device.type == "cuda", persistent_workers=workers > 0)
+        if batches is not None:
+            return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, **feeding)  # type: ignore[arg-type]
         rows = len(sampler) if isinstance(sampler, Sized) else len(dataset)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
-        drop_last = (shuffle or sampler is not None) and rows % batch_size == 1  # BatchNorm needs > 1 row
-        workers = self.config.num_workers
-        if self.config.batch_edges is not None:
-            order = sampler if sampler is not None else (RandomSampler(dataset, generator=generator) if shuffle else None)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
-            batches = EdgeBudgetBatchSampler(relation_edge_counts(dataset), batch_size, self.config.batch_edges, order,
-                                             drop_last_single=shuffle or sampler is not None)
-            return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, num_workers=workers)
+        drop_last = order is not None and rows % batch_size == 1  # BatchNorm needs > 1 row
         return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
-                          collate_fn=collate, num_workers=workers, generator=generator, drop_last=drop_last)
+                          collate_fn=collate, generator=generator, drop_last=drop_last, **feeding)  # type: ignore[arg-type]
 
     def _target_names(self, count: int) -> List[str]:
         return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
@@ -455,7 +486,8 @@ class Trainer:
         torch.manual_seed(self.config.seed + self.hooks.rank)
         self._check_labels(train_set, valid_set)
         self._prepare_labels(train_set)
-        self._loss_inputs = LossInputs.of(train_set)
+        inputs = LossInputs.of(train_set)
+        self._loss_inputs = None if inputs is None else inputs.to(self.device)  # the steps index them there
         if self._loss_inputs is not None and self.uncertainty_head != "none":
             raise ConfigError(f"the {self.uncertainty_head} uncertainty head trains on its own likelihood, "
                               "without sample weights or censored labels: drop --weight-col / --loss bounded_mse")
@@ -464,8 +496,10 @@ class Trainer:
     def _start_fit(self, train_set: Dataset, train_sampler: Optional[Sampler], resume: Union[None, bool, PathLike]) -> FitRun:
         """The loader, optimizer and schedule of a fit, and its progress: fresh, or restored by ``resume``."""
         cfg, hooks = self.config, self.hooks
+        mode = resolve_step_mode(cfg.step_mode, self.device, hooks.world_size, cfg.batch_edges)
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
-        train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size))
+        train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size),
+                                   padded=mode != "eager")
         steps_per_epoch = max(len(train_loader), 1)
         groups = parameter_groups(self.model, cfg.lr, cfg.backbone_lr_scale, cfg.layer_lr_decay)
         groups += [{"params": list(part.parameters())} for part in self.parts.values()]
@@ -480,7 +514,8 @@ class Trainer:
         trained = [*self.model.parameters(), *(p for part in self.parts.values() for p in part.parameters())]
         step = TrainStep(hooks.wrap_model(self.training_module()), self.batch_loss, trained, optimizer, cfg.grad_clip,
                          hooks, distribution=self.uncertainty_head != "none")
-        return FitRun(step, train_loader, sampler, scheduler, bookkeeping)
+        faster = {"compiled": CompiledStep, "captured": CapturedStep}.get(mode)
+        return FitRun(step if faster is None else faster(step), optimizer, train_loader, sampler, scheduler, bookkeeping)
 
     def training_module(self) -> torch.nn.Module:
         """What the training steps run each batch through (wrapped for a distributed run): the
@@ -496,7 +531,7 @@ class Trainer:
         set_epoch = getattr(run.sampler, "set_epoch", None)  # a distributed or otherwise epoch-seeded sampler
         if set_epoch is not None:
             set_epoch(epoch)
-        train_loss, last_lr, skipped = self._train_epoch(run.step, run.loader, run.scheduler, epoch)
+        train_loss, last_lr, skipped = self._train_epoch(run.step, run.optimizer, run.loader, run.scheduler, epoch)
         self._check_weights(epoch)
         row: Dict[str, float] = {"epoch": epoch, "lr": last_lr, "train_loss": train_loss, "skipped_steps": skipped}
         metrics = self.evaluate(valid_set) if valid_set is not None else {}
@@ -515,7 +550,8 @@ class Trainer:
         return weighted_loss(self.loss, output, target, batch.mask, task_weights=self.task_weights,
                              pos_weight=self.pos_weight, **extra)
 
-    def _train_epoch(self, step: TrainStep, loader: DataLoader, scheduler, epoch: int) -> Tuple[float, float, int]:
+    def _train_epoch(self, step: Callable[..., StepResult], optimizer: torch.optim.Optimizer, loader: DataLoader, scheduler,
+                     epoch: int) -> Tuple[float, float, int]:
         """Mean training loss (over all processes), the learning rate of the epoch's last step, and
         the number of steps skipped for a non-finite loss or gradient (``on_nonfinite="skip"``).
 
@@ -524,16 +560,16 @@ class Trainer:
         are read every :attr:`read_every` steps and at the end of the epoch."""
         self.model.train()
         tally = StepTally(self.device, self.read_every)
-        optimizer = step.optimizer
         lr, batches = optimizer.param_groups[-1]["lr"], len(loader)
         frozen = backbone_parameters(self.model) if epoch <= self.config.freeze_backbone_epochs else []
         for index, batch in enumerate(loader, start=1):
-            rows = batch.rows if isinstance(batch, IndexedBatch) else None
-            batch = self._to_device(batch.batch if rows is not None else batch)
-            result = step(batch, rows, frozen)
-            lr = optimizer.param_groups[-1]["lr"]
+            rows = batch.rows.to(self.device, non_blocking=True) if isinstance(batch, IndexedBatch) else None
+            batch = batch.batch if rows is not None else batch
+            molecules = real_molecules(batch)  # read on the host, before the batch moves
+            result = step(self._to_device(batch), rows, frozen)
+            lr = float(optimizer.param_groups[-1]["lr"])
             scheduler.step()
-            tally.add(result.loss, result.grad_norm, result.skipped, result.loss_not_finite, batch.batch_size)
+            tally.add(result.loss, result.grad_norm, result.skipped, result.loss_not_finite, molecules)
             if tally.full or index == batches:
                 self._report_skipped(tally.read(), epoch, batches)
         total, count, skipped_steps = tally.totals.tolist()

@@ -2,34 +2,47 @@
 it dispatches), for every preset, and decides on the device to skip a non-finite step."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from conftest_models import freesolv_rows
 
 import dgl
 
-from dgl_graphtx.datasets import MoleculeDataset, collate_molecule_tensors
+from dgl_graphtx.datasets import MoleculeBatch, MoleculeDataset, collate_molecule_tensors
+from dgl_graphtx.datasets.padding import PaddedShape, pad_batch, real_molecules
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.models.presets import PRESETS
 from dgl_graphtx.nn.dense_blocks import BlockGeometry
 from dgl_graphtx.testing import HostSyncError, OperationCounter, assert_no_host_sync
 from dgl_graphtx.training.adamw import adamw
+from dgl_graphtx.training.fast_steps import CompiledStep
 from dgl_graphtx.training.step_tally import StepTally
 from dgl_graphtx.training.train_step import TrainStep
+from dgl_graphtx.training import TrainConfig, Trainer
+from dgl_graphtx.training import trainer as trainer_module
 from dgl_graphtx.training.trainer import masked_loss
 
 EVERY_PRESET = [(model, name) for model, names in sorted(PRESETS.items()) for name in sorted(names)]
 
 
-def _batches(model: str, name: str, count: int = 2, size: int = 6, **overrides):
+def _raw_batches(model: str, name: str, count: int = 2, size: int = 6, **overrides):
     preset = get_preset(model, name, num_layers=2, **overrides)
     frame = freesolv_rows(0, count * size)
     labels = torch.tensor(frame["expt"].tolist())[:, None].repeat(1, preset.model.num_tasks)
     if preset.model.task != "regression":
         labels = (labels > labels.median()).float()
     data = MoleculeDataset(list(frame["smiles"]), labels, featurizer=preset.featurizer, relation=preset.relation, progress=False)
-    batches = [collate_molecule_tensors(data.__getitems__(list(range(i * size, (i + 1) * size)))) for i in range(count)]
-    return preset, batches
+    return [data.__getitems__(list(range(i * size, (i + 1) * size))) for i in range(count)]
+
+
+def _batches(model: str, name: str, count: int = 2, size: int = 6, **overrides):
+    preset = get_preset(model, name, num_layers=2, **overrides)
+    return preset, [collate_molecule_tensors(b) for b in _raw_batches(model, name, count, size, **overrides)]
+
+
+def _double(batch: MoleculeBatch) -> MoleculeBatch:
+    return batch.map_tensors(lambda t: t.double() if t.is_floating_point() else t)
 
 
 def _step(preset, grad_clip: float = 0.0) -> TrainStep:
@@ -117,3 +130,57 @@ def test_the_step_traces_as_one_graph_with_the_gradients_of_the_eager_step(model
     assert len(traced) == len(eager)
     for got, expected in zip(traced, eager):
         torch.testing.assert_close(got, expected, rtol=0, atol=1e-12)
+
+
+def test_a_compiled_step_on_padded_batches_takes_the_eager_steps_path():
+    """CompiledStep (the forward and loss traced once per padded shape) trains like the eager step:
+    the same losses and weights over steps of two buckets (aot_eager runs the traced graphs op by
+    op, float64); an unpadded batch takes the eager step itself."""
+    preset, (first, second) = _batches("gradformer", "molhiv", dropout=0.0, attn_dropout=0.0)
+    shapes = [PaddedShape(8, 30, 70), PaddedShape(8, 40, 90)]
+    raw = [MoleculeBatch(*b) for b in _raw_batches("gradformer", "molhiv", dropout=0.0, attn_dropout=0.0)]
+    padded = [pad_batch(b, shape) for b, shape in zip(raw, shapes)]
+
+    def trained(make_step, batches):
+        step = _step(preset)
+        step.module.double()
+        run = make_step(step)
+        losses = [float(run(_double(b)).loss) for b in batches]
+        return losses, [p.detach().clone() for p in step.module.parameters()]
+
+    eager = trained(lambda s: s, padded * 2)
+    torch._dynamo.reset()
+    compiled = trained(lambda s: CompiledStep(s, backend="aot_eager"), padded * 2)
+    torch.testing.assert_close(compiled[0], eager[0], rtol=0, atol=1e-10)
+    for a, b in zip(compiled[1], eager[1]):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+    step = CompiledStep(_step(preset), backend="aot_eager")
+    step(first)  # unpadded: no compilation
+    assert step.shapes == {}
+
+
+def test_a_trainer_with_compiled_steps_trains_on_padded_size_buckets(monkeypatch):
+    """step_mode='compiled': batches from size buckets padded to their shapes (one compiled graph
+    per shape), every molecule trained on once per epoch, the epoch's mean loss over real molecules."""
+    compiled = []
+
+    def traced(step):
+        compiled.append(CompiledStep(step, backend="aot_eager"))
+        return compiled[-1]
+
+    monkeypatch.setattr(trainer_module, "CompiledStep", traced)
+    preset = get_preset("grpe", "tiny", num_layers=1, hidden_dim=16, num_heads=2)
+    frame = freesolv_rows(0, 40)
+    data = MoleculeDataset(list(frame["smiles"]), torch.tensor(frame["expt"].tolist())[:, None], featurizer=preset.featurizer,
+                           relation=preset.relation, progress=False)
+    config = TrainConfig(epochs=2, batch_size=8, progress=False, device="cpu", step_mode="compiled", size_buckets=3)
+    result = Trainer(build_model(preset.model), config).fit(data, data)
+    assert np.isfinite(result.history["train_loss"]).all() and np.isfinite(result.history["valid_rmse"]).all()
+    assert 1 <= len(compiled[0].shapes) <= 3  # one compiled graph per bucket that had a batch
+    seen = []
+    loader = Trainer(build_model(preset.model), config).loader(data, shuffle=True, padded=True)
+    for batch in loader:
+        seen.append(real_molecules(batch))
+        assert batch.graph.slot_size and batch.batch_size == 8
+    assert seen == [len(batch) for batch in loader.batch_sampler] and min(seen) > 1  # BatchNorm needs two molecules
+    assert 40 - len(loader.batch_sampler.buckets.upper) <= sum(seen) <= 40  # a bucket's last single molecule waits
