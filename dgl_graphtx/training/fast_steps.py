@@ -25,7 +25,9 @@ import torch
 from ..datasets import MoleculeBatch
 from ..datasets.collate import leaves
 from ..errors import ConfigError
+from ..nn.dense_blocks import LAYOUT_CACHE
 from ..nn.graph_tensors import GraphTensors
+from ..nn.pair_classes import PAIR_CODES_CACHE
 from .train_step import StepResult, TrainStep
 
 logger = logging.getLogger("dgl_graphtx")
@@ -150,6 +152,7 @@ class CapturedStep:
         for group in optimizer.param_groups:  # read by the captured update; the schedule fills them in place
             if not torch.is_tensor(group["lr"]):
                 group["lr"] = torch.tensor(float(group["lr"]), device=device)
+            group["capturable"] = True  # the fused kernel's state lives on the device already
         statistics = {name: b.detach().clone() for name, b in self.step.module.named_buffers()}
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -160,6 +163,9 @@ class CapturedStep:
         with torch.no_grad():
             for name, buffer in self.step.module.named_buffers():
                 buffer.copy_(statistics[name])
+        for graph_like in (batch.graph, batch.relation_graph):  # laid out again inside the graph, from each batch's data
+            graph_like.__dict__.pop(LAYOUT_CACHE, None)
+            graph_like.__dict__.pop(PAIR_CODES_CACHE, None)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             result = self.step(batch, rows)
