@@ -99,6 +99,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, default=None, help="CSV output; None: benchmarks/results/compute_paths.csv")
     parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md (never with --quick)")
+    parser.add_argument("--step-modes", nargs="*", metavar="VARIANT/PRESET", default=None,
+                        help="also rows of the step modes (eager / no-sync / captured / compiled, step_modes.py) "
+                             "of these presets on MolHIV-sized molecules (none given: step_modes.py's four)")
     args = parser.parse_args()
     if args.quick:
         args.batch_size, args.warmup, args.repeats = 16, 1, 3
@@ -114,6 +117,12 @@ def main() -> None:
              f"{args.repeats} interleaved repeats. {environment_line(env)}"]
     publish(section, rows, COLUMNS, env, args.csv or default_csv("compute_paths", args.quick), intro,
             update_docs=not (args.quick or args.no_docs))
+    if args.step_modes is not None:
+        from benchmarks.checks import step_modes  # the step modes' own rows, on the same device
+
+        step_modes.main(["--device", args.device, "--batch-size", str(min(args.batch_size, 32)),
+                         *(["--presets", *args.step_modes] if args.step_modes else []),
+                         *(["--batches", "2", "--repeats", "2"] if args.quick else [])])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,21 @@
    molecules/s, held-out descriptor R2 and masked-atom accuracy; then check 2 fine-tuned from
    that backbone (``--from-pretrained``).
 
-Run on a GPU machine:  python -m benchmarks.checks.gpu_checks [--pretrain-smiles FILE]
+4. **Fast steps** (issue 43, ``--checks fast``; MolHIV-sized MOSES molecules, ``--smiles FILE`` or
+   the molsets wheel): (a) no host sync: the eager steps of four presets and the replays of their
+   captured steps under ``torch.cuda.set_sync_debug_mode("error")``; (b) training graphs/s of each
+   step mode (``step_modes.py``: eager as before, eager without syncs, captured, and compiled for
+   the MolHIV recipe, with its compile time); (c) one MolHIV-size epoch (33,000 molecules, batch
+   32, the ``molhiv`` recipe, captured steps through the trainer) against the goal of 10 s, the
+   eager step's epoch measured on a tenth; (d) prediction molecules/s of the tiny presets (the
+   model on pre-featurized batches of 1,024, and :class:`Predictor` end to end); (e) a MOSES
+   pretraining epoch (1.58M molecules) estimated from the shipped backbone's captured step.
+   Tables go to ``--out`` (default ``benchmarks/results/gpu_fast_steps.md``).
+
+``--checks`` chooses among ``agreement``, ``train``, ``pretrain`` (with ``--pretrain-smiles``) and
+``fast`` (all by default).
+
+Run on a GPU machine:  python -m benchmarks.checks.gpu_checks [--pretrain-smiles FILE] [--smiles MOSES_FILE]
 Smoke check anywhere:  python -m benchmarks.checks.gpu_checks --device cpu --quick
 """
 from __future__ import annotations
@@ -43,9 +57,20 @@ import dgl_graphtx  # noqa: E402,F401  (before dgl)
 from benchmarks.common.molecules import MOSES_SIZE, freesolv_smiles, heavy_atoms  # noqa: E402
 from benchmarks.common.report import format_table  # noqa: E402
 
+from benchmarks.checks import step_modes  # noqa: E402
+from torch.utils.data import Subset  # noqa: E402
+
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint  # noqa: E402
 from dgl_graphtx.datasets import FREESOLV_TARGET, MoleculeDataset, collate_molecule_tensors, collate_molecules, freesolv_path  # noqa: E402
+from dgl_graphtx.datasets.buckets import PaddedCollate, SizeBuckets, molecule_sizes  # noqa: E402
 from dgl_graphtx.inference import Predictor  # noqa: E402
 from dgl_graphtx.models import build_model, get_preset  # noqa: E402
+from dgl_graphtx.training import TrainConfig, Trainer  # noqa: E402
+from dgl_graphtx.training.adamw import adamw  # noqa: E402
+from dgl_graphtx.training.fast_steps import CapturedStep  # noqa: E402
+from dgl_graphtx.training.step_tally import StepTally  # noqa: E402
+from dgl_graphtx.training.train_step import TrainStep  # noqa: E402
+from dgl_graphtx.training.trainer import masked_loss  # noqa: E402
 
 CONFIGS = [("grpe", "tiny"), ("grpe", "standard"), ("moire", "2d"), ("moire", "3d"), ("moire", "3d-energy"), ("gradformer", "default"),
            ("gradformer", "molhiv"), ("vanilla", "tiny"), ("graphormer", "tiny")]
@@ -144,6 +169,135 @@ def pretrain_on_device(device: str, smiles_file: Path, molecules: int, epochs: i
     return train_and_predict(device, 5, work, extra=["--from-pretrained", str(out)])
 
 
+FAST_PRESETS = ["gradformer/molhiv", "gradformer/default", "grpe/tiny", "moire/2d"]
+
+
+def sync_free(device: torch.device, smiles: Sequence[str]) -> List[Dict[str, object]]:
+    """Check 4a: the steps of four presets under ``set_sync_debug_mode("error")`` (eager, and the
+    captured step's replays), after a first step outside it."""
+    rows = []
+    for preset_name in FAST_PRESETS:
+        variant, name = preset_name.split("/")
+        preset = get_preset(variant, name)
+        data = MoleculeDataset(list(smiles[:64]), torch.randint(0, 2, (64, preset.model.num_tasks)).float(),
+                               featurizer=preset.featurizer, relation=preset.relation, progress=False)
+        plain = [collate_molecule_tensors(data.__getitems__(list(range(i, i + 32)))).to(device) for i in (0, 32)]
+        padded = [PaddedCollate(SizeBuckets.of(*molecule_sizes(data), 32, 1))(data.__getitems__(list(range(i, i + 32)))).to(device)
+                  for i in (0, 32)]
+        results = {}
+        for mode, batches in (("eager", plain), ("captured", padded)):
+            torch.manual_seed(0)
+            model = build_model(preset.model).to(device).train()
+            step = TrainStep(model, lambda out, b, rows: masked_loss(preset.model.task, out, b.labels, b.mask),
+                             list(model.parameters()), adamw([{"params": list(model.parameters())}], 1e-4, 0.0, device))
+            run = CapturedStep(step) if mode == "captured" and device.type == "cuda" else step
+            tally = StepTally(device, 8)
+            run(batches[0])  # the optimizer's state, the capture
+            try:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.set_sync_debug_mode("error")
+                for batch in batches * 2:
+                    result = run(batch)
+                    tally.add(result.loss, result.grad_norm, result.skipped, result.loss_not_finite, 32)
+                results[mode] = "no host sync in 4 steps"
+            except RuntimeError as err:
+                results[mode] = f"sync: {str(err).splitlines()[0][:120]}"
+            finally:
+                if device.type == "cuda":
+                    torch.cuda.set_sync_debug_mode("default")
+        rows.append({"preset": preset_name, **results})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def molhiv_epoch(device: torch.device, smiles: Sequence[str], molecules: int = 33_000) -> Dict[str, object]:
+    """Check 4c: one epoch of the ``molhiv`` recipe over ``molecules`` (the distinct ``smiles``
+    repeated) through the trainer with captured steps; the eager step's epoch from a tenth of it."""
+    preset = get_preset("gradformer", "molhiv")
+    data = MoleculeDataset(list(smiles), torch.randint(0, 2, (len(smiles), 1)).float(), featurizer=preset.featurizer,
+                           relation=preset.relation, progress=False)
+    rows = {}
+    runs = [("captured", molecules)] if device.type == "cuda" else []
+    for mode, count in runs + [("eager", molecules // 10)]:
+        subset = Subset(data, [i % len(data) for i in range(count)])
+        config = TrainConfig.from_recipe(preset.train, epochs=1, progress=False, device=str(device), step_mode=mode,
+                                         warmup_epochs=0)
+        torch.manual_seed(0)
+        start = time.perf_counter()
+        Trainer(build_model(preset.model), config).fit(subset)
+        seconds = time.perf_counter() - start
+        rows[mode if count == molecules else f"{mode} (from a tenth)"] = seconds * molecules / count
+        print(f"molhiv epoch, {mode} steps: {count} molecules in {seconds:.1f} s ({count / seconds:.0f} graphs/s)", flush=True)
+    return {"check": f"MolHIV-size epoch ({molecules} molecules, batch 32, molhiv recipe)",
+            "result": ", ".join(f"{mode} {seconds:.1f} s" for mode, seconds in rows.items()) + " (goal: 10 s)"}
+
+
+def prediction_rates(device: torch.device, smiles: Sequence[str]) -> List[Dict[str, object]]:
+    """Check 4d: molecules/s of the tiny presets, the model alone and Predictor end to end."""
+    rows = []
+    for preset_name in ("grpe/tiny", "gradformer/default", "vanilla/tiny"):
+        variant, name = preset_name.split("/")
+        preset = get_preset(variant, name)
+        data = MoleculeDataset(list(smiles[:2048]), torch.zeros(min(2048, len(smiles)), 1), featurizer=preset.featurizer,
+                               relation=preset.relation, progress=False)
+        size = min(1024, len(data))
+        batches = [collate_molecule_tensors(data.__getitems__(list(range(i, i + size)))).to(device)
+                   for i in range(0, len(data) - size + 1, size)]
+        torch.manual_seed(0)
+        model = build_model(preset.model).to(device).eval()
+        with torch.inference_mode():
+            for batch in batches:
+                model(batch.graph, batch.relation_graph)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(5):
+                for batch in batches:
+                    model(batch.graph, batch.relation_graph)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            model_rate = 5 * size * len(batches) / (time.perf_counter() - start)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save_checkpoint(Path(tmp) / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+            predictor = Predictor(path, device=str(device), batch_size=1024)
+            start = time.perf_counter()
+            predictor.predict(list(smiles[:4096]))
+            end_to_end = min(4096, len(smiles)) / (time.perf_counter() - start)
+        rows.append({"preset": preset_name, "model molecules/s": round(model_rate), "Predictor molecules/s": round(end_to_end)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def fast_steps(device: torch.device, smiles: Sequence[str], out: Path, quick: bool) -> None:
+    """Check 4 (module docstring), its tables printed and written to ``out``."""
+    sections = []
+    rows = sync_free(device, smiles)
+    sections.append(("No host sync (set_sync_debug_mode('error'))", rows))
+    modes = [m for m in step_modes.MODES if m != "compiled"]
+    timing = [row for preset in FAST_PRESETS[: 1 if quick else 4]
+              for row in step_modes.run(preset, modes, device, smiles, 32, batches=4 if quick else 8, repeats=3 if quick else 5)]
+    if device.type == "cuda" and not quick:  # one compiled shape: the compile time is what it costs
+        timing += step_modes.run("gradformer/molhiv", ["compiled"], device, smiles, 32, batches=8, repeats=5, buckets=1)
+    sections.append(("Training steps (batch 32, MolHIV-sized)", timing))
+    backbone = step_modes.run("gradformer/default", ["captured" if device.type == "cuda" else "no-sync"], device, smiles, 64,
+                              batches=4 if quick else 8, num_tasks=194)
+    rate = float(backbone[0]["graphs_s"])
+    sections.append(("MOSES pretraining epoch, shipped backbone's size (gradformer default, 194 targets, batch 64)",
+                     [{"graphs/s": rate, "estimated epoch (1,584,663 molecules)": f"{MOSES_SIZE / rate / 60:.1f} min (goal: 3 min)"}]))
+    epoch = molhiv_epoch(device, smiles, 3300 if quick else 33_000)
+    sections.append(("MolHIV-size epoch", [epoch]))
+    sections.append(("Prediction (inference_mode, batches of 1,024)", prediction_rates(device, smiles)))
+    text = []
+    for title, table in sections:
+        keys = list(dict.fromkeys(k for row in table for k in row))
+        text += [f"### {title}", "", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        text += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in table] + [""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text) + "\n")
+    print("\n".join(text), flush=True)
+
+
 def main(argv: List[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
@@ -152,13 +306,20 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--pretrain-smiles", type=Path, default=None, help="SMILES file for check 3 (default: skip it)")
     parser.add_argument("--pretrain-molecules", type=int, default=10_000)
     parser.add_argument("--pretrain-epochs", type=int, default=3)
+    parser.add_argument("--checks", nargs="+", default=["fast", "agreement", "train", "pretrain"],
+                        choices=["fast", "agreement", "train", "pretrain"])
+    parser.add_argument("--smiles", help="MolHIV-sized molecules for the fast-step checks (default: from the molsets wheel)")
+    parser.add_argument("--moses-dir", type=Path, default=Path(__file__).resolve().parents[1] / ".cache" / "moses")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "gpu_fast_steps.md")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
+    if "fast" in args.checks:
+        fast_steps(device, step_modes.molecules(256 if args.quick else 2000, args.smiles, args.moses_dir), args.out, args.quick)
     small = freesolv_smiles()[0]
     large = [s for s in freesolv_smiles()[0] if heavy_atoms(s) >= 12]
     count = 8 if args.quick else 64
     rows = []
-    for variant, preset in CONFIGS[:2] if args.quick else CONFIGS:
+    for variant, preset in (CONFIGS[:2] if args.quick else CONFIGS) if "agreement" in args.checks else []:
         for name, pool in (("FreeSolv", small), ("12+ atoms", large)):
             row = agreement(variant, preset, pool[:count], device)
             rows.append(dict(row, molecules=f"{row['molecules']} {name}"))
@@ -166,11 +327,13 @@ def main(argv: List[str] = None) -> int:
     columns = [("config", "config"), ("molecules", "molecules"), ("out_rel", "output rel. err"),
                ("grad_rel", "gradient rel. err"), ("rerun_out_max", "rerun max |d out|"), ("rerun_grad_max", "rerun max |d grad|"),
                ("f64_rel", "float64 on device: max rel. err")]
-    print(format_table(rows, columns))
-    with tempfile.TemporaryDirectory() as work:
-        result = train_and_predict(args.device, 1 if args.quick else args.epochs, Path(work))
-    print(f"{result['check']}: {result['result']}", flush=True)
-    if args.pretrain_smiles:
+    if rows:
+        print(format_table(rows, columns))
+    if "train" in args.checks:
+        with tempfile.TemporaryDirectory() as work:
+            result = train_and_predict(args.device, 1 if args.quick else args.epochs, Path(work))
+        print(f"{result['check']}: {result['result']}", flush=True)
+    if args.pretrain_smiles and "pretrain" in args.checks:
         with tempfile.TemporaryDirectory() as work:
             result = pretrain_on_device(args.device, args.pretrain_smiles, 64 if args.quick else args.pretrain_molecules,
                                         1 if args.quick else args.pretrain_epochs, Path(work))

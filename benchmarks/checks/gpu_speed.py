@@ -326,6 +326,8 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, object]]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", type=Path, default=None, help="CSV output; default benchmarks/results/gpu_speed.csv")
     parser.add_argument("--write-docs", action="store_true", help="write the table into docs/benchmarks.md (not with --quick)")
+    parser.add_argument("--step-modes", action="store_true",
+                        help="also rows of our step modes (eager / no-sync / captured / compiled, step_modes.py)")
     args = parser.parse_args(argv)
     if args.quick:
         args.batch_size, args.batches, args.warmup, args.repeats = args.batch_size or 4, 2, 1, 2
@@ -373,6 +375,11 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, object]]:
         intro_epoch = []
     publish("gpu_speed", rows, COLUMNS, env, args.csv or default_csv("gpu_speed", args.quick), intro + intro_epoch,
             update_docs=args.write_docs and not args.quick)
+    if args.step_modes:
+        from benchmarks.checks import step_modes  # the step modes' own rows, on the same device
+
+        step_modes.main(["--device", args.device, *(["--smiles", str(args.smiles)] if args.smiles else []),
+                         *(["--batches", "2", "--repeats", "2", "--modes", "eager", "no-sync"] if args.quick else [])])
     return rows + epoch_rows
 
 

@@ -375,6 +375,8 @@ class Predictor:
         """The featurized molecules with their extra features, and per input row why extra
         feature values were masked (as at training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
+        if done.graphs is not None:  # once per chunk, on the host: a GPU would only assert deep in an embedding
+            self.model.check_inputs(done.graphs)
         masked: List[Optional[str]] = [None] * len(molecules)
         if self.extras is not None and done.graphs is not None:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
@@ -450,13 +452,16 @@ class Predictor:
     def _predict_batch(self, graph, relation) -> np.ndarray:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
         temperature = self.calibration.temperature if self.calibration is not None else None
-        out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples, temperature)
-        output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
+        with torch.inference_mode():
+            out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples,
+                                           temperature)
+            output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
         return output.cpu().double().numpy()
 
     def _embed_batch(self, graph, relation, atoms: bool) -> Tuple[np.ndarray, List[np.ndarray]]:
         """Molecule representations ``[B, d]`` of one batch and, with ``atoms``, each molecule's atom states."""
-        mol_states, atom_states = self.model.embed(graph, relation)
+        with torch.inference_mode():
+            mol_states, atom_states = self.model.embed(graph, relation)
         parts = torch.split(atom_states.cpu(), graph.batch_num_nodes().tolist()) if atoms else []
         return mol_states.cpu().float().numpy(), [part.float().numpy() for part in parts]
 
