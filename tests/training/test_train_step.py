@@ -104,7 +104,8 @@ def test_a_non_finite_gradient_skips_the_step_with_the_loss_finite():
     assert result.skipped and not result.loss_not_finite and not torch.isfinite(result.grad_norm)
 
 
-@pytest.mark.parametrize("model, name", [("gradformer", "molhiv"), ("grpe", "tiny"), ("moire", "2d")], ids=["gradformer-molhiv", "grpe-tiny", "moire-2d"])
+@pytest.mark.parametrize("model, name", [("gradformer", "molhiv"), ("grpe", "tiny"), ("moire", "2d")],
+                         ids=["gradformer-molhiv", "grpe-tiny", "moire-2d"])
 def test_the_step_traces_as_one_graph_with_the_gradients_of_the_eager_step(model, name):
     """``torch.compile(fullgraph=True, dynamic=False)`` of the forward and loss: one graph (any
     break would raise), and in float64 the same loss and gradients as eager (AOTAutograd traces

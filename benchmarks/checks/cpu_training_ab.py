@@ -10,10 +10,11 @@ graphs/s of each tree and their ratio.
 
 Make the baseline checkout with ``git worktree add /work/wt-base main`` and run::
 
-    OMP_NUM_THREADS=1 python benchmarks/cpu_training_ab.py --baseline /work/wt-base [--smiles FILE]
+    OMP_NUM_THREADS=1 python -m benchmarks.checks.cpu_training_ab --baseline /work/wt-base [--smiles FILE]
 
 Only public API present in both trees is used (``MoleculeDataset``, ``get_preset``,
-``build_model``, ``Trainer``, ``TrainConfig.from_recipe``).
+``build_model``, ``Trainer``, ``TrainConfig.from_recipe``); the measuring processes run this file
+as a script and import nothing from ``benchmarks``.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 HERE = Path(__file__).resolve()
+ROOT = HERE.parents[2]  # this checkout
 PRESETS = ("gradformer/default", "grpe/tiny", "gradformer/molhiv", "moire/2d")
 
 
@@ -76,12 +78,11 @@ def moses_file(args: argparse.Namespace) -> Path:
     """``--smiles``, or MOSES molecules of 20-30 heavy atoms written to ``.cache`` from the molsets wheel."""
     if args.smiles:
         return Path(args.smiles)
-    sys.path.insert(0, str(HERE.parent))
-    from _molecules import heavy_atoms, moses_smiles
+    from benchmarks.common.molecules import heavy_atoms, moses_smiles  # the parent process only
 
-    path = HERE.parents[1] / ".cache" / f"moses_molhiv_sized_{args.molecules}.smi"
+    path = ROOT / ".cache" / f"moses_molhiv_sized_{args.molecules}.smi"
     if not path.exists():
-        pool = moses_smiles(HERE.parents[1] / ".cache" / "moses", 4 * args.molecules, seed=0)
+        pool = moses_smiles(ROOT / ".cache" / "moses", 4 * args.molecules, seed=0)
         chosen = [s for s in pool if 20 <= heavy_atoms(s) <= 30][: args.molecules]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(chosen) + "\n")
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] = None) -> None:
     if args.baseline is None:
         parser.error("--baseline PATH is required (a checkout of the code to compare with)")
     args.smiles = moses_file(args).resolve()
-    trees = {"this": HERE.parents[1], "baseline": args.baseline.resolve()}
+    trees = {"this": ROOT, "baseline": args.baseline.resolve()}
     print(f"{args.molecules} molecules from {args.smiles}, {args.epochs} timed epochs, {args.rounds} rounds, OMP_NUM_THREADS=1")
     print("graphs/s of wall time, and per second of the process's CPU time (what other processes on the machine do not change)")
     print(f"{'preset':22s} {'batch':>5s} {'baseline g/s':>12s} {'this g/s':>9s} {'ratio':>6s} "
