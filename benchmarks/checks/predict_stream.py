@@ -1,4 +1,6 @@
-"""Screening-scale prediction: molecules/s and peak memory of a large SMILES file, streamed.
+"""Screening-scale prediction: molecules/s and peak memory of a large SMILES file, streamed
+through the ``Predictor`` API, per preset and device (``predict_memory`` measures the command
+line's memory on FreeSolv).
 
 A checkpoint of each preset (random weights: the speed does not depend on them) predicts
 ``--molecules`` MOSES SMILES read lazily from a file (``--smiles``, else the first ones of the
