@@ -124,6 +124,8 @@ ALTERNATIVES = {
     "train.layer_lr_decay": ("0.8", 0.8, []),
     "train.threads": ("2", 2, []),
     "train.batch_edges": ("5000", 5000, []),
+    "train.step_mode": ("compiled", "compiled", []),
+    "train.size_buckets": ("4", 4, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
 }
