@@ -27,8 +27,11 @@ class GraphTensors:
     ``num_nodes()``, ``num_edges()``, ``batch_num_nodes()``, ``batch_size``, ``ndata``,
     ``edata``, ``device``, ``to()``). ``from_graph(..., blocks=True)`` also lays out the
     head-independent part of the dense attention blocks
-    (:class:`~dgl_graphtx.nn.dense_blocks.BlockGeometry`) where it is built (the CPU side of
-    a loader), so a training step on the device never waits to compute it.
+    (:class:`~dgl_graphtx.nn.dense_blocks.BlockGeometry`) and finds the relation pairs'
+    (distance, bond, self) combinations (:class:`~dgl_graphtx.nn.pair_classes.PairCodes`) where
+    it is built (the CPU side of a loader), so a training step on the device never waits to
+    compute them. A padded batch (:mod:`dgl_graphtx.datasets.padding`) carries its real nodes'
+    ``node_mask`` and its graphs' ``slot_size``.
 
     Example:
         >>> g = dgl.batch([dgl.graph(([0, 1], [1, 0])), dgl.graph(([0], [0]))])
