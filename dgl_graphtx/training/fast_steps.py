@@ -124,7 +124,7 @@ class CapturedStep:
             raise ConfigError("captured steps record CUDA graphs and need a CUDA device")
         self.step = step
         self.warmup = warmup
-        self.captures: Dict[Tuple[Any, ...], _Capture] = {}
+        self.captures: Dict[Tuple[Any, ...], Optional[_Capture]] = {}  # None: could not be captured
         self.pool = torch.cuda.graph_pool_handle()
 
     def __call__(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None,
@@ -133,12 +133,20 @@ class CapturedStep:
         if shape is None or frozen:
             return self.step(batch, rows, frozen)
         key = (shape, None if rows is None else tuple(rows.shape))
-        capture = self.captures.get(key)
-        if capture is None:
+        if key not in self.captures:
             start = time.perf_counter()
-            capture = self.captures[key] = self._capture(batch, rows)
-            logger.info("captured the training step for padded shape %s in %.1f s (%d shapes)", shape,
-                        time.perf_counter() - start, len(self.captures))
+            try:
+                self.captures[key] = self._capture(batch, rows)
+            except RuntimeError as err:  # an operation that cannot be captured: this shape runs eagerly
+                self.captures[key] = None
+                logger.warning("the training step for padded shape %s cannot be captured, it runs eagerly: %s",
+                               shape, str(err).splitlines()[0] if str(err) else type(err).__name__)
+            else:
+                logger.info("captured the training step for padded shape %s in %.1f s (%d shapes)", shape,
+                            time.perf_counter() - start, len(self.captures))
+        capture = self.captures[key]
+        if capture is None:
+            return self.step(batch, rows, frozen)
         for static, new in zip(leaves(capture.batch), leaves(batch)):
             static.copy_(new, non_blocking=True)
         if rows is not None and capture.rows is not None:

@@ -497,6 +497,13 @@ class Trainer:
         """The loader, optimizer and schedule of a fit, and its progress: fresh, or restored by ``resume``."""
         cfg, hooks = self.config, self.hooks
         mode = resolve_step_mode(cfg.step_mode, self.device, hooks.world_size, cfg.batch_edges)
+        own_step = type(self).batch_loss is Trainer.batch_loss and type(self).training_module is Trainer.training_module
+        if mode != "eager" and not own_step:  # another loss may read what padding adds (padding atoms, say)
+            if cfg.step_mode != "auto":
+                raise ConfigError(f"step_mode {cfg.step_mode!r} trains on padded batches, which {type(self).__name__}'s own "
+                                  "loss or module is not known to read correctly; use step_mode 'eager'")
+            logger.info("%s trains with its own loss: eager steps", type(self).__name__)
+            mode = "eager"
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size),
                                    padded=mode != "eager")

@@ -10,6 +10,7 @@ from conftest_models import freesolv_rows
 import dgl
 
 from dgl_graphtx.datasets import MoleculeBatch, MoleculeDataset, collate_molecule_tensors
+from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.datasets.padding import PaddedShape, pad_batch, real_molecules
 from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.models.presets import PRESETS
@@ -185,3 +186,19 @@ def test_a_trainer_with_compiled_steps_trains_on_padded_size_buckets(monkeypatch
         assert batch.graph.slot_size and batch.batch_size == 8
     assert seen == [len(batch) for batch in loader.batch_sampler] and min(seen) > 1  # BatchNorm needs two molecules
     assert 40 - len(loader.batch_sampler.buckets.upper) <= sum(seen) <= 40  # a bucket's last single molecule waits
+
+
+def test_a_trainer_with_its_own_loss_is_refused_padded_steps():
+    """A subclass that changes the loss (as masked-atom pretraining does) may read what padding adds:
+    the padded step modes are refused for it, naming the way out."""
+
+    class OwnLoss(Trainer):
+        def batch_loss(self, output, batch, rows=None):
+            return output.square().mean()
+
+    preset = get_preset("grpe", "tiny", num_layers=1, hidden_dim=16, num_heads=2)
+    data = MoleculeDataset(list(freesolv_rows(0, 8)["smiles"]), torch.zeros(8, 1), featurizer=preset.featurizer,
+                           relation=preset.relation, progress=False)
+    config = TrainConfig(epochs=1, batch_size=4, progress=False, device="cpu", step_mode="compiled")
+    with pytest.raises(ConfigError, match="OwnLoss's own loss or module .* use step_mode 'eager'"):
+        OwnLoss(build_model(preset.model), config).fit(data)
