@@ -23,6 +23,7 @@ from .attention import RelationAttention, ScoreTerms, StructureTerm
 from .dense_blocks import BlockLayout
 from .graph_tensors import GraphLike
 from .pair_classes import PairCodes, SpatialClasses, authors_diagonal
+from .tracing import exporting
 
 GRPE_MODES = ("paper", "reference")
 
@@ -146,7 +147,10 @@ class GRPETerm(StructureTerm):
         present combinations only (a few dozen, not all ``(L + 4) x num_bond_classes``), once per
         forward pass for the layers sharing them."""
         enc = self.encodings
-        codes = PairCodes.cached(graph)
+        if exporting():  # sizes known before the data; distances beyond FAR are FAR anyway
+            codes = PairCodes.of(graph, spd_cap=enc.max_distance + 1, bonds=enc.vocab.num_classes)
+        else:
+            codes = PairCodes.cached(graph)
         psi, phi = self.spatial(codes.spd), codes.bond
         if self.mode == "reference":
             psi, phi = authors_diagonal(psi, phi, codes.is_self, enc.vocab)
@@ -170,9 +174,12 @@ class GRPETerm(StructureTerm):
         return ScoreTerms(bias=bias * scale)
 
     def block_score_terms(self, blocks: BlockLayout, q: torch.Tensor, k: torch.Tensor, scale: float,
-                          state: GRPEState) -> ScoreTerms:
+                          state: GRPEState) -> Optional[ScoreTerms]:
         """The bias on dense blocks: each node's products with the class rows, laid out per query
-        row ``[B, H, n, C]`` and read at each slot's class (the key terms: per key column)."""
+        row ``[B, H, n, C]`` and read at each slot's class (the key terms: per key column). Under
+        ``torch.export`` (the number of classes is known only from the data) the per-edge terms."""
+        if exporting():
+            return None
         b, h, n = blocks.num_graphs, blocks.num_heads, blocks.size
         index = state.block_classes(blocks)[:, None].expand(b, h, n, n)
         queries = blocks.pad_rows(torch.einsum("nhd,chd->nhc", q, state.query_table))  # [B, H, n, C]
@@ -183,8 +190,11 @@ class GRPETerm(StructureTerm):
             bias = torch.gather(queries, 3, index) + torch.gather(keys.transpose(2, 3), 2, index)
         return ScoreTerms(bias=(bias * scale).view(b * h, n, n))
 
-    def block_values(self, blocks: BlockLayout, attn: torch.Tensor, state: GRPEState) -> torch.Tensor:
-        """The value term on dense blocks: each row's attention mass per class, times the table."""
+    def block_values(self, blocks: BlockLayout, attn: torch.Tensor, state: GRPEState) -> Optional[torch.Tensor]:
+        """The value term on dense blocks: each row's attention mass per class, times the table
+        (under ``torch.export``: the per-edge one)."""
+        if exporting():
+            return None
         b, h, n, c = blocks.num_graphs, blocks.num_heads, blocks.size, state.value_table.shape[0]
         index = state.block_classes(blocks)[:, None].expand(b, h, n, n)
         mass = attn.new_zeros(b, h, n, c).scatter_add_(3, index, attn.view(b, h, n, n))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import torch
 
@@ -108,13 +108,19 @@ class PairCodes:
     is_self: torch.Tensor  # [P] bool: a self pair (source == destination)
 
     @classmethod
-    def of(cls, graph: Any) -> "PairCodes":
-        """The combinations of ``graph``'s edges (its ``edata["spd"]``, ``edata["bond"]`` and ``edges()``)."""
+    def of(cls, graph: Any, spd_cap: Optional[int] = None, bonds: Optional[int] = None) -> "PairCodes":
+        """The combinations of ``graph``'s edges (its ``edata["spd"]``, ``edata["bond"]`` and
+        ``edges()``). With ``spd_cap`` (distances above it counted as it: a reader that tells no
+        longer distances apart) and ``bonds`` (more than any bond class), the codes span a size
+        known before the data, as a traced program (``torch.export``) needs."""
         spd, bond = graph.edata["spd"].long(), graph.edata["bond"].long()
         src, dst = graph.edges()
-        bonds = int(bond.max()) + 1 if bond.numel() else 1
+        if spd_cap is not None:
+            spd = spd.clamp(max=spd_cap)
+        bonds = bonds if bonds is not None else (int(bond.max()) + 1 if bond.numel() else 1)
         code = ((spd - SPD_VIRTUAL) * bonds + bond) * 2 + (src == dst).long()
-        seen = torch.bincount(code) > 0  # a count, not a sort: linear in the edges
+        span = None if spd_cap is None else (spd_cap - SPD_VIRTUAL + 1) * bonds * 2
+        seen = (torch.bincount(code) if span is None else torch.bincount(code, minlength=span)) > 0  # linear, not a sort
         present = seen.nonzero().squeeze(1)
         edge_code = (torch.cumsum(seen, 0) - 1)[code]
         pair = torch.div(present, 2, rounding_mode="floor")
