@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from .config import HALVES, KEY_PAIRS, RECOMMENDED, SETS_BY_NAME, TOOL_ORDER, TOOLS_BY_NAME
+from .config import HALVES, KEY_PAIRS, SETS_BY_NAME, TOOL_ORDER, TOOLS_BY_NAME
 from .metrics import relative_improvement
 from .runner import Store
 
@@ -32,7 +32,7 @@ def is_current(row: Dict[str, object]) -> bool:
     the tool's present settings (a row of a tool whose settings changed is stale until it is redone).
 
     Example:
-        >>> is_current({"tool": "default", "settings": '{"args": []}'}), is_current({"tool": "default", "settings": '{"args": ["x"]}'})
+        >>> is_current({"tool": "chemprop", "settings": '{"args": []}'}), is_current({"tool": "chemprop", "settings": '{"args": ["x"]}'})
         (True, False)
     """
     tool = TOOLS_BY_NAME.get(str(row["tool"]))
@@ -220,7 +220,7 @@ def markdown(frame: pd.DataFrame) -> str:
 
 def readme_markdown(frame: pd.DataFrame) -> str:
     """The README's table: the test halves, our default and options beside the peers."""
-    tools = ("default", RECOMMENDED, "pretrained-freeze5", "chemprop", "RF-morgan")
+    tools = ("default", "network", "chemprop", "RF-morgan", "AttentiveFP")
     test = frame[(frame.half == "test") & (frame.family == "transfer")]
     lines = ["| test set (metric) | " + " | ".join(tools) + " |", "|---|" + "---|" * len(tools)]
     lower = _lower_is_better(test) if len(test) else {}

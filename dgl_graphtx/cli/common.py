@@ -224,6 +224,10 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--features-generators", "data.features_generators", dict(help="molecule-level extra features read by the head, "
                                                                "comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see "
                                                                "docs/features.md)")),
+    ("--kernel", "data.kernel", dict(metavar="auto|none|SPEC", help="the fingerprint kernel fitted beside the network and "
+                                     "blended with it by a weight chosen on the validation part: auto (Morgan counts, "
+                                     "radius 2, 2,048 bins, for molecule files with regression or binary targets), none, "
+                                     "or a morgan_counts[:radius=R:size=N] spec (see docs/features.md; default: auto)")),
     ("--features-cols", "data.features_cols", dict(help="comma-separated numeric input columns used as molecule-level extra "
                                                    "features (never a target); predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(help="comma-separated SDF atom properties (atom.dprop.NAME lists) used "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..models.kernel import describe_fit
 from ..runs.config import RunConfig
 from ..runs.cross_validation import CVResult
 from ..runs.ensemble import EnsembleResult
@@ -27,6 +28,8 @@ def print_run(result: RunResult, config: RunConfig, out: Path) -> None:
 
 def _print_single(result: ExperimentResult, config: RunConfig, out: Path) -> None:
     print(f"best epoch {result.train.best_epoch}; validation: {format_metrics(result.train.best_metrics)}")
+    if result.kernel is not None:
+        print(describe_fit(result.kernel, list(config.data.targets)))
     print(f"test ({len(result.split.test)} molecules): {format_metrics(result.test_metrics)}"
           + (" (mean over targets)" if len(result.test_per_target) > 1 else ""))
     for line in per_target_lines(result.test_per_target):

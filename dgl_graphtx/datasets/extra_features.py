@@ -31,8 +31,8 @@ import torch
 from rdkit import Chem
 
 from ..errors import ConfigError
-from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names
-from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, MoleculeLike, prepare_input, to_mol
+from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names, kernel_fingerprints
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, KERNEL_FINGERPRINTS, MoleculeLike, prepare_input, to_mol
 from .float32_range import FLOAT32_MAX
 from .packed import PackedGraphs
 from .report import FEATURE_MASKED, RowIssue
@@ -59,6 +59,8 @@ class ExtraFeatures:
             reference: the function itself is passed to training and prediction).
         atom_width: number of columns the atom function gives.
         scaling: ``standard`` or ``robust`` (see :class:`FeatureScaler`).
+        kernel: the count fingerprint of the fingerprint kernel (a ``morgan_counts`` spec, kept
+            unscaled in ``ndata["kernel_fp"]``; see :mod:`dgl_graphtx.models.kernel`), or ``""``.
 
     Example:
         >>> spec = ExtraFeatures(generators=("morgan_counts:radius=0:size=2",), columns=("logp",))
@@ -72,6 +74,7 @@ class ExtraFeatures:
     atom_function: Optional[str] = None
     atom_width: int = 0
     scaling: str = "standard"
+    kernel: str = ""
 
     def __post_init__(self) -> None:
         for name in ("generators", "columns", "atom_properties"):
@@ -81,6 +84,8 @@ class ExtraFeatures:
         if self.atom_properties and self.atom_function:
             raise ConfigError("give atom-level features either as SDF atom properties or as a function, not both")
         feature_names(self.generators)  # checks the specs
+        if self.kernel:
+            kernel_fingerprints(self.kernel, [])  # checks the spec
         if len(set(self.molecule_names)) != len(self.molecule_names):
             raise ConfigError(f"extra feature names repeat: {self.molecule_names}")
 
@@ -98,8 +103,8 @@ class ExtraFeatures:
 
     @property
     def any(self) -> bool:
-        """Whether any extra feature is used."""
-        return bool(self.molecule_names or self.atom_names)
+        """Whether any extra feature (or the kernel's fingerprint) is used."""
+        return bool(self.molecule_names or self.atom_names or self.kernel)
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain dict."""
@@ -272,6 +277,8 @@ class FittedExtraFeatures:
         (only the atom-level ones without ``molecule_level``); the values masked, as at training
         time (:func:`masked_out_of_range`), by molecule."""
         notes: MaskNotes = []
+        if self.spec.kernel and molecule_level:
+            graphs.graph_data[KERNEL_FINGERPRINTS] = torch.from_numpy(kernel_fingerprints(self.spec.kernel, molecules))
         if self.molecule_scaler is not None and molecule_level:
             raw, masked = molecule_values(self.spec, molecules, frame, ids)
             graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
@@ -348,6 +355,8 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Op
     if spec.atom_names:
         atom_raw, masked = atom_values(spec, chosen, dataset.graphs, atom_function)
         notes += masked
+    if spec.kernel:  # unscaled: attached now, nothing to fit
+        dataset.graphs.graph_data[KERNEL_FINGERPRINTS] = torch.from_numpy(kernel_fingerprints(spec.kernel, chosen, workers))
     for index, reason in notes:
         dataset.report.add(RowIssue(picked[index], ids[index], reason, FEATURE_MASKED))
     logger.info("extra features of %d molecules: %s", len(chosen), describe_extra_features(spec))
@@ -371,4 +380,6 @@ def describe_extra_features(spec: ExtraFeatures) -> str:
     if spec.atom_names:
         source = "SDF atom properties" if spec.atom_properties else f"the function {spec.atom_function}"
         parts.append(f"{len(spec.atom_names)} atom-level from {source}")
+    if spec.kernel:
+        parts.append(f"{spec.kernel} fingerprints for the fingerprint kernel")
     return ", ".join(parts) or "none"

@@ -91,6 +91,21 @@ class MorganCounts:
 GENERATORS: Dict[str, Union[Type[RDKit2D], Type[MorganCounts]]] = {RDKit2D.name: RDKit2D, MorganCounts.name: MorganCounts}
 
 
+def kernel_fingerprints(spec: str, molecules: Sequence[Any], workers: int = 1) -> np.ndarray:
+    """Count fingerprints of ``molecules`` for the fingerprint kernel, as uint8 ``[M, size]``
+    (counts above 255 clipped); ``spec`` names a ``morgan_counts`` generator.
+
+    Example:
+        >>> kernel_fingerprints("morgan_counts:radius=1:size=16", ["CCO", "C"]).sum(axis=1).tolist()
+        [6, 1]
+    """
+    generator = get_generator(spec)
+    if not isinstance(generator, MorganCounts):
+        raise ConfigError(f"the fingerprint kernel reads count fingerprints: give a morgan_counts spec, not {spec!r}")
+    counts = compute_features([spec], molecules, workers=workers)
+    return np.clip(np.nan_to_num(counts), 0, 255).astype(np.uint8)
+
+
 def get_generator(spec: str) -> Any:
     """The generator named by ``spec``: ``name`` or ``name:key=value:key=value``.
 

@@ -45,6 +45,9 @@ MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
 #: models read: each molecule's (the same row on all of its atoms) and each atom's own.
 EXTRA_MOLECULE_FEATURES = "mol_features"
 EXTRA_ATOM_FEATURES = "atom_extra"
+#: Node data holding each molecule's count fingerprint for the fingerprint kernel (uint8, unscaled;
+#: the same row on all of its atoms; see :mod:`dgl_graphtx.models.kernel`).
+KERNEL_FINGERPRINTS = "kernel_fp"
 
 
 def parse_smiles(smiles: str) -> Chem.Mol:

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Iterator, List, NamedTuple, Optional, Tuple, Union, cast
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES
+from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, KERNEL_FINGERPRINTS
 from ..nn import RelationAttention
 from ..nn import graph_ops as ops
 from ..nn.graph_tensors import GraphLike
@@ -16,6 +17,7 @@ from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 from ..nn import lean
+from .kernel import FingerprintKernel
 
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer when asked for, else ``[]``).
@@ -45,7 +47,9 @@ class MoleculeModel(nn.Module):
     logits for classification); :meth:`predict` returns targets in their own units, or
     probabilities. With ``config.atom_reference`` the regression outputs include the molecule's
     per-element reference values (:attr:`atom_reference`, in units of ``target_std``), so the
-    head learns the standardised rest.
+    head learns the standardised rest. A model with a fitted fingerprint kernel
+    (``config.kernel_references``, :mod:`~dgl_graphtx.models.kernel`) blends its point outputs with
+    the kernel model's, read from the molecules' count fingerprints (``ndata["kernel_fp"]``).
     """
 
     target_mean: torch.Tensor  # buffers, registered in __init__
@@ -65,6 +69,8 @@ class MoleculeModel(nn.Module):
         self.atom_extra_encoder = lean.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
         self.head = self.new_head(config.output_width)
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
+        self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks)
+                       if config.kernel_references else None)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
@@ -165,7 +171,26 @@ class MoleculeModel(nn.Module):
         if self.atom_reference is not None:
             reference = self.atom_reference(graph).to(out.dtype) / self.target_std
             out = torch.cat([out[:, : self.config.num_tasks] + reference, out[:, self.config.num_tasks:]], dim=1)
+        if self.kernel is not None:
+            out = torch.cat([self.with_kernel(graph, out[:, : self.config.num_tasks]), out[:, self.config.num_tasks:]], dim=1)
         return out
+
+    def with_kernel(self, graph: GraphLike, outputs: torch.Tensor) -> torch.Tensor:
+        """The point outputs ``[B, T]`` (training space) blended with the fingerprint kernel's
+        predictions, in target units (probabilities for classification), and mapped back."""
+        assert self.kernel is not None  # called only when the model has one
+        fingerprints = self._node_input(graph, KERNEL_FINGERPRINTS, self.config.kernel_size, "fingerprint-kernel")[ops.first_nodes(graph)]
+        if self.config.task == "classification":
+            blended = self.kernel.blend(torch.sigmoid(outputs), fingerprints).clamp(1e-6, 1 - 1e-6)
+            return torch.logit(blended)
+        blended = self.kernel.blend(outputs * self.target_std + self.target_mean, fingerprints)
+        return (blended - self.target_mean) / self.target_std
+
+    def attach_kernel(self, kernel: FingerprintKernel) -> None:
+        """Give the model a fitted fingerprint kernel (its config records the kernel's size)."""
+        references, size = kernel.references.shape
+        self.config = dataclasses.replace(self.config, kernel_references=references, kernel_size=size)
+        self.kernel = kernel.to(self.target_mean.device)
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:
         """Per-node outputs ``[N, T]`` (training space), no readout: the head applied to every

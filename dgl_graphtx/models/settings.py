@@ -75,6 +75,9 @@ class ModelSettings:
             the atoms, fitted by least squares on the training targets before training and saved
             with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
             extensive targets such as energies, so that the network learns only the rest.
+        kernel_references: molecules the fitted fingerprint kernel keeps (0: no kernel; set when it
+            is fitted after training, see :mod:`~dgl_graphtx.models.kernel`), and ``kernel_size``
+            the width of its count fingerprints (``ndata["kernel_fp"]``).
         architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
@@ -109,6 +112,8 @@ class ModelSettings:
     molecule_features: int = 0
     atom_extra_features: int = 0
     atom_reference: bool = False
+    kernel_references: int = 0
+    kernel_size: int = 2048
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
 
@@ -155,6 +160,10 @@ class ModelSettings:
         _check(not (self.readout == "virtual" and not self.virtual_node), "readout 'virtual' needs virtual_node=True")
         _check(not (self.rwse_norm and not self.rwse_steps), "rwse_norm needs rwse_steps > 0")
         _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
+        check_number("kernel_references", self.kernel_references, 0, 1 << 24, integer=True)
+        check_number("kernel_size", self.kernel_size, 1, 1 << 20, integer=True)
+        _check(not (self.kernel_references and self.task not in ("regression", "classification")),
+               "the fingerprint kernel is for regression and binary classification, not multiclass targets")
         _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
                "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         _check(self.architecture is None or self.architecture in ARCHITECTURES,

@@ -32,6 +32,7 @@ import yaml
 
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
+from ..datasets.sharded_store import is_store
 from ..datasets.split_kinds import split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS
 from ..errors import ConfigError
@@ -55,10 +56,12 @@ PathLike = Union[str, Path]
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
-                        "uncertainty_head")
+                        "uncertainty_head", "kernel_references", "kernel_size")
 #: Model fields resolved from the extra features of ``data`` and recorded in config.yaml: a value
 #: read back must be the resolved one (or 0, which config.yaml files written before recorded).
 EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
+#: The fingerprint kernel of ``data.kernel=auto`` (see :mod:`dgl_graphtx.models.kernel`).
+DEFAULT_KERNEL = "morgan_counts:radius=2:size=2048"
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -114,6 +117,10 @@ class DataConfig:
         features_scaling: ``standard`` or ``robust`` scaling of the extra features.
         max_atoms: the atom budget: a molecule with more atoms is left out and reported with its
             row before its relation graph is built (``predict --max-atoms`` has the same default).
+        kernel: the fingerprint kernel fitted beside the network (:mod:`dgl_graphtx.models.kernel`):
+            ``auto`` (Morgan counts of radius 2 in 2,048 bins, for a molecule file with regression
+            or binary-classification targets, unweighted and uncensored; none otherwise), a
+            ``morgan_counts`` spec, or ``none``.
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -142,9 +149,12 @@ class DataConfig:
     atom_properties: Tuple[str, ...] = ()
     features_scaling: str = "standard"
     max_atoms: int = SizeLimits.max_atoms
+    kernel: str = "auto"
 
     def __post_init__(self) -> None:
         self.extra_features  # checks the generator specs and the scaling
+        if self.kernel not in ("auto", "none"):
+            ExtraFeatures(kernel=self.kernel)  # checks the spec
         SizeLimits(max_atoms=self.max_atoms)  # checks the budget
         if self.cache_dir is not None and not self.cache:
             raise ConfigError("data.cache_dir (--cache-dir) names a cache folder but data.cache is off (--no-cache): give one of them")
@@ -264,6 +274,32 @@ class RunConfig:
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
     uncertainty: UncertaintyConfig = field(default_factory=UncertaintyConfig)
 
+    @property
+    def kernel(self) -> str:
+        """The fingerprint kernel's spec ``data.kernel`` resolves to (``""``: no kernel): ``auto`` is
+        :data:`DEFAULT_KERNEL` for a molecule file with regression or binary-classification
+        targets, unweighted and uncensored, and no kernel otherwise.
+
+        Example:
+            >>> resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"]).kernel
+            'morgan_counts:radius=2:size=2048'
+            >>> resolve_run_config(overrides=["data.path=qm9", "data.targets=homo"]).kernel
+            ''
+        """
+        data = self.data
+        if data.kernel == "none":
+            return ""
+        if data.kernel != "auto":
+            return data.kernel
+        fits = (not data.is_qm9 and not (data.path is not None and is_store(data.path)) and data.weight_col is None
+                and self.model.task in ("regression", "classification") and self.train.loss != "bounded_mse")
+        return DEFAULT_KERNEL if fits else ""
+
+    @property
+    def extra_features(self) -> ExtraFeatures:
+        """The extra features the run's data gets: ``data``'s, with the fingerprints of :attr:`kernel`."""
+        return dataclasses.replace(self.data.extra_features, kernel=self.kernel)
+
     def with_threads(self, threads: Optional[int]) -> "RunConfig":
         """The run with ``train.threads`` set to ``threads``.
 
@@ -353,8 +389,8 @@ SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfi
 def _refuse_derived(cls: type, name: str, key: str) -> None:
     """Model fields computed from other settings cannot be set."""
     if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
-        source = {"variant": "preset.model", "num_tasks": "data.targets",
-                  "uncertainty_head": "uncertainty.method"}.get(name, "the featurizer")
+        source = {"variant": "preset.model", "num_tasks": "data.targets", "uncertainty_head": "uncertainty.method",
+                  "kernel_references": "the fitted kernel (data.kernel)", "kernel_size": "data.kernel"}.get(name, "the featurizer")
         raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 

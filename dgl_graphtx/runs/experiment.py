@@ -21,8 +21,10 @@ from ..errors import ConfigError
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
+from ..models.kernel import KERNEL_TASKS, KernelFit
 from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, compute_metrics, json_safe, metric_notes, prediction_column,
                         prediction_frame, seed_everything)
+from ..training.kernel_fit import fit_kernel, kernel_summary
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
 from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
@@ -54,6 +56,8 @@ class ExperimentResult:
     calibration_part: Optional[CalibrationPart] = None
     #: Their calibrated predictions (``row``, ``smiles``, labels, ``<t>_pred``, ``_std``, ``_lo``, ``_hi``).
     calibration_predictions: Optional[pd.DataFrame] = None
+    #: The fingerprint kernel fitted beside the network (see :mod:`dgl_graphtx.models.kernel`), if any.
+    kernel: Optional[KernelFit] = None
 
 
 #: The settings :func:`train_and_evaluate` takes beside a preset (the fields of its :class:`RunPlan`).
@@ -204,12 +208,22 @@ def _run(experiment: Experiment, out_dir: Union[None, PathLike, RunFolder], hook
                           _checkpoint_extra(experiment, run, fitted, pretrained))
     trainer = Trainer(model, plan.train, out_dir=out, meta=meta, hooks=hooks, uncertainty=plan.uncertainty)
     result = trainer.fit(Subset(dataset, parts.train), Subset(dataset, parts.valid), resume=resume)
+    kernel = _fit_kernel(experiment, trainer, fitted)
     tested = _evaluate_test(experiment, trainer)
     if run is not None:
-        _write_outputs(experiment, run, result, tested, model)
+        _write_outputs(experiment, run, result, tested, model, kernel)
         run.finish()
     return ExperimentResult(model, parts, result, tested.metrics, tested.table, out, tested.notes, tested.per_target,
-                            tested.calibration, experiment.calibration, tested.calibration_table)
+                            tested.calibration, experiment.calibration, tested.calibration_table, kernel)
+
+
+def _fit_kernel(experiment: Experiment, trainer: Trainer, fitted: Optional[FittedExtraFeatures]) -> Optional[KernelFit]:
+    """The fingerprint kernel fitted beside the trained network and attached to it, when the data
+    carries its fingerprints (``ExtraFeatures.kernel``) and the task takes one."""
+    if fitted is None or not fitted.spec.kernel or experiment.plan.preset.model.task not in KERNEL_TASKS:
+        return None
+    dataset, parts = experiment.dataset, experiment.parts
+    return fit_kernel(trainer, Subset(dataset, parts.train), Subset(dataset, parts.valid), seed=experiment.plan.train.seed)
 
 
 def _fit_extra_features(experiment: Experiment) -> Optional[FittedExtraFeatures]:
@@ -267,9 +281,10 @@ def _evaluate_test(experiment: Experiment, trainer: Trainer) -> EvaluationOnTest
 
 
 def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
-                   model: MoleculeModel) -> None:
+                   model: MoleculeModel, kernel: Optional[KernelFit]) -> None:
     """``test_predictions.csv``, ``input_report.csv`` and ``metrics.json`` into the run folder;
-    with an uncertainty method also ``calibration_predictions.csv`` and the calibration in ``best.pt``."""
+    with an uncertainty method also ``calibration_predictions.csv`` and the calibration in
+    ``best.pt``, and with a fingerprint kernel the kernel in ``best.pt``."""
     out, parts, part = run.path, experiment.parts, experiment.calibration
     atomic_to_csv(tested.table, out / "test_predictions.csv", index=False)
     experiment.dataset.report.to_csv(out / "input_report.csv")
@@ -279,6 +294,9 @@ def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, 
                "best_epoch": result.best_epoch, "notes": tested.notes,
                "sizes": {"train": len(parts.train), "valid": len(parts.valid), "test": len(parts.test),
                          **({"calibration": len(part.indices)} if part is not None else {})}}
+    if kernel is not None:
+        summary["fingerprint_kernel"] = kernel_summary(kernel)
+        _store_model(out, model)  # the calibration below stores it again, with its calibration
     if tested.calibration is not None and part is not None and tested.with_uncertainty is not None:
         calibrated_on = part.record()
         summary["uncertainty"] = _uncertainty_summary(experiment, tested, calibrated_on)
@@ -302,6 +320,11 @@ def _uncertainty_summary(experiment: Experiment, tested: EvaluationOnTest, calib
                                                       with_uncertainty.hi, names)}
            if near is not None and calibration.similarity_bins is not None and with_uncertainty.lo is not None
            and with_uncertainty.hi is not None else {})})
+
+
+def _store_model(out: Path, model: MoleculeModel) -> None:
+    """Rewrite ``best.pt`` with ``model`` as it is now (its fingerprint kernel fitted after training)."""
+    save_checkpoint(out / "best.pt", model, load_checkpoint(out / "best.pt").meta)
 
 
 def _store_calibration(out: Path, model: MoleculeModel, uncertainty: UncertaintyConfig, calibration: Calibration,

@@ -29,9 +29,10 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     data = config.data
     if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
         raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
-    if data.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
-        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) are computed from a "
-                           "molecule file (CSV/SDF/.smi), not from a featurized store or qm9")
+    if config.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
+        raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) and the fingerprint "
+                           "kernel (--kernel) are computed from a molecule file (CSV/SDF/.smi), not from a featurized store "
+                           "or qm9")
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
         check_store_settings(data.path, dataset, config.featurizer, config.relation)
@@ -47,7 +48,7 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                                    split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
                                    positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
                                    weight_col=data.weight_col, group_col=data.group_col,
-                                   extra_features=data.extra_features, **kwargs)
+                                   extra_features=config.extra_features, **kwargs)
     return dataset, split
 
 
@@ -70,7 +71,7 @@ def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Option
                                    task=config.model.task, featurizer=config.featurizer,
                                    positive_label=data.positive_label or _positive_class(dataset),
                                    relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
-                                   extra_features=data.extra_features, limits=SizeLimits(max_atoms=data.max_atoms))
+                                   extra_features=config.extra_features, limits=SizeLimits(max_atoms=data.max_atoms))
     if calibration.class_labels != dataset.class_labels:
         raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
                            f"data {dataset.class_labels}; give the same class names")

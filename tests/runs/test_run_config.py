@@ -51,6 +51,7 @@ ALTERNATIVES = {
     "data.atom_properties": ("q", ("q",), []),
     "data.features_scaling": ("robust", "robust", []),
     "data.max_atoms": ("2000", 2000, []),
+    "data.kernel": ("morgan_counts:radius=3:size=1024", "morgan_counts:radius=3:size=1024", []),
     "model.num_layers": ("6", 6, []),
     "model.hidden_dim": ("32", 32, []),
     "model.num_heads": ("4", 4, []),

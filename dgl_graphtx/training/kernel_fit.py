@@ -1,0 +1,89 @@
+"""Fitting a trained model's fingerprint kernel (:mod:`dgl_graphtx.models.kernel`): kernel ridge
+regression on the training part's count fingerprints and labels, its ridge and the network's blend
+weight chosen on the validation part against the network's own validation predictions; the fitted
+kernel is attached to the model, whose predictions are then the blend."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict
+
+import torch
+from torch.utils.data import Dataset, Subset
+
+from ..errors import ConfigError
+from ..featurize.molecule import KERNEL_FINGERPRINTS
+from ..models.kernel import FingerprintKernel, KernelFit, describe_fit, fit_fingerprint_kernel
+from .trainer import Trainer, dataset_labels
+
+logger = logging.getLogger("dgl_graphtx")
+
+
+def dataset_fingerprints(dataset: Dataset) -> torch.Tensor:
+    """The kernel's count fingerprints ``[M, F]`` of a :class:`~dgl_graphtx.datasets.MoleculeDataset`
+    or a ``Subset`` of one (attached by :func:`~dgl_graphtx.datasets.add_extra_features` with a
+    ``kernel`` spec).
+
+    Example:
+        >>> from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features
+        >>> ds = MoleculeDataset(["C", "CC", "CCO"], [[1.0], [2.0], [3.0]], progress=False)
+        >>> _ = add_extra_features(ds, ExtraFeatures(kernel="morgan_counts:radius=1:size=8"), ["C", "CC", "CCO"])
+        >>> dataset_fingerprints(Subset(ds, [2])).sum().item()
+        6
+    """
+    if isinstance(dataset, Subset):
+        return dataset_fingerprints(dataset.dataset)[torch.as_tensor(dataset.indices, dtype=torch.int64)]
+    stored = getattr(getattr(dataset, "graphs", None), "graph_data", {})
+    if KERNEL_FINGERPRINTS not in stored:
+        raise ConfigError("the dataset holds no fingerprints for the fingerprint kernel: build it with "
+                          "ExtraFeatures(kernel=...) (see dgl_graphtx.datasets.add_extra_features)")
+    return stored[KERNEL_FINGERPRINTS]
+
+
+def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) -> KernelFit:
+    """Fit the fingerprint kernel of ``trainer.model`` (trained, at its selected epoch) on
+    ``train``, choose its ridge and blend weight on ``valid``, and attach it to the model.
+
+    Example:
+        >>> from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, freesolv
+        >>> from dgl_graphtx.models import ModelConfig, build_model
+        >>> from dgl_graphtx.training import TrainConfig
+        >>> frame = freesolv().head(60)
+        >>> ds = MoleculeDataset(list(frame.smiles), frame[["expt"]].values, progress=False)
+        >>> _ = add_extra_features(ds, ExtraFeatures(kernel="morgan_counts"), list(frame.smiles))
+        >>> trainer = Trainer(build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)),
+        ...                   TrainConfig(epochs=1, progress=False))
+        >>> fit = fit_kernel(trainer, Subset(ds, range(40)), Subset(ds, range(40, 60)))
+        >>> trainer.model.config.kernel_references
+        60
+    """
+    model = trainer.model
+    if model.kernel is not None:
+        raise ConfigError("the model already has a fingerprint kernel")
+    network = torch.from_numpy(trainer.predict(valid))
+    fit = fit_fingerprint_kernel(dataset_fingerprints(train), dataset_labels(train), dataset_fingerprints(valid),
+                                 dataset_labels(valid), network, seed=seed)
+    model.attach_kernel(FingerprintKernel.from_fit(fit))
+    logger.info("%s", describe_fit(fit, getattr(_root(train), "target_names", None)))
+    return fit
+
+
+def kernel_summary(fit: KernelFit) -> Dict[str, Any]:
+    """The fit in plain numbers (for ``metrics.json``): per task the network's weight, the ridge,
+    and the validation RMSE of the network, the kernel and the blend (``None`` where unused).
+
+    Example:
+        >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
+        ...                 [1.0], [0.25], [0.16])
+        >>> kernel_summary(fit)
+        {'network_weight': [0.5], 'ridge': [0.1], 'valid_rmse_network': [1.0], 'valid_rmse_kernel': [0.5], 'valid_rmse_blend': [0.4]}
+    """
+    def rmse(values):
+        return [None if v != v else round(v ** 0.5, 6) for v in values]
+
+    return {"network_weight": [round(w, 4) for w in fit.weight.tolist()], "ridge": [None if a != a else a for a in fit.alphas],
+            "valid_rmse_network": rmse(fit.validation_network), "valid_rmse_kernel": rmse(fit.validation_kernel),
+            "valid_rmse_blend": rmse(fit.validation_blend)}
+
+
+def _root(dataset: Dataset) -> Dataset:
+    return _root(dataset.dataset) if isinstance(dataset, Subset) else dataset

@@ -1,0 +1,144 @@
+"""The fingerprint kernel (dgl_graphtx.models.kernel) against independent references: RDKit's
+Tanimoto similarity of count fingerprints, scikit-learn's kernel ridge regression, choices made by
+a plain loop over the grids; and inside a model: the blend, the classification path, checkpoints."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from rdkit import Chem, DataStructs
+from rdkit.Chem import rdFingerprintGenerator
+from sklearn.kernel_ridge import KernelRidge
+
+from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, collate_molecules, freesolv
+from dgl_graphtx.featurize import FeaturizerConfig
+from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+from dgl_graphtx.models import ModelConfig, build_model
+from dgl_graphtx.models.kernel import ALPHAS, WEIGHTS, FingerprintKernel, fit_fingerprint_kernel, minmax_kernel
+from dgl_graphtx.relation_graph import RelationConfig
+
+SMILES = list(freesolv()["smiles"][:80])
+SPEC = "morgan_counts:radius=2:size=2048"
+
+
+def test_minmax_kernel_is_rdkits_tanimoto_on_count_fingerprints():
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    sparse = [generator.GetCountFingerprint(Chem.MolFromSmiles(s)) for s in SMILES[:30]]
+    expected = np.array([DataStructs.BulkTanimotoSimilarity(a, sparse) for a in sparse])
+    counts = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:30]))
+    assert np.abs(minmax_kernel(counts.double(), counts.double(), block=7).numpy() - expected).max() < 1e-12
+    assert torch.equal(minmax_kernel(torch.zeros(1, 4), torch.zeros(2, 4)), torch.zeros(1, 2))  # empty vs empty: 0, as RDKit
+
+
+def _labels(n, seed=0):
+    rng = np.random.default_rng(seed)
+    counts = kernel_fingerprints(SPEC, SMILES[:n]).astype(float)
+    return counts, counts[:, :64].sum(axis=1) * 0.1 + rng.normal(0, 0.1, n)
+
+
+def test_fit_chooses_ridge_by_leave_one_out_and_weight_on_validation_like_sklearn():
+    x, y = _labels(50)
+    train, valid, every = np.arange(40), np.arange(40, 50), np.arange(50)
+    network = y[valid] + np.random.default_rng(1).normal(0, 0.3, 10)  # a noisy network
+    fit = fit_fingerprint_kernel(torch.from_numpy(x[train]), torch.from_numpy(y[train, None]), torch.from_numpy(x[valid]),
+                                 torch.from_numpy(y[valid, None]), torch.from_numpy(network[:, None]))
+    gram = minmax_kernel(torch.from_numpy(x), torch.from_numpy(x)).numpy()
+    mean = y.mean()  # the intercept: the labels' mean, kept when one is left out
+
+    def sk(rows, alpha, query):  # the reference: sklearn's ridge on the centred labels
+        model = KernelRidge(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(rows, rows)], y[rows] - mean)
+        return model.predict(gram[np.ix_(query, rows)]) + mean
+
+    left_out = {a: np.array([sk(np.delete(every, i), a, [i])[0] for i in every]) for a in ALPHAS}  # refitted 50 times
+    errors = {a: np.mean((left_out[a] - y) ** 2) for a in ALPHAS}
+    alpha = min(errors, key=errors.get)
+    blends = {w: np.mean((w * network + (1 - w) * left_out[alpha][valid] - y[valid]) ** 2) for w in WEIGHTS}
+    weight = min(blends, key=blends.get)
+    assert fit.alphas == [alpha] and fit.weight.item() == pytest.approx(weight)
+    assert fit.validation_kernel[0] == pytest.approx(np.mean((left_out[alpha][valid] - y[valid]) ** 2))
+    assert fit.validation_blend[0] == pytest.approx(blends[weight])
+    kernel = FingerprintKernel.from_fit(fit)
+    got = kernel.predictions(torch.from_numpy(x[:3])).double().numpy()[:, 0]
+    assert np.abs(got - sk(every, alpha, [0, 1, 2])).max() < 1e-3  # fitted on every molecule; float32 buffers
+    query = kernel_fingerprints(SPEC, ["CCO", "c1ccccc1Cl"]).astype(float)
+    assert kernel.predictions(torch.from_numpy(query)).shape == (2, 1)
+
+
+def test_tasks_are_fitted_on_their_own_labelled_rows():
+    x, y = _labels(80)
+    labels = np.stack([y, 2 * y], axis=1)
+    labels[::3, 1] = np.nan  # task 1 misses a third of its labels
+    fps = torch.from_numpy(x)
+    fit = fit_fingerprint_kernel(fps[:60], torch.from_numpy(labels[:60]), fps[60:], torch.from_numpy(labels[60:]),
+                                 torch.from_numpy(labels[60:]).nan_to_num(0.0))
+    missing = np.isnan(labels[:, 1])
+    assert (fit.coefficients[torch.from_numpy(missing), 1] == 0).all() and (fit.coefficients[:, 0] != 0).all()
+    gram = minmax_kernel(fps, fps).numpy()
+    rows = np.flatnonzero(~missing)
+    mean = labels[rows, 1].mean()
+    model = KernelRidge(alpha=fit.alphas[1], kernel="precomputed").fit(gram[np.ix_(rows, rows)], labels[rows, 1] - mean)
+    expected = model.predict(gram[:5][:, rows]) + mean
+    got = FingerprintKernel.from_fit(fit).predictions(fps[:5]).double().numpy()[:, 1]
+    assert np.abs(got - expected).max() < 1e-3
+
+
+def test_without_validation_labels_the_kernel_is_not_used_and_large_sets_are_drawn():
+    x, y = _labels(40)
+    fps, labels = torch.from_numpy(x), torch.from_numpy(y[:, None])
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], torch.full((10, 1), float("nan")), labels[30:])
+    assert fit.weight.tolist() == [1.0] and np.isnan(fit.alphas[0]) and (fit.coefficients == 0).all()
+    drawn = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], labels[30:], max_references=25, seed=3)
+    assert drawn.references.shape == (25, 2048) and drawn.references.dtype == torch.uint8
+
+
+def _dataset(task="regression"):
+    targets = [[float(v > 0)] for v in freesolv()["expt"][:40]] if task == "classification" else freesolv()[["expt"]].values[:40]
+    ds = MoleculeDataset(SMILES[:40], targets, featurizer=FeaturizerConfig(), relation=RelationConfig(), progress=False)
+    add_extra_features(ds, ExtraFeatures(kernel=SPEC), SMILES[:40])
+    return ds
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_a_model_blends_its_outputs_with_the_kernel_in_target_units(task):
+    ds = _dataset(task)
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, task=task)).eval()
+    batch = collate_molecules([ds[i] for i in range(10)])
+    plain = model.predict(batch.graph, batch.relation_graph)
+    fps = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40]))
+    labels = ds.raw_labels
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5),
+                                 weights=(0.25,))  # one weight: the blend is known
+    model.attach_kernel(FingerprintKernel.from_fit(fit))
+    assert model.config.kernel_references == 40
+    kernel = FingerprintKernel.from_fit(fit).predictions(fps[:10])
+    expected = 0.25 * plain + 0.75 * kernel
+    if task == "classification":
+        expected = expected.clamp(1e-6, 1 - 1e-6)
+    assert torch.allclose(model.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
+
+
+def test_checkpoints_keep_the_kernel_and_older_configs_load_without_one(tmp_path):
+    ds = _dataset()
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)).eval()
+    fps, labels = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40])), ds.raw_labels
+    model.attach_kernel(FingerprintKernel.from_fit(fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:],
+                                                                          labels[30:] + 1.0)))
+    meta = CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["expt"])
+    save_checkpoint(tmp_path / "m.pt", model, meta)
+    loaded = load_checkpoint(tmp_path / "m.pt").model.eval()
+    batch = collate_molecules([ds[i] for i in range(8)])
+    assert torch.equal(loaded.predict(batch.graph, batch.relation_graph), model.predict(batch.graph, batch.relation_graph))
+    old = {k: v for k, v in dataclasses.asdict(model.config).items() if not k.startswith("kernel_")}
+    assert ModelConfig.from_dict(old).kernel_references == 0
+
+
+def test_a_model_with_a_kernel_needs_the_fingerprints():
+    ds = MoleculeDataset(SMILES[:4], [[1.0]] * 4, progress=False)
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, kernel_references=3)).eval()
+    batch = collate_molecules([ds[i] for i in range(4)])
+    with pytest.raises(Exception, match="kernel_fp"):
+        model.predict(batch.graph, batch.relation_graph)

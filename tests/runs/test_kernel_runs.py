@@ -1,0 +1,98 @@
+"""The fingerprint kernel in a run (``data.kernel``, ``--kernel``): fitted after training when the
+data is a molecule file with a regression or binary target, stored in ``best.pt`` and used by
+``predict``; never for the runs it cannot serve (a store, QM9, multiclass, censored or weighted
+labels); one line when asked for where it cannot run."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from cli_runner import assert_one_error_line, run_cli
+from dgl_graphtx.checkpoint import load_checkpoint
+from dgl_graphtx.datasets import freesolv
+from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.runs.config import DEFAULT_KERNEL, resolve_run_config
+
+COMMON = ["--model", "vanilla", "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", "--epochs", "2",
+          "--no-progress", "--no-cache"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "fs.csv"
+    freesolv().head(120).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def kernel_run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "k"
+    code, stdout, stderr = run_cli(["train", data, "--targets", "expt", "--out", out, *COMMON])
+    assert code == 0, stderr
+    return out, stdout
+
+
+def test_a_default_run_fits_the_kernel_says_so_and_predict_reads_it(kernel_run, tmp_path):
+    out, stdout = kernel_run
+    summary = json.loads((out / "metrics.json").read_text())["fingerprint_kernel"]
+    assert set(summary) == {"network_weight", "ridge", "valid_rmse_network", "valid_rmse_kernel", "valid_rmse_blend"}
+    assert 0 <= summary["network_weight"][0] <= 1
+    assert summary["valid_rmse_blend"][0] <= min(summary["valid_rmse_network"][0], summary["valid_rmse_kernel"][0]) + 1e-9
+    assert "fingerprint kernel, expt: network weight" in stdout
+    model = load_checkpoint(out / "best.pt").model
+    assert model.config.kernel_references == 96 + 12  # training and validation molecules (80/10/10 of 120)
+    tested = pd.read_csv(out / "test_predictions.csv")
+    code, _, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", out / "test_predictions.csv",
+                               "--output", tmp_path / "p.csv"])
+    assert code == 0, stderr
+    predicted = pd.read_csv(tmp_path / "p.csv")
+    assert np.abs(predicted["expt_pred"].to_numpy() - tested["expt_pred"].to_numpy()).max() < 1e-5
+
+
+def test_the_blend_is_what_the_test_predictions_hold(kernel_run):
+    out, _ = kernel_run
+    predictor = Predictor(out / "best.pt")
+    kernel_model = predictor.model.kernel
+    weight = float(kernel_model.weight[0])
+    tested = pd.read_csv(out / "test_predictions.csv")
+    kernel = kernel_model.predictions(torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, list(tested.smiles)))).numpy()[:, 0]
+    predictor.model.kernel = None  # the network alone
+    network = predictor.predict(list(tested.smiles))["expt_pred"].to_numpy()
+    assert np.abs(weight * network + (1 - weight) * kernel - tested["expt_pred"].to_numpy()).max() < 1e-4
+
+
+def test_kernel_none_trains_the_network_alone(data, tmp_path):
+    code, stdout, stderr = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "n", "--kernel", "none", *COMMON])
+    assert code == 0, stderr
+    assert "fingerprint_kernel" not in json.loads((tmp_path / "n" / "metrics.json").read_text())
+    assert load_checkpoint(tmp_path / "n" / "best.pt").model.kernel is None and "fingerprint kernel" not in stdout
+
+
+@pytest.mark.parametrize("overrides,expected", [
+    ([], DEFAULT_KERNEL),
+    (["data.kernel=morgan_counts:radius=3:size=1024"], "morgan_counts:radius=3:size=1024"),
+    (["data.kernel=none"], ""),
+    (["model.task=classification"], DEFAULT_KERNEL),
+    (["model.task=multiclass"], ""),
+    (["train.loss=bounded_mse"], ""),
+    (["data.weight_col=w"], ""),
+])
+def test_auto_resolves_for_the_runs_it_can_serve(overrides, expected):
+    config = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", *overrides])
+    assert config.kernel == expected and config.extra_features.kernel == expected
+
+
+def test_qm9_gets_no_kernel_unless_asked_and_then_one_line(tmp_path):
+    assert resolve_run_config(overrides=["data.path=qm9", "data.targets=homo"]).kernel == ""
+    assert_one_error_line(run_cli(["train", "qm9", "--targets", "homo", "--subset", "20", "--kernel", "morgan_counts",
+                                   "--out", tmp_path / "q", *COMMON]), "fingerprint kernel", "molecule file")
+
+
+def test_a_kernel_spec_that_is_no_count_fingerprint_is_one_line(data, tmp_path):
+    assert_one_error_line(run_cli(["train", data, "--targets", "expt", "--kernel", "rdkit2d", "--out", tmp_path / "r", *COMMON]),
+                          "count fingerprints", "morgan_counts")
