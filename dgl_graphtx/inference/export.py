@@ -9,7 +9,8 @@ The exported program is the model's own forward pass on
 same dense per-molecule blocks as the library's (their geometry computed in the program), then
 :meth:`~dgl_graphtx.models.MoleculeModel.to_target_space`. What the portable featurizer cannot
 compute, or the program cannot express, is refused with one line (:func:`unsupported`): 3-D
-coordinates, dgllife's canonical atom features, a virtual node, extra features.
+coordinates, dgllife's canonical atom features, a virtual node, extra features (the fingerprint
+kernel's Morgan counts excepted: the portable featurizer computes them).
 """
 from __future__ import annotations
 
@@ -31,9 +32,12 @@ from .._version import __version__
 from ..atomic_io import atomic_path, check_writable
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..datasets import freesolv_path
+from ..datasets.extra_features import FittedExtraFeatures
 from ..datasets.featurized import featurize_and_pack
 from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer
+from ..featurize.descriptors import MorganCounts, get_generator
+from ..featurize.molecule import KERNEL_FINGERPRINTS
 from ..models import MoleculeModel
 from ..nn.dense_blocks import BlockGeometry
 from ..nn.graph_tensors import GraphLike, GraphTensors
@@ -67,13 +71,17 @@ class PlainTensorModel(nn.Module):
     def __init__(self, model: MoleculeModel) -> None:
         super().__init__()
         self.model = model
+        if model.kernel is not None:
+            model.kernel.fix_levels()
 
     def forward(self, atom_features: torch.Tensor, random_walk: torch.Tensor, bond_source: torch.Tensor, bond_target: torch.Tensor,
                 bond_features: torch.Tensor, pair_key: torch.Tensor, pair_query: torch.Tensor, pair_hops: torch.Tensor,
-                pair_bond_class: torch.Tensor, atom_molecule: torch.Tensor, molecule_atoms: torch.Tensor,
-                block_slots: torch.Tensor) -> torch.Tensor:
+                pair_bond_class: torch.Tensor, kernel_counts: torch.Tensor, atom_molecule: torch.Tensor,
+                molecule_atoms: torch.Tensor, block_slots: torch.Tensor) -> torch.Tensor:
         n = atom_features.shape[0]
         nodes = {"feat": atom_features, "rwse": random_walk}
+        if self.model.kernel is not None:  # each molecule's counts on its atoms, as the library's batches hold them
+            nodes[KERNEL_FINGERPRINTS] = kernel_counts[atom_molecule]
         graph = GraphTensors(bond_source, bond_target, molecule_atoms, nodes, {"feat": bond_features}, n, atom_molecule, blocks_known=True)
         pairs = {"spd": pair_hops, "bond": pair_bond_class}
         relation = GraphTensors(pair_key, pair_query, molecule_atoms, {"is_virtual": torch.zeros_like(atom_molecule, dtype=torch.bool)},
@@ -101,8 +109,11 @@ def plain_inputs(graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Ten
     graph, relation = (g if isinstance(g, GraphTensors) else GraphTensors.from_graph(g) for g in (graph, relation_graph))
     walk = graph.ndata["rwse"] if "rwse" in graph.ndata else torch.zeros(graph.num_nodes(), 0)
     counts = graph.batch_num_nodes()
+    first = torch.cumsum(counts, 0) - counts
+    kernel = (graph.ndata[KERNEL_FINGERPRINTS][first].float() if KERNEL_FINGERPRINTS in graph.ndata
+              else torch.zeros(len(counts), 0))
     return (graph.ndata["feat"], walk, *graph.edges(), graph.edata["feat"], *relation.edges(), relation.edata["spd"],
-            relation.edata["bond"], graph.node_graph, counts, torch.arange(int(counts.max())))
+            relation.edata["bond"], kernel, graph.node_graph, counts, torch.arange(int(counts.max())))
 
 
 def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
@@ -116,7 +127,7 @@ def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
         >>> unsupported(loaded)  # doctest: +ELLIPSIS
         'it attends through a virtual node (relation complete+vn), which the exported program does not build; ...'
     """
-    featurizer, relation, extras = loaded.meta.featurizer, loaded.meta.relation, loaded.meta.extra
+    featurizer, relation = loaded.meta.featurizer, loaded.meta.relation
     if featurizer.atom_features != "ogb":
         return (f"it reads {featurizer.atom_features!r} atom features, which the portable featurizer does not compute; "
                 "export a model trained with atom_features='ogb' (the default)")
@@ -125,7 +136,7 @@ def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
     if relation.virtual_node:
         return (f"it attends through a virtual node (relation {relation}), which the exported program does not build; "
                 "export a model trained without one")
-    if extras.extra_features or loaded.model.config.atom_extra_features or loaded.model.config.molecule_features:
+    if loaded.model.config.atom_extra_features or loaded.model.config.molecule_features:
         return "it reads extra features (--features-cols, descriptors or atom features), which the portable featurizer does not compute"
     return None
 
@@ -138,6 +149,17 @@ def output_columns(loaded: LoadedCheckpoint) -> List[str]:
     return [f"{name}_prob_{k}" for name in names for k in range(config.num_classes)]
 
 
+def kernel_settings(loaded: LoadedCheckpoint) -> Optional[Tuple[int, int]]:
+    """The Morgan radius and bins of the model's fingerprint kernel, or ``None`` without one."""
+    if loaded.model.kernel is None:
+        return None
+    spec = FittedExtraFeatures.from_dict(loaded.meta.extra.extra_features).spec.kernel if loaded.meta.extra.extra_features else ""
+    generator = get_generator(spec) if spec else None
+    if not isinstance(generator, MorganCounts):
+        raise ConfigError("the model has a fingerprint kernel but its checkpoint names no morgan_counts fingerprint for it")
+    return generator.radius, generator.size
+
+
 def metadata(loaded: LoadedCheckpoint) -> Dict[str, Any]:
     """What the portable loader needs to know, stored in the exported file."""
     relation = loaded.meta.relation
@@ -145,7 +167,7 @@ def metadata(loaded: LoadedCheckpoint) -> Dict[str, Any]:
             "columns": output_columns(loaded), "task": loaded.model.config.task,
             "featurizer": {"explicit_hydrogens": loaded.meta.featurizer.explicit_hydrogens,
                            "random_walk_steps": loaded.meta.featurizer.rwse_steps,
-                           "hops": relation.hops if relation.mode == "hops" else None},
+                           "hops": relation.hops if relation.mode == "hops" else None, "kernel": kernel_settings(loaded)},
             "inputs": list(portable.INPUTS), "outputs": ["predictions"]}
 
 
@@ -155,8 +177,8 @@ def dynamic_shapes() -> Tuple[Dict[int, Any], ...]:
     atoms, bonds, pairs, molecules = Dim("atoms", min=1), Dim("bond_edges", min=0), Dim("pairs", min=1), Dim("molecules", min=1)
     slots = Dim("block_size", min=1)
     by_input = {"atom_features": atoms, "random_walk": atoms, "bond_source": bonds, "bond_target": bonds, "bond_features": bonds,
-                "pair_key": pairs, "pair_query": pairs, "pair_hops": pairs, "pair_bond_class": pairs, "atom_molecule": atoms,
-                "molecule_atoms": molecules, "block_slots": slots}
+                "pair_key": pairs, "pair_query": pairs, "pair_hops": pairs, "pair_bond_class": pairs, "kernel_counts": molecules,
+                "atom_molecule": atoms, "molecule_atoms": molecules, "block_slots": slots}
     return tuple({0: by_input[name]} for name in portable.INPUTS)
 
 
@@ -206,6 +228,8 @@ def export_model(checkpoint: PathLike, out: PathLike) -> ExportSummary:
     smiles = [str(s) for s in pd.read_csv(freesolv_path())["smiles"][:CHECK_MOLECULES]]
     done = featurize_and_pack(MoleculeFeaturizer(loaded.meta.featurizer, loaded.meta.relation), smiles)
     assert done.graphs is not None and done.relations is not None  # FreeSolv molecules featurize
+    if loaded.meta.extra.extra_features:  # the fingerprint kernel's counts, as the library computes them
+        FittedExtraFeatures.from_dict(loaded.meta.extra.extra_features).compute_and_attach(done.graphs, smiles, None, smiles)
     index = torch.arange(len(done.rows))
     graph, relation = done.graphs.batch(index), done.relations.batch(index)
     wrapped = PlainTensorModel(model).eval()

@@ -18,7 +18,8 @@ atoms (nodes: heavy atoms, and hydrogens for a model trained with them), ``E`` d
 (two per bond) and ``P`` attention pairs: ``atom_features [N, 9]``, ``random_walk [N, k]`` (float32),
 ``bond_source [E]``, ``bond_target [E]``, ``bond_features [E, 3]``, ``pair_key [P]``,
 ``pair_query [P]``, ``pair_hops [P]`` (-1 between fragments), ``pair_bond_class [P]``,
-``atom_molecule [N]``, ``molecule_atoms [B]`` and ``block_slots [n]`` (``0 .. n - 1``, ``n`` the
+``kernel_counts [B, F]`` (float32: each molecule's Morgan counts for a model with a fingerprint
+kernel, ``F = 0`` without one), ``atom_molecule [N]``, ``molecule_atoms [B]`` and ``block_slots [n]`` (``0 .. n - 1``, ``n`` the
 atoms of the largest molecule: the size of the attention blocks) (all int64 unless said); its
 output is ``[B, outputs]``, the predictions in target units (probabilities for classification).
 """
@@ -32,8 +33,9 @@ import numpy as np
 import torch
 from rdkit import Chem, rdBase
 
-#: Format of the exported files this module reads (``format`` in their metadata).
-FORMAT = 1
+#: Format of the exported files this module reads (``format`` in their metadata): 2 adds the
+#: fingerprint kernel's counts to the inputs.
+FORMAT = 2
 #: Name of the metadata: an extra file of a ``.pt2`` archive, a metadata entry of an ONNX model.
 METADATA = "dgl_graphtx.json"
 #: Most attention-block slots (molecules x the largest one's atoms squared) in one pass by default:
@@ -41,7 +43,7 @@ METADATA = "dgl_graphtx.json"
 BLOCK_BUDGET = 256 * 64 * 64
 #: The exported program's inputs, in order.
 INPUTS = ("atom_features", "random_walk", "bond_source", "bond_target", "bond_features", "pair_key", "pair_query",
-          "pair_hops", "pair_bond_class", "atom_molecule", "molecule_atoms", "block_slots")
+          "pair_hops", "pair_bond_class", "kernel_counts", "atom_molecule", "molecule_atoms", "block_slots")
 
 # OGB's categories (ogb.utils.features.allowable_features); a value outside a list takes its last slot.
 ATOMIC_NUMBERS = list(range(1, 119))
@@ -123,6 +125,7 @@ class Settings(NamedTuple):
     explicit_hydrogens: bool
     random_walk_steps: int
     hops: Optional[int]  # pairs at most this many bonds apart; ``None``: every pair
+    kernel: Optional[Tuple[int, int]] = None  # the fingerprint kernel's Morgan (radius, bins), if the model has one
 
 
 class Molecule(NamedTuple):
@@ -137,11 +140,13 @@ class Molecule(NamedTuple):
     pair_query: np.ndarray
     pair_hops: np.ndarray
     pair_bond_class: np.ndarray
+    kernel_counts: np.ndarray
 
 
 def featurize(smiles: str, settings: Settings) -> Molecule:
     """The arrays of one molecule; ``ValueError`` when RDKit cannot read it."""
     mol = canonical(parse(smiles))
+    counts = kernel_counts(mol, settings.kernel)
     if settings.explicit_hydrogens:
         mol = Chem.AddHs(mol)
     n = mol.GetNumAtoms()
@@ -159,7 +164,19 @@ def featurize(smiles: str, settings: Settings) -> Molecule:
     query, key = np.nonzero(kept)  # by query, then key
     atoms = np.array([atom_row(a) for a in mol.GetAtoms()], dtype=np.int64).reshape(n, 9)
     return Molecule(atoms, random_walk(n, source, target, settings.random_walk_steps), source, target, features,
-                    key, query, hops[query, key], classes[query, key])
+                    key, query, hops[query, key], classes[query, key], counts)
+
+
+def kernel_counts(mol: Chem.Mol, kernel: Optional[Tuple[int, int]]) -> np.ndarray:
+    """``[1, bins]`` float32: the Morgan counts (of the heavy atoms, at most 255 each) the model's
+    fingerprint kernel reads, or ``[1, 0]`` for a model without one."""
+    if kernel is None:
+        return np.zeros((1, 0), np.float32)
+    from rdkit.Chem import rdFingerprintGenerator
+
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=kernel[0], fpSize=kernel[1])
+    counts = generator.GetCountFingerprintAsNumPy(Chem.RemoveHs(mol))
+    return np.minimum(counts, 255).astype(np.float32)[None]
 
 
 def batch(molecules: Sequence[Molecule]) -> Tuple[torch.Tensor, ...]:
@@ -212,7 +229,9 @@ class PortableModel:
             self.meta = _checked(extra[METADATA] or None, self.path)
             self._run = lambda inputs: program(*inputs)
         featurizer = self.meta["featurizer"]
-        self.settings = Settings(featurizer["explicit_hydrogens"], featurizer["random_walk_steps"], featurizer["hops"])
+        kernel = featurizer.get("kernel")
+        self.settings = Settings(featurizer["explicit_hydrogens"], featurizer["random_walk_steps"], featurizer["hops"],
+                                 tuple(kernel) if kernel else None)
         #: The output columns: one per target, or per class of each target (multiclass).
         self.columns: List[str] = self.meta["columns"]
 

@@ -25,8 +25,9 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -40,13 +41,17 @@ WEIGHTS = tuple(i / 20 for i in range(21))
 #: Most training molecules the kernel keeps (a seeded draw above it): kernel matrices of
 #: 5,000 molecules take 200 MB in float64 and a few seconds to solve.
 MAX_REFERENCES = 5000
-#: Rows of a query compared with the references at once.
-BLOCK = 1024
 
 
-def minmax_kernel(a: torch.Tensor, b: torch.Tensor, block: int = BLOCK) -> torch.Tensor:
-    """Tanimoto similarity of count fingerprints ``a`` ``[M, F]`` to ``b`` ``[R, F]``: ``[M, R]``
-    in the dtype of ``a`` (float32 or float64), block by block over ``a``.
+def minmax_kernel(a: torch.Tensor, b: torch.Tensor, levels: Optional[int] = None) -> torch.Tensor:
+    """Tanimoto similarity of count fingerprints ``a`` ``[M, F]`` to ``b`` ``[R, F]``: ``[M, R]`` in
+    the dtype of ``a`` (float32 or float64).
+
+    For integer counts ``sum(min(a, b)) = sum_c (a >= c) . (b >= c)`` over the counts ``c`` up to
+    the largest of ``b``; each level is a product of a sparse matrix (fingerprints have a few dozen
+    bins set) with a dense one, exact and ~25x faster than a dense L1 distance. With ``levels``
+    (at least the largest count of ``b``), dense products alone: what ``torch.export`` and ONNX
+    can express.
 
     Example:
         >>> minmax_kernel(torch.tensor([[1.0, 2, 0], [0, 0, 0]]), torch.tensor([[1.0, 1, 1], [0, 0, 0]])).tolist()
@@ -54,14 +59,40 @@ def minmax_kernel(a: torch.Tensor, b: torch.Tensor, block: int = BLOCK) -> torch
     """
     dtype = a.dtype if a.dtype in (torch.float32, torch.float64) else torch.float32
     a, b = a.to(dtype), b.to(dtype)
-    b_sum = b.sum(dim=1)
-    rows = []
-    for start in range(0, len(a), block):
-        part = a[start:start + block]
-        total = part.sum(dim=1)[:, None] + b_sum[None]
-        distance = torch.cdist(part, b, p=1) if len(b) else part.new_zeros(len(part), 0)
-        rows.append((total - distance) / (total + distance).clamp_min(1e-9))
-    return torch.cat(rows) if rows else a.new_zeros(0, len(b))
+    if levels is not None:
+        shared = a.new_zeros(a.shape[0], b.shape[0])
+        for count in range(1, levels + 1):
+            shared = shared + (a >= count).to(dtype) @ (b >= count).to(dtype).T
+        return _minmax(a, b.sum(dim=1), shared)
+    return minmax_from_levels(a, count_levels(b), b.sum(dim=1))
+
+
+def count_levels(b: torch.Tensor) -> List[torch.Tensor]:
+    """``(b >= c)`` for ``c = 1 ..`` the largest count of ``b`` ``[R, F]``, as sparse ``[R, F]``
+    matrices in ``b``'s dtype (what :func:`minmax_from_levels` compares queries with)."""
+    top = int(b.max()) if b.numel() else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch calls its sparse CSR support beta
+        return [(b >= count).to(b.dtype).to_sparse_csr() for count in range(1, top + 1)]
+
+
+def minmax_from_levels(a: torch.Tensor, levels: Sequence[torch.Tensor], b_sum: torch.Tensor) -> torch.Tensor:
+    """:func:`minmax_kernel` of ``a`` ``[M, F]`` with the references whose :func:`count_levels` and
+    row sums ``b_sum`` are given."""
+    shared = a.new_zeros(len(b_sum), a.shape[0])
+    for count, level in enumerate(levels, 1):
+        above = a >= count
+        if not bool(above.any()):
+            break
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch calls its sparse CSR support beta
+            shared = shared + level @ above.to(a.dtype).T
+    return _minmax(a, b_sum, shared.T)
+
+
+def _minmax(a: torch.Tensor, b_sum: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
+    """``shared / (|a| + |b| - shared)``: the Tanimoto similarity from the summed minima ``[M, R]``."""
+    return shared / (a.sum(dim=1)[:, None] + b_sum[None] - shared).clamp_min(1e-9)
 
 
 @dataclass
@@ -111,7 +142,7 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
     if len(fps) > max_references:
         keep = torch.randperm(len(fps), generator=torch.Generator().manual_seed(seed))[:max_references].sort().values
         fps, labels, network, is_train = fps[keep], labels[keep], network[keep], is_train[keep]
-    kernel = minmax_kernel(fps, fps)
+    kernel = minmax_kernel(fps.float(), fps.float()).double()  # float32 sums of counts are exact, and twice as fast
     tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, alphas, weights) for t in range(labels.shape[1])]
     coefficients = torch.stack([t.coefficients for t in tasks], dim=1)
     return KernelFit(fps.clamp(max=255).to(torch.uint8), coefficients.float(),
@@ -186,6 +217,14 @@ class FingerprintKernel(nn.Module):
         self.register_buffer("coefficients", torch.zeros(references, tasks))
         self.register_buffer("intercept", torch.zeros(tasks))
         self.register_buffer("weight", torch.ones(tasks))
+        #: Set by :meth:`fix_levels` for a traced program: the kernel by dense matrix products alone.
+        self.levels: Optional[int] = None
+        self._cached: Optional[Tuple[Tuple[int, int, str], List[torch.Tensor], torch.Tensor]] = None
+
+    def fix_levels(self) -> None:
+        """Compute the kernel by matrix products alone from now on (for ``torch.export`` and ONNX,
+        which cannot loop over a count read from the data), up to the references' largest count."""
+        self.levels = int(self.references.max()) if self.references.numel() else 0
 
     @classmethod
     def from_fit(cls, fit: KernelFit) -> "FingerprintKernel":
@@ -198,8 +237,21 @@ class FingerprintKernel(nn.Module):
 
     def predictions(self, fingerprints: torch.Tensor) -> torch.Tensor:
         """The kernel model's predictions ``[B, T]`` (target units) for count fingerprints ``[B, F]``."""
-        similarity = minmax_kernel(fingerprints.to(self.coefficients.dtype), self.references.to(self.coefficients.dtype))
+        query = fingerprints.to(self.coefficients.dtype)
+        if self.levels is not None:
+            similarity = minmax_kernel(query, self.references.to(query.dtype), levels=self.levels)
+        else:
+            levels, sums = self._levels()
+            similarity = minmax_from_levels(query, levels, sums)
         return similarity @ self.coefficients + self.intercept
+
+    def _levels(self) -> Tuple[List[torch.Tensor], torch.Tensor]:
+        """The references' :func:`count_levels` and row sums, computed once for the references as they are."""
+        key = (self.references.data_ptr(), self.references._version, str(self.references.device))
+        if self._cached is None or self._cached[0] != key:
+            references = self.references.to(self.coefficients.dtype)
+            self._cached = (key, count_levels(references), references.sum(dim=1))
+        return self._cached[1], self._cached[2]
 
     def blend(self, network: torch.Tensor, fingerprints: torch.Tensor) -> torch.Tensor:
         """``w * network + (1 - w) * kernel`` per task, both in target units ``[B, T]``."""

@@ -19,13 +19,18 @@ import torch
 from cli_runner import assert_one_error_line, run_cli
 from conftest_models import freesolv_frame, seeded_model, tiny_preset
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.checkpoint import CheckpointExtras, CheckpointMeta, save_checkpoint
+from dgl_graphtx.datasets import ExtraFeatures
+from dgl_graphtx.datasets.extra_features import FittedExtraFeatures
 from dgl_graphtx.datasets.featurized import featurize_and_pack
 from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
+from dgl_graphtx.featurize.descriptors import kernel_fingerprints
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.inference import portable
 from dgl_graphtx.inference.export import export_model, plain_inputs
+from dgl_graphtx.models.kernel import FingerprintKernel, fit_fingerprint_kernel
 from dgl_graphtx.relation_graph import RelationConfig
+from dgl_graphtx.runs.config import DEFAULT_KERNEL
 from benchmarks.common.molecules import zinc_like_smiles
 
 SMILES = [str(s) for s in freesolv_frame()["smiles"]]
@@ -121,6 +126,25 @@ def test_models_of_other_kinds_export_and_agree(tmp_path, variant, preset, overr
     found, expected = model.predict(SMILES[:64]), Predictor(checkpoint, device="cpu").predict(SMILES[:64])
     for column in columns:  # untrained models give large outputs (a summed readout): agreement to 1e-5 relative
         np.testing.assert_allclose(found[column], expected[column if "_prob_" in column else f"{column}_pred"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path):
+    config = tiny_preset("gradformer", None)
+    model = seeded_model(config).eval()
+    fps = torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:60]))
+    labels = torch.tensor(freesolv_frame()["expt"][:60].to_numpy())[:, None]
+    model.attach_kernel(FingerprintKernel.from_fit(fit_fingerprint_kernel(fps[:50], labels[:50], fps[50:], labels[50:],
+                                                                          labels[50:] + 1.0, weights=(0.5,))))
+    extras = CheckpointExtras(extra_features=FittedExtraFeatures(ExtraFeatures(kernel=DEFAULT_KERNEL)).to_dict())
+    checkpoint = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(config.featurizer, config.relation, ["y"], extras))
+    done = export_model(checkpoint, tmp_path / "model.pt2")
+    assert done.max_difference < 1e-5 and portable.load(done.path).settings.kernel == (2, 2048)
+    found = _predict_without_the_library(done.path, SMILES[60:160], tmp_path)
+    expected = Predictor(checkpoint, device="cpu").predict(SMILES[60:160])
+    np.testing.assert_allclose(found["y"], expected["y_pred"], rtol=0, atol=1e-5)
+    settings = portable.Settings(False, 0, None, (2, 2048))  # the portable counts are the library's
+    counts = portable.batch([portable.featurize(s, settings) for s in SMILES[:20]])[portable.INPUTS.index("kernel_counts")]
+    assert torch.equal(counts, torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:20])).float())
 
 
 def test_a_sparse_relation_graph_exports(tmp_path):

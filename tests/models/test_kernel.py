@@ -28,9 +28,20 @@ def test_minmax_kernel_is_rdkits_tanimoto_on_count_fingerprints():
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
     sparse = [generator.GetCountFingerprint(Chem.MolFromSmiles(s)) for s in SMILES[:30]]
     expected = np.array([DataStructs.BulkTanimotoSimilarity(a, sparse) for a in sparse])
-    counts = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:30]))
-    assert np.abs(minmax_kernel(counts.double(), counts.double(), block=7).numpy() - expected).max() < 1e-12
+    counts = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:30])).double()
+    assert np.abs(minmax_kernel(counts, counts).numpy() - expected).max() < 1e-12  # sparse products level by level
+    top = int(counts.max())
+    assert np.abs(minmax_kernel(counts, counts, levels=top).numpy() - expected).max() < 1e-12  # dense, as exported
     assert torch.equal(minmax_kernel(torch.zeros(1, 4), torch.zeros(2, 4)), torch.zeros(1, 2))  # empty vs empty: 0, as RDKit
+
+
+def test_a_kernel_compares_with_its_references_as_they_are_now():
+    kernel = FingerprintKernel(references=2, size=3, tasks=1)
+    kernel.coefficients.fill_(1.0)
+    query = torch.tensor([[1.0, 1, 0]])
+    assert kernel.predictions(query).item() == 0.0  # empty references
+    kernel.references.copy_(torch.tensor([[1, 1, 0], [2, 0, 0]], dtype=torch.uint8))  # e.g. loaded from a checkpoint
+    assert kernel.predictions(query).item() == pytest.approx(1.0 + 1 / 3)  # min sums 2 and 1, max sums 2 and 3
 
 
 def _labels(n, seed=0):
