@@ -42,8 +42,8 @@ def anchor(heading: str) -> str:
     """GitHub's anchor of a Markdown heading.
 
     Example:
-        >>> anchor("## GPU speed (`benchmarks/checks/gpu_speed.py`)")
-        'gpu-speed-benchmarkschecksgpu_speedpy'
+        >>> anchor("## GPU speed (`benchmarks/checks/training_steps.py`)")
+        'gpu-speed-benchmarkscheckstraining_stepspy'
     """
     text = heading.lstrip("#").strip().lower()
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")

@@ -21,31 +21,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from benchmarks.common import molecules as M  # noqa: E402
-from benchmarks.common import report as R  # noqa: E402
+from benchmarks.common import check
+from benchmarks.common import molecules as M
+from benchmarks.common.report import REPO, environment_line, load_note
 
-from dgl_graphtx.datasets import featurize_to_store, load_store  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
-from dgl_graphtx.runs.distributed import DistributedConfig, DistributedContext, process_hooks  # noqa: E402
-from dgl_graphtx.training import TrainConfig, Trainer, seed_everything  # noqa: E402
+from dgl_graphtx.datasets import featurize_to_store, load_store
+from dgl_graphtx.models import build_model, get_preset
+from dgl_graphtx.runs.distributed import DistributedConfig, DistributedContext, process_hooks
+from dgl_graphtx.training import TrainConfig, Trainer, seed_everything
 
-REPO = Path(__file__).resolve().parents[2]
-COLUMNS = [
-    ("config", "configuration"), ("processes", "processes"), ("threads", "threads/process"),
-    ("epoch_s", "s/epoch (median)"), ("graphs_s", "graphs/s"), ("speedup", "vs 1 proc x 1 thread"),
-    ("cpu_ms_graph", "CPU ms/graph"),
-]
+COLUMNS = [("config", "configuration"), ("processes", "processes"), ("threads", "threads/process"), ("epoch_s", "s/epoch (median)"),
+           ("graphs_s", "graphs/s"), ("speedup", "vs 1 proc x 1 thread"), ("cpu_ms_graph", "CPU ms/graph")]
 
 
 def _cpu_s() -> float:
@@ -57,9 +52,6 @@ def worker(args: argparse.Namespace) -> int:
     """One training process (alone, or one of several under torchrun)."""
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
     with process_hooks(args.device, DistributedConfig(timeout_s=600)) as hooks:
         dataset = load_store(args.worker)
         preset = get_preset(args.model, args.preset)
@@ -78,30 +70,23 @@ def worker(args: argparse.Namespace) -> int:
 
 def run_config(name: str, nproc: int, threads: int, store: Path, args: argparse.Namespace, work: Path) -> Dict[str, object]:
     result = work / f"{name}.json"
-    job = [str(store), "--result", str(result), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--device", args.device,
-           "--model", args.model, "--preset", args.preset, "--threads", str(threads)]
-    script = [str(Path(__file__).resolve()), "--worker", *job]
-    if nproc > 1:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", *script]
-    else:
-        command = [sys.executable, *script]
+    script = ["-m", "benchmarks.checks.ddp_scaling", "--worker", str(store), "--result", str(result), "--epochs", str(args.epochs),
+              "--batch-size", str(args.batch_size), "--device", args.device, "--model", args.model, "--preset", args.preset,
+              "--threads", str(threads)]
+    launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", "--no-python", sys.executable] * (nproc > 1)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    start = time.perf_counter()
-    subprocess.run(command, check=True, env=env, timeout=args.timeout, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, *launch, *script], check=True, env=env, timeout=args.timeout, stdout=subprocess.DEVNULL)
     data = json.loads(result.read_text())
     epoch_s = statistics.median(data["seconds"][1:] or data["seconds"])
-    graphs_s = data["molecules"] / epoch_s
-    print(f"  {name}: {epoch_s:.2f} s/epoch, {graphs_s:,.0f} graphs/s  (job {time.perf_counter() - start:.0f} s)", flush=True)
-    return {"config": name, "processes": nproc, "threads": threads, "epoch_s": epoch_s, "graphs_s": graphs_s,
+    print(f"  {name}: {epoch_s:.2f} s/epoch, {data['molecules'] / epoch_s:,.0f} graphs/s", flush=True)
+    return {"config": name, "processes": nproc, "threads": threads, "epoch_s": epoch_s, "graphs_s": data["molecules"] / epoch_s,
             "cpu_ms_graph": 1000 * data["cpu_s"] / (data["molecules"] * args.epochs), "molecules": data["molecules"]}
 
 
-def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = check.parser(__doc__)
     parser.add_argument("--worker", metavar="STORE", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
-    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--quick", action="store_true", help="400 molecules, 3 epochs; does not update the docs")
     parser.add_argument("--nproc", type=int, default=2, help="processes of the distributed configuration (default: 2)")
     parser.add_argument("--molecules", type=int, default=2000)
     parser.add_argument("--threads-row", action="store_true", help="also measure 1 process with --nproc threads")
@@ -111,50 +96,31 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--model", default="grpe")
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per configuration before giving up")
-    parser.add_argument("--csv", type=Path, default=None)
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.worker:
+        check.start(args, "ddp_scaling worker")
+        return worker(args)
     if args.quick:
         args.molecules, args.epochs = min(args.molecules, 400), min(args.epochs, 3)
-    if args.csv is None:
-        args.csv = R.default_csv("ddp_scaling", args.quick)
-    return args
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.worker:
-        return worker(args)
-    logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
-    env = R.environment()
-    R.print_environment(env, "ddp_scaling environment")
+    env = check.start(args, "ddp_scaling")
     smiles = M.zinc_like_smiles(args.molecules, seed=0, min_atoms=12, max_atoms=16)
     preset = get_preset(args.model, args.preset)
     with tempfile.TemporaryDirectory(prefix="ddp_scaling-") as tmp:
-        work = Path(tmp)
-        store = featurize_to_store(smiles, work / "store", [[float(M.heavy_atoms(s))] for s in smiles],
+        store = featurize_to_store(smiles, Path(tmp) / "store", [[float(M.heavy_atoms(s))] for s in smiles],
                                    featurizer=preset.featurizer, relation=preset.relation, progress=False)
-        print(f"{len(smiles):,} molecules (12-16 heavy atoms), {args.model} {args.preset}, global batch {args.batch_size}, "
-              f"{args.epochs} epochs per configuration (first = warm-up)\n")
-        rows = [run_config("1 process x 1 thread", 1, 1, store, args, work)]
-        if args.threads_row:
-            rows.append(run_config(f"1 process x {args.nproc} threads", 1, args.nproc, store, args, work))
-        rows.append(run_config(f"{args.nproc} processes (DDP, gloo) x 1 thread", args.nproc, 1, store, args, work))
-    base = rows[0]["graphs_s"]
+        configs = [("1 process x 1 thread", 1, 1)] + [(f"1 process x {args.nproc} threads", 1, args.nproc)] * args.threads_row
+        rows = [run_config(name, nproc, threads, store, args, Path(tmp))
+                for name, nproc, threads in configs + [(f"{args.nproc} processes (DDP, gloo) x 1 thread", args.nproc, 1)]]
     for row in rows:
-        row["speedup"] = row["graphs_s"] / base
-    print()
-    print(R.format_table(rows, COLUMNS))
-    print("\nCPU ms/graph = user + system time of all processes during fit() / (graphs x epochs): the training cost of")
-    print("one graph (forward, backward, optimizer, gradient all-reduce), which other jobs on the machine do not distort.")
-    R.publish("ddp_scaling", rows, COLUMNS, env, args.csv, [
-        "#### Data-parallel training: 1 vs 2 processes (DDP, gloo, CPU)",
-        "",
-        f"Written by `benchmarks/checks/ddp_scaling.py`: {R.environment_line(env)} {len(smiles):,} ZINC-like molecules with 12-16 "
-        f"heavy atoms (PCQM4Mv2-sized), {args.model} {args.preset}, global batch {args.batch_size}, median training-epoch "
-        f"time of epochs 2-{args.epochs}, no validation; CPU ms/graph = CPU time of all processes during training / "
-        f"(graphs x epochs). {R.load_note()}; the machine is shared, so the ratios are noisy.",
-    ], update_docs=not (args.quick or args.no_docs))
+        row["speedup"] = row["graphs_s"] / rows[0]["graphs_s"]
+    print("\nCPU ms/graph = user + system time of all processes during fit() / (graphs x epochs): the training cost of one graph "
+          "(forward, backward, optimizer, gradient all-reduce), which other jobs on the machine do not distort.")
+    check.finish("ddp_scaling", args, env, rows, COLUMNS, [
+        "#### Data-parallel training: 1 vs 2 processes (DDP, gloo, CPU)", "",
+        f"Written by `benchmarks/checks/ddp_scaling.py`: {environment_line(env)} {len(smiles):,} ZINC-like molecules with 12-16 heavy "
+        f"atoms (PCQM4Mv2-sized), {args.model} {args.preset}, global batch {args.batch_size}, median training-epoch time of epochs "
+        f"2-{args.epochs}, no validation; CPU ms/graph = CPU time of all processes during training / (graphs x epochs). "
+        f"{load_note()}; the machine is shared, so the ratios are noisy."])
     return 0
 
 

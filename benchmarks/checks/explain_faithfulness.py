@@ -1,33 +1,23 @@
-"""How faithful are the per-atom explanations? Train on a property whose true atom contributions are
-known, Wildman-Crippen logP (RDKit's ``_CalcCrippenContribs``, each hydrogen's contribution added to
-its atom), and rank-correlate, molecule by molecule, the explained contributions of held-out
-molecules with the true ones.
+"""How faithful are the per-atom explanations? The default model (Gradformer, its preset and recipe)
+trains on a property whose true atom contributions are known, Wildman-Crippen logP (RDKit's
+``_CalcCrippenContribs``, each hydrogen's contribution added to its atom), and the explanations of
+held-out molecules are rank-correlated with the truth, molecule by molecule (Spearman), beside:
+attention rollout of the same model (``plot attention``'s atom importance); a random forest on
+2048 Morgan bits (radius 2) explained by its bit importances spread over the atoms of each bit's
+environments, and by the similarity-map weights of Riniker & Landrum (J. Cheminf. 2013: the
+prediction minus the prediction without the bits of the atom's environments); random numbers.
 
-Compared, on the same held-out molecules:
+Molecules: a random sample of MOSES (the molsets wheel, fetched when absent), or FreeSolv
+(``--source freesolv``), split 80/10/10 at random; the trained run is kept in ``--out`` and reused.
+Also measured: the integral's completeness gap (prediction - baseline - sum of contributions) by
+step count.
 
-- integrated gradients (``Predictor.explain``, the library's method) of the default model (Gradformer,
-  its preset and recipe) trained on the logP values;
-- attention rollout of the same model (``plot attention``'s atom importance);
-- a fingerprint model: a random forest on 2048 Morgan bits (radius 2) trained on the same molecules,
-  explained two ways: the forest's bit importances spread over the atoms of each bit's environments,
-  and the similarity-map weights of Riniker & Landrum (J. Cheminf. 2013): the prediction minus the
-  prediction with the bits of the atom's environments removed;
-- random numbers (what an explanation that knows nothing scores).
-
-The molecules are a random sample of the MOSES training set read from the ``molsets`` wheel
-(``pip download --no-deps molsets -d .cache/moses``, fetched when absent; never installed), or the
-embedded FreeSolv set (``--source freesolv``), split 80/10/10 at random. The trained run is kept in
-``--out`` and reused. The integral's completeness gap (prediction - baseline - sum of contributions)
-is measured for several step counts.
-
-Run:  OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.checks.explain_faithfulness           (MOSES, ~30 min on one thread)
-      .venv/bin/python -m benchmarks.checks.explain_faithfulness --quick                     (smoke run, FreeSolv, ~1 min)
+Run:  OMP_NUM_THREADS=1 python -m benchmarks.checks.explain_faithfulness --epochs 30     (MOSES, ~30 min on one thread)
+      python -m benchmarks.checks.explain_faithfulness --quick                            (smoke run, FreeSolv, ~1 min)
 """
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -39,8 +29,9 @@ from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
 
 from benchmarks.common import attribution as A
+from benchmarks.common import check
 from benchmarks.common import molecules as M
-from benchmarks.common import report as R
+from benchmarks.common.report import REPO, markdown_table
 
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.datasets.splits import random_split
@@ -51,8 +42,9 @@ from dgl_graphtx.models import get_preset
 from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig
 
-REPO = Path(__file__).resolve().parents[2]
 FINGERPRINT_BITS, FINGERPRINT_RADIUS = 2048, 2
+COLUMNS = [("method", "explanation"), ("mean", "mean Spearman"), ("median", "median"), ("share_ge_0.7", "share >= 0.7"),
+           ("molecules", "molecules")]
 
 
 def read_molecules(source: str, count: int, moses_dir: Path) -> List[str]:
@@ -152,70 +144,59 @@ def draw_comparison(smiles: str, explained: Sequence[float], truth: Sequence[flo
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: Sequence[str] = None) -> int:
+    parser = check.parser(__doc__)
     parser.add_argument("--source", choices=("moses", "freesolv"), default="moses")
     parser.add_argument("--molecules", type=int, default=6000, help="molecules drawn (80/10/10 train/valid/test)")
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--steps", type=int, default=4, help="integration steps of the scored explanations")
-    parser.add_argument("--moses-dir", type=Path, default=REPO / ".cache" / "moses", help="folder holding the molsets wheel")
-    parser.add_argument("--out", type=Path, default=REPO / ".cache" / "explain_faithfulness")
+    parser.add_argument("--moses-dir", type=Path, default=M.MOSES_DIR, help="folder of the molsets wheel")
+    parser.add_argument("--out", type=Path, default=REPO / ".cache" / "explain_faithfulness", help="the trained run, reused when there")
     parser.add_argument("--readout", help="train the default model with this readout instead of its own (e.g. atomwise)")
     parser.add_argument("--figure", type=Path, help="draw the held-out molecule of median Spearman (10+ atoms) beside its truth here (PNG)")
-    parser.add_argument("--csv", type=Path, help="where the Spearman table goes (default: benchmarks/results/explain_faithfulness.csv)")
-    parser.add_argument("--quick", action="store_true", help="FreeSolv, 8 epochs, into --out/quick")
     args = parser.parse_args(argv)
-    logging.getLogger("dgl_graphtx").setLevel(logging.WARNING)
     if args.quick:
         args.source, args.molecules, args.epochs, args.out = "freesolv", 642, 8, args.out / "quick"
+    env = check.start(args, "explain_faithfulness")
     smiles = read_molecules(args.source, args.molecules, args.moses_dir)
     truth = [A.crippen_atom_logp(s) for s in smiles]
     logp = np.array([t.sum() for t in truth])
     split = random_split(len(smiles), seed=0)
-    checkpoint = trained_model(smiles, logp, split, args.out, args.epochs, args.readout)
     test = list(split.test)
+    predictor = Predictor(trained_model(smiles, logp, split, args.out, args.epochs, args.readout), device="cpu")
     held_out, held_truth = [smiles[i] for i in test], [truth[i] for i in test]
-    predictor = Predictor(checkpoint, device="cpu")
     start = time.perf_counter()
     ours = predictor.explain(held_out, steps=args.steps).table["logP_contributions"].tolist()
     seconds = time.perf_counter() - start
-    rollout = [atom_importance(attention_maps(predictor.model, predictor.featurizer, s))["importance"].to_numpy() for s in held_out]
     spread, similarity_map = fingerprint_explanations(smiles, logp, split.train, test)
     model = "default model" if args.readout is None else f"default model, {args.readout} readout"
     methods = {
         f"integrated gradients ({args.steps} steps), {model}": ours,
-        "attention rollout, same model": rollout,
+        "attention rollout, same model":
+            [atom_importance(attention_maps(predictor.model, predictor.featurizer, s))["importance"].to_numpy() for s in held_out],
         "random forest on Morgan bits: bit importances spread over atoms": spread,
         "random forest on Morgan bits: similarity map (atom's bits removed)": similarity_map,
         "random numbers": A.random_explanations(held_truth),
     }
-    rows, per_molecule = [], {"smiles": held_out}
-    methods_names = list(methods)
-    for name, found in methods.items():
-        rho = A.per_molecule_spearman(found, held_truth)
-        per_molecule[name] = rho
-        rows.append({"method": name, **A.summary(rho)})
+    per_molecule = {"smiles": held_out, **{name: A.per_molecule_spearman(found, held_truth) for name, found in methods.items()}}
+    rows = [{"method": name, **A.summary(per_molecule[name])} for name in methods]
     if args.figure:
-        rho = per_molecule[methods_names[0]]
-        candidates = [i for i in range(len(test)) if len(held_truth[i]) >= 10 and np.isfinite(rho[i])]
-        typical = min(candidates, key=lambda i: abs(rho[i] - np.nanmedian(rho)))
+        rho = per_molecule[next(iter(methods))]
+        typical = min((i for i in range(len(test)) if len(held_truth[i]) >= 10 and np.isfinite(rho[i])),
+                      key=lambda i: abs(rho[i] - np.nanmedian(rho)))
         draw_comparison(held_out[typical], ours[typical], held_truth[typical], args.figure)
     print(f"\n{args.source}: {len(smiles)} molecules, {len(test)} held out; explained in {seconds:.1f} s "
           f"({len(test) / seconds:.0f} molecules/s including featurization)\n")
-    print(R.markdown_table(rows, [("method", "explanation"), ("mean", "mean Spearman"), ("median", "median"),
-                                  ("share_ge_0.7", "share >= 0.7"), ("molecules", "molecules")]))
     gaps = completeness_gaps(predictor, held_out, [2, 3, 4, 6, 8, 16])
-    print("\ncompleteness gap |prediction - baseline - sum of contributions| (logP units; relative to |prediction - baseline|):\n")
-    print(R.markdown_table(gaps, [("steps", "steps"), ("median_gap", "median gap"), ("p95_gap", "95th percentile"),
-                                  ("median_relative", "median relative"), ("p95_relative", "95th percentile relative")]))
-    args.out.mkdir(parents=True, exist_ok=True)
+    print("completeness gap |prediction - baseline - sum of contributions| (logP units; relative to |prediction - baseline|):\n")
+    print(markdown_table(gaps, [("steps", "steps"), ("median_gap", "median gap"), ("p95_gap", "95th percentile"),
+                                ("median_relative", "median relative"), ("p95_relative", "95th percentile relative")]))
     suffix = "" if args.readout is None else f"-{args.readout}"
     pd.DataFrame(per_molecule).to_csv(args.out / f"spearman_per_molecule{suffix}.csv", index=False)
     (args.out / f"summary{suffix}.json").write_text(json.dumps({"source": args.source, "molecules": len(smiles), "methods": rows,
                                                                 "completeness": gaps}, indent=1))
-    print(f"\nwrote {args.out / f'summary{suffix}.json'} and {args.out / f'spearman_per_molecule{suffix}.csv'}")
-    print(R.load_note())
-    print(f"CSV written to {R.write_csv(args.csv or R.default_csv('explain_faithfulness' + suffix, args.quick), rows, R.environment())}")
+    print(markdown_table(rows, COLUMNS))
+    check.finish("explain_faithfulness" + suffix, args, env, rows, COLUMNS)
     return 0
 
 

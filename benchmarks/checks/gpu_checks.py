@@ -1,39 +1,27 @@
-"""Correctness of the GPU paths on a real device: what the CPU tests cannot show.
+"""Correctness and speed of the GPU paths on a real device: what the CPU tests cannot show.
+The one prepared script a session with a lent GPU runs first; ``--checks`` chooses (all by default).
 
-1. **float32 agreement on CUDA.** For every preset of the catalogue, the same weights run on
-   FreeSolv and MolHIV-sized molecules twice: in float64 on the CPU along DGL's kernels (the
-   reference) and in float32 on the device along the tensor path, in training mode without
-   dropout (BatchNorm normalises with the batch's statistics, as in training: in ``eval()`` an
-   untrained BatchNorm is the identity and a 10-layer network's activations grow to ~1e9). Reports
-   ``|out - ref| / |ref|`` for the outputs and for the gradient of every parameter (one vector),
-   and the largest difference between two identical device runs (CUDA's atomic adds in
-   ``index_add_``/``scatter_reduce`` sum in no fixed order). The same weights and molecules then
-   run in float64 on the device's tensor path: the larger of its output and gradient errors
-   against the CPU reference separates the path (which should agree to ~1e-15) from float32
-   rounding.
-2. **A training run on the device, predicted on the CPU.** ``dgl-graphtx train`` on FreeSolv
-   with ``--device cuda`` (compute ``auto``: tensors), then ``Predictor`` on the CPU (DGL's
-   kernels) and on the device over the same molecules: the largest prediction difference.
-3. **Pretraining on the device** (``--pretrain-smiles FILE``): ``dgl-graphtx pretrain --objective
-   both`` (descriptors and masked atoms, the masked-atom heads trained beside the model) on the
-   first ``--pretrain-molecules`` of a SMILES file with ``--device cuda``: seconds per epoch,
-   molecules/s, held-out descriptor R2 and masked-atom accuracy; then check 2 fine-tuned from
-   that backbone (``--from-pretrained``).
-
-4. **Fast steps** (issue 43, ``--checks fast``; MolHIV-sized MOSES molecules, ``--smiles FILE`` or
-   the molsets wheel): (a) no host sync: the eager steps of four presets and the replays of their
-   captured steps under ``torch.cuda.set_sync_debug_mode("error")``; (b) training graphs/s of each
-   step mode (``step_modes.py``: eager as before, eager without syncs, captured; with
-   ``--compile`` also the MolHIV recipe compiled, with its compile time); (c) one MolHIV-size
-   epoch (33,000 molecules, batch 32, the ``molhiv`` recipe, captured steps through the trainer)
-   against the goal of 10 s, the eager step's epoch measured on a tenth, and the time the loop
-   waits in ``next(loader)`` (workers collating, padding and pinning); (d) prediction molecules/s of the tiny presets (the
-   model on pre-featurized batches of 1,024, and :class:`Predictor` end to end); (e) a MOSES
-   pretraining epoch (1.58M molecules) estimated from the shipped backbone's captured step.
-   Tables go to ``--out`` (default ``benchmarks/results/gpu_fast_steps.md``).
-
-``--checks`` chooses among ``agreement``, ``train``, ``pretrain`` (with ``--pretrain-smiles``) and
-``fast`` (all by default).
+* ``agreement``: every preset's same weights on FreeSolv and MolHIV-sized molecules in float64 on
+  the CPU along DGL's kernels (the reference), in float32 on the device along the tensor path
+  (twice) and in float64 on the device, in training mode without dropout (an untrained BatchNorm
+  in ``eval()`` is the identity and a 10-layer network's activations grow to ~1e9): relative
+  errors of the outputs and of the gradient of all parameters, the largest difference between the
+  two float32 runs (CUDA's atomic adds sum in no fixed order), and the float64 run's larger error,
+  which separates the path (~1e-15) from float32 rounding.
+* ``train``: ``dgl-graphtx train`` on FreeSolv on the device, then ``Predictor`` on the CPU and on
+  the device: the largest prediction difference.
+* ``pretrain`` (with ``--pretrain-smiles FILE``): ``dgl-graphtx pretrain --objective both`` on the
+  device (seconds per epoch, molecules/s, held-out descriptor R2, masked-atom accuracy), then
+  ``train`` fine-tuned from that backbone.
+* ``fast`` (issue 43; MolHIV-sized molecules from ``--smiles FILE`` or the molsets wheel): (a) no
+  host sync in the eager steps of four presets and the replays of their captured steps under
+  ``torch.cuda.set_sync_debug_mode("error")``; (b) graphs/s of each step mode
+  (``training_steps.time_modes``; ``--compile`` adds the MolHIV recipe compiled); (c) one
+  MolHIV-size epoch (33,000 molecules, batch 32, captured steps through the trainer; goal 10 s),
+  the eager one from a tenth, and the time the loop waits in ``next(loader)``; (d) prediction
+  molecules/s of the tiny presets (the model on featurized batches of 1,024, and ``Predictor``);
+  (e) a MOSES pretraining epoch estimated from the shipped backbone's captured step. Tables go
+  to ``--out`` (default ``benchmarks/results/gpu_fast_steps.md``).
 
 Run on a GPU machine:  python -m benchmarks.checks.gpu_checks [--pretrain-smiles FILE] [--smiles MOSES_FILE]
 Smoke check anywhere:  python -m benchmarks.checks.gpu_checks --device cpu --quick
@@ -53,25 +41,21 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 import torch
+from torch.utils.data import Subset
 
-import dgl_graphtx  # noqa: E402,F401  (before dgl)
-from benchmarks.common.molecules import MOSES_SIZE, freesolv_smiles, heavy_atoms  # noqa: E402
-from benchmarks.common.report import format_table  # noqa: E402
+from benchmarks.checks import inference_speed
+from benchmarks.checks import training_steps as S
+from benchmarks.common import check
+from benchmarks.common.molecules import MOSES_SIZE, freesolv_smiles, heavy_atoms, sized_smiles
+from benchmarks.common.report import RESULTS_DIR, format_table, markdown_table
 
-from benchmarks.checks import step_modes  # noqa: E402
-from torch.utils.data import Subset  # noqa: E402
-
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint  # noqa: E402
-from dgl_graphtx.datasets import FREESOLV_TARGET, MoleculeDataset, collate_molecule_tensors, collate_molecules, freesolv_path  # noqa: E402
-from dgl_graphtx.datasets.buckets import PaddedCollate, SizeBuckets, molecule_sizes  # noqa: E402
-from dgl_graphtx.inference import Predictor  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
-from dgl_graphtx.training import TrainConfig, Trainer  # noqa: E402
-from dgl_graphtx.training.adamw import adamw  # noqa: E402
-from dgl_graphtx.training.fast_steps import CapturedStep  # noqa: E402
-from dgl_graphtx.training.step_tally import StepTally  # noqa: E402
-from dgl_graphtx.training.train_step import TrainStep  # noqa: E402
-from dgl_graphtx.training.trainer import masked_loss  # noqa: E402
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.datasets import FREESOLV_TARGET, MoleculeDataset, collate_molecule_tensors, collate_molecules, freesolv_path
+from dgl_graphtx.inference import Predictor
+from dgl_graphtx.models import build_model, get_preset
+from dgl_graphtx.training import TrainConfig, Trainer
+from dgl_graphtx.training.fast_steps import CapturedStep
+from dgl_graphtx.training.step_tally import StepTally
 
 CONFIGS = [("grpe", "tiny"), ("grpe", "standard"), ("moire", "2d"), ("moire", "3d"), ("moire", "3d-energy"), ("gradformer", "default"),
            ("gradformer", "molhiv"), ("vanilla", "tiny"), ("graphormer", "tiny")]
@@ -170,29 +154,18 @@ def pretrain_on_device(device: str, smiles_file: Path, molecules: int, epochs: i
     return train_and_predict(device, 5, work, extra=["--from-pretrained", str(out)])
 
 
-FAST_PRESETS = ["gradformer/molhiv", "gradformer/default", "grpe/tiny", "moire/2d"]
-
-
 def sync_free(device: torch.device, smiles: Sequence[str]) -> List[Dict[str, object]]:
     """Check 4a: the steps of four presets under ``set_sync_debug_mode("error")`` (eager, and the
     captured step's replays), after a first step outside it."""
     rows = []
-    for preset_name in FAST_PRESETS:
-        variant, name = preset_name.split("/")
-        preset = get_preset(variant, name)
-        data = MoleculeDataset(list(smiles[:64]), torch.randint(0, 2, (64, preset.model.num_tasks)).float(),
-                               featurizer=preset.featurizer, relation=preset.relation, progress=False)
-        plain = [collate_molecule_tensors(data.__getitems__(list(range(i, i + 32)))).to(device) for i in (0, 32)]
-        padded = [PaddedCollate(SizeBuckets.of(*molecule_sizes(data), 32, 1))(data.__getitems__(list(range(i, i + 32)))).to(device)
-                  for i in (0, 32)]
+    for preset_name in S.PRESETS_TIMED:
+        preset = get_preset(*preset_name.split("/"))
+        plain, padded = S.prepared(preset, smiles[:64], 32, 2, 1, device)
         results = {}
         for mode, batches in (("eager", plain), ("captured", padded)):
             torch.manual_seed(0)
-            model = build_model(preset.model).to(device).train()
-            step = TrainStep(model, lambda out, b, rows: masked_loss(preset.model.task, out, b.labels, b.mask),
-                             list(model.parameters()), adamw([{"params": list(model.parameters())}], 1e-4, 0.0, device))
-            run = CapturedStep(step) if mode == "captured" and device.type == "cuda" else step
-            tally = StepTally(device, 8)
+            step = S.trainer_step(build_model(preset.model).to(device).train(), preset, device)
+            run, tally = CapturedStep(step) if mode == "captured" and device.type == "cuda" else step, StepTally(device, 8)
             run(batches[0])  # the optimizer's state, the capture
             try:
                 if device.type == "cuda":
@@ -241,36 +214,17 @@ def molhiv_epoch(device: torch.device, smiles: Sequence[str], molecules: int = 3
 
 
 def prediction_rates(device: torch.device, smiles: Sequence[str]) -> List[Dict[str, object]]:
-    """Check 4d: molecules/s of the tiny presets, the model alone and Predictor end to end."""
+    """Check 4d: molecules/s of the tiny presets, the model alone (featurized batches of 1,024) and
+    ``Predictor`` end to end."""
     rows = []
     for preset_name in ("grpe/tiny", "gradformer/default", "vanilla/tiny"):
-        variant, name = preset_name.split("/")
-        preset = get_preset(variant, name)
-        data = MoleculeDataset(list(smiles[:2048]), torch.zeros(min(2048, len(smiles)), 1), featurizer=preset.featurizer,
-                               relation=preset.relation, progress=False)
-        size = min(1024, len(data))
-        batches = [collate_molecule_tensors(data.__getitems__(list(range(i, i + size)))).to(device)
-                   for i in range(0, len(data) - size + 1, size)]
+        preset = get_preset(*preset_name.split("/"))
         torch.manual_seed(0)
-        model = build_model(preset.model).to(device).eval()
-        with torch.inference_mode():
-            for batch in batches:
-                model(batch.graph, batch.relation_graph)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(5):
-                for batch in batches:
-                    model(batch.graph, batch.relation_graph)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            model_rate = 5 * size * len(batches) / (time.perf_counter() - start)
         with tempfile.TemporaryDirectory() as tmp:
-            path = save_checkpoint(Path(tmp) / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+            path = save_checkpoint(Path(tmp) / "m.pt", build_model(preset.model), CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
             predictor = Predictor(path, device=str(device), batch_size=1024)
-            start = time.perf_counter()
-            predictor.predict(list(smiles[:4096]))
-            end_to_end = min(4096, len(smiles)) / (time.perf_counter() - start)
+            model_rate = inference_speed.model_rates(predictor, smiles[:2048], [], 5)["predict"]
+            end_to_end = min(4096, len(smiles)) / inference_speed.seconds(lambda: predictor.predict(list(smiles[:4096])))
         rows.append({"preset": preset_name, "model molecules/s": round(model_rate), "Predictor molecules/s": round(end_to_end)})
         print(rows[-1], flush=True)
     return rows
@@ -281,32 +235,29 @@ def fast_steps(device: torch.device, smiles: Sequence[str], out: Path, quick: bo
     sections = []
     rows = sync_free(device, smiles)
     sections.append(("No host sync (set_sync_debug_mode('error'))", rows))
-    modes = [m for m in step_modes.MODES if m != "compiled"]
-    timing = [row for preset in FAST_PRESETS[: 1 if quick else 4]
-              for row in step_modes.run(preset, modes, device, smiles, 32, batches=4 if quick else 8, repeats=3 if quick else 5)]
+    modes = [m for m in S.MODES if m != "compiled"]
+    timing = [row for preset in S.PRESETS_TIMED[: 1 if quick else 4]
+              for row in S.time_modes(preset, modes, device, smiles, 32, batches=4 if quick else 8, repeats=3 if quick else 5)]
     if compile_step:  # one compiled shape: the compile time is what it costs
-        timing += step_modes.run("gradformer/molhiv", ["compiled"], device, smiles, 32, batches=8, repeats=5, buckets=1)
+        timing += S.time_modes("gradformer/molhiv", ["compiled"], device, smiles, 32, batches=8, repeats=5, buckets=1)
     sections.append(("Training steps (batch 32, MolHIV-sized)", timing))
-    backbone = step_modes.run("gradformer/default", ["captured" if device.type == "cuda" else "no-sync"], device, smiles, 64,
-                              batches=4 if quick else 8, num_tasks=194)
+    backbone = S.time_modes("gradformer/default", ["captured" if device.type == "cuda" else "no-sync"], device, smiles, 64,
+                            batches=4 if quick else 8, num_tasks=194)
     rate = float(backbone[0]["graphs_s"])
     sections.append(("MOSES pretraining epoch, shipped backbone's size (gradformer default, 194 targets, batch 64)",
                      [{"graphs/s": rate, "estimated epoch (1,584,663 molecules)": f"{MOSES_SIZE / rate / 60:.1f} min (goal: 3 min)"}]))
     epoch = molhiv_epoch(device, smiles, 3300 if quick else 33_000)
     sections.append(("MolHIV-size epoch", [epoch]))
     sections.append(("Prediction (inference_mode, batches of 1,024)", prediction_rates(device, smiles)))
-    text = []
-    for title, table in sections:
-        keys = list(dict.fromkeys(k for row in table for k in row))
-        text += [f"### {title}", "", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-        text += ["| " + " | ".join(str(row.get(k, "")) for k in keys) + " |" for row in table] + [""]
+    text = [f"### {title}\n\n{markdown_table(table, [(k, k) for k in dict.fromkeys(k for row in table for k in row)])}\n"
+            for title, table in sections]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text) + "\n")
     print("\n".join(text), flush=True)
 
 
 def main(argv: List[str] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--quick", action="store_true", help="two presets, 8 molecules, 1 epoch")
     parser.add_argument("--epochs", type=int, default=5)
@@ -315,15 +266,14 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--pretrain-epochs", type=int, default=3)
     parser.add_argument("--checks", nargs="+", default=["fast", "agreement", "train", "pretrain"],
                         choices=["fast", "agreement", "train", "pretrain"])
-    parser.add_argument("--smiles", help="MolHIV-sized molecules for the fast-step checks (default: from the molsets wheel)")
-    parser.add_argument("--moses-dir", type=Path, default=Path(__file__).resolve().parents[1] / ".cache" / "moses")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "gpu_fast_steps.md")
+    check.molecule_options(parser)  # MolHIV-sized molecules of the fast-step checks
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "gpu_fast_steps.md")
     parser.add_argument("--compile", action="store_true", help="also time the MolHIV recipe's compiled step (inductor: minutes)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if "fast" in args.checks:
-        fast_steps(device, step_modes.molecules(256 if args.quick else 2000, args.smiles, args.moses_dir), args.out, args.quick,
-                   args.compile)
+        smiles = sized_smiles(256 if args.quick else 2000, 20, 30, args.smiles, args.moses_dir)[0]
+        fast_steps(device, smiles, args.out, args.quick, args.compile)
     small = freesolv_smiles()[0]
     large = [s for s in freesolv_smiles()[0] if heavy_atoms(s) >= 12]
     count = 8 if args.quick else 64

@@ -24,26 +24,25 @@ Run:  python -m benchmarks.checks.large_graphs [--quick] [--sizes 2000 10000 ...
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-from benchmarks.checks import proteins as P  # noqa: E402
-from benchmarks.common import report as R  # noqa: E402
+from benchmarks.checks import proteins as P
+from benchmarks.common import check
+from benchmarks.common.measure import PeakMemory
+from benchmarks.common.report import REPO, environment_line, markdown_table, update_section
 
-import dgl  # noqa: E402
-from dgl_graphtx.nn import GradformerAttention, GraphormerAttention, GRPEAttention, MoireAttention, RelationAttention  # noqa: E402
-from dgl_graphtx.relation_graph import SPD_BEYOND_CAP, RelationConfig, build_relation_graph  # noqa: E402
+import dgl
+from dgl_graphtx.nn import GradformerAttention, GraphormerAttention, GRPEAttention, MoireAttention, RelationAttention
+from dgl_graphtx.relation_graph import SPD_BEYOND_CAP, RelationConfig, build_relation_graph
 
 RADIUS = 5.0
 DIM, HEADS = 64, 8
@@ -84,29 +83,6 @@ def layer_pivot(layer_rows: List[Dict[str, object]]) -> Tuple[List[Dict[str, obj
         entry[str(row["variant"])] = f"{row['fb_s']:.2f} ({row['peak_gb']:.2f})"
         variants += [] if row["variant"] in variants else [str(row["variant"])]
     return list(pivot.values()), LAYER_COLUMNS[:3] + [(v, v) for v in variants]
-
-
-# ---------------------------------------------------------------------------------------------
-# Worker: one system, in its own process
-# ---------------------------------------------------------------------------------------------
-def _status_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
-class PeakMemory:
-    """Growth of the peak resident size over the resident size at the start of a ``with`` block (GB)."""
-
-    def __enter__(self) -> "PeakMemory":
-        gc.collect()
-        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current resident size
-        self.start = _status_kb("VmRSS")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.gb = (_status_kb("VmHWM") - self.start) / 2**20
 
 
 def random_walk(n: int, seed: int = 0) -> dgl.DGLGraph:
@@ -181,103 +157,63 @@ def run_system(system: str, dense_max_nodes: int, variants: List[str], threads: 
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Driver
-# ---------------------------------------------------------------------------------------------
 def dense_limit_nodes(heads: int = HEADS, limit_gb: float = MEMORY_LIMIT_GB) -> int:
     """Largest N whose dense ``[H, N, N]`` float32 tensor fits in ``limit_gb``."""
     return int(math.sqrt(limit_gb * 2**30 / (4 * heads)))
 
 
-def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}, adenylate kinase only, docs untouched")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"chain sizes (default {SIZES})")
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = check.parser(__doc__, threads=2)
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"chain sizes (default {SIZES}; --quick {QUICK_SIZES})")
     parser.add_argument("--proteins", nargs="*", choices=sorted(P.STRUCTURES), default=None,
-                        help="MDAnalysisTests systems (default: all; skipped with a note when the archive is missing)")
+                        help="MDAnalysisTests systems (default: all, --quick adk; skipped with a note when the archive is missing)")
     parser.add_argument("--variants", nargs="+", choices=sorted(LAYERS), default=list(LAYERS))
-    parser.add_argument("--dense-max-nodes", type=int, default=DENSE_MAX_NODES,
-                        help="run the dense (pre-sparse) builder up to this many nodes")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads in each worker")
-    parser.add_argument("--csv", type=Path, default=None)
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
+    parser.add_argument("--dense-max-nodes", type=int, default=DENSE_MAX_NODES, help="the dense (pre-sparse) builder up to this many nodes")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.sizes is None:
-        args.sizes = list(QUICK_SIZES if args.quick else SIZES)
-    if args.proteins is None:
-        args.proteins = ["adk"] if args.quick else list(P.STRUCTURES)
-    return args
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_args(argv)
     if args.worker:
         print(json.dumps(run_system(args.worker, args.dense_max_nodes, args.variants, args.threads)))
         return 0
-    env = R.environment()
-    R.print_environment(env, "large_graphs environment")
-    systems = [f"chain-{n}" for n in args.sizes]
-    if P.load_structure("adk") is None and args.proteins:
-        print(f"note: MDAnalysisTests archive not in {P.DATA_DIR}; skipping {len(args.proteins)} protein system(s). "
-              f"Fetch it with: {P.FETCH_HINT}")
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
+    proteins = ["adk"] if args.quick and args.proteins is None else args.proteins
+    env, systems = check.start(args, "large_graphs"), [f"chain-{n}" for n in sizes]
+    if P.load_structure("adk") is None and proteins != []:
+        print(f"note: MDAnalysisTests archive not in {P.DATA_DIR}; skipping the protein systems. Fetch it with: {P.FETCH_HINT}")
     else:
-        systems += args.proteins
+        systems += list(P.STRUCTURES) if proteins is None else proteins
     results = []
     for system in systems:
         cmd = [sys.executable, "-m", "benchmarks.checks.large_graphs", "--worker", system, "--dense-max-nodes", str(args.dense_max_nodes),
                "--threads", str(args.threads), "--variants", *args.variants]
-        start = time.perf_counter()
         # fixed mmap threshold: large tensors are returned to the OS when freed, so resident size tracks live memory
         path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-        done = subprocess.run(cmd, capture_output=True, text=True,
-                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "1048576", "PYTHONPATH": path})
+        env_vars = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "1048576", "PYTHONPATH": path}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env_vars)
         if done.returncode != 0:
             print(f"  {system}: worker failed ({done.returncode}):\n{done.stderr[-2000:]}")
             return 1
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        results.append(row)
-        layers = ", ".join(f"{r['variant']} {r['fb_s']:.2f} s / {r['peak_gb']:.2f} GB" for r in row["layers"])
-        print(f"  {system:<14} {row['nodes']:>7,} nodes {row['edges']:>10,} edges  build {row['build_s']:.2f} s "
-              f"{row['build_gb']:.2f} GB  | {layers}  ({time.perf_counter() - start:.0f} s, load {os.getloadavg()[0]:.1f})",
-              flush=True)
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        layers = ", ".join(f"{r['variant']} {r['fb_s']:.2f} s / {r['peak_gb']:.2f} GB" for r in results[-1]["layers"])
+        print(f"  {system:<14} {results[-1]['nodes']:>7,} nodes build {results[-1]['build_s']:.2f} s | {layers}", flush=True)
     build_rows = [{k: r[k] for k, _ in BUILD_COLUMNS} for r in results]
     layer_rows = [{"system": r["system"], "nodes": r["nodes"], "edges": r["edges"], **lr} for r in results for lr in r["layers"]]
     limit = dense_limit_nodes()
-    print()
-    print(R.format_table(build_rows, BUILD_COLUMNS))
-    print()
-    print(R.format_table(layer_rows, LAYER_COLUMNS))
-    print()
     limit_line = (f"One dense [H, N, N] float32 tensor (H = {HEADS}) passes {MEMORY_LIMIT_GB:.0f} GB at N = {limit:,}; "
                   f"a dense forward + backward holds several such tensors (logits, weights and their gradients), "
                   f"so dense layouts stop near N = {limit // 2:,}.")
+    check.finish("large_graphs", args, env, build_rows + layer_rows, BUILD_COLUMNS + LAYER_COLUMNS[3:])
     print(limit_line)
-    R.publish("large_graphs", build_rows + layer_rows, BUILD_COLUMNS + LAYER_COLUMNS[3:], env,
-              args.csv or R.default_csv("large_graphs", args.quick), [], update_docs=False)  # load note and CSV
-    if not (args.quick or args.no_docs):
-        R.update_section("large_graphs", "\n".join([
-            "#### Large graphs: sparse relation-graph construction and attention on 10^3-10^5 nodes",
-            "",
-            f"Written by `benchmarks/checks/large_graphs.py`: {R.environment_line(env)} Relation graphs "
-            f"`radius={RADIUS}` (default spd cap 64); chains are 3-D random walks (1.5 A steps); `adk`, "
-            "`adk_solvated` and `yiip_membrane` are real structures from the MDAnalysisTests package "
-            "(bonds inferred from distances; provenance in docs/scaling.md). GB = growth of the process's peak "
-            "resident memory during the step. Dense builder = the pre-sparse construction (N x N tables), run up to "
-            f"{args.dense_max_nodes:,} nodes.",
-            "",
-            R.markdown_table(build_rows, BUILD_COLUMNS),
-            "",
-            f"One attention layer per variant, d={DIM}, {HEADS} heads, DGL message passing, {args.threads} torch "
-            f"thread(s) in each measuring process; forward + backward "
-            "(`autograd.grad` for the input and all parameters): seconds of the second call (peak GB of the first); "
-            "ns per edge in the CSV:",
-            "",
-            R.markdown_table(*layer_pivot(layer_rows)),
-            "",
-            limit_line,
-        ]))
-        print("updated docs/benchmarks.md")
+    if check.writes_docs(args):
+        update_section("large_graphs", "\n".join([
+            "#### Large graphs: sparse relation-graph construction and attention on 10^3-10^5 nodes", "",
+            f"Written by `benchmarks/checks/large_graphs.py`: {environment_line(env)} Relation graphs `radius={RADIUS}` (default spd "
+            "cap 64); chains are 3-D random walks (1.5 A steps); `adk`, `adk_solvated` and `yiip_membrane` are real structures from "
+            "the MDAnalysisTests package (bonds inferred from distances; provenance in docs/scaling.md). GB = growth of the "
+            "process's peak resident memory during the step. Dense builder = the pre-sparse construction (N x N tables), run up "
+            f"to {args.dense_max_nodes:,} nodes.", "", markdown_table(build_rows, BUILD_COLUMNS), "",
+            f"One attention layer per variant, d={DIM}, {HEADS} heads, DGL message passing, {args.threads} torch thread(s) in each "
+            "measuring process; forward + backward (`autograd.grad` for the input and all parameters): seconds of the second call "
+            "(peak GB of the first); ns per edge in the CSV:", "", markdown_table(*layer_pivot(layer_rows)), "", limit_line]))
     return 0
 
 

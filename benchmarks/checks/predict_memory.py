@@ -1,104 +1,121 @@
-"""Streaming prediction: time and peak memory of ``dgl-graphtx predict`` on 10k and 100k SMILES.
+"""Prediction at scale: time and memory of ``dgl-graphtx predict`` streaming a large file.
 
-Each size runs the real command line in its own process (``predict --input in.csv --output
-out.csv``, GRPE-Tiny with untrained weights: the cost does not depend on the weights), and the
-peak resident memory of that process is read from ``getrusage(RUSAGE_CHILDREN)``. With streaming
-the peak should not grow with the input (chunks of ``--chunk-size`` molecules); the previous
-all-in-memory behaviour is measured too (``--chunk-size`` = input size) on the smaller input.
+Each row runs the command line (``predict --input in.csv --output out.csv``) in a process of its
+own with a checkpoint of a preset (random weights: the cost does not depend on them), and reads
+that process's peak resident memory (``getrusage``) and its resident memory after the first and
+after the last chunk written (flat memory: about the same). Inputs: the embedded FreeSolv SMILES
+repeated to each of ``--sizes``, or with ``--source moses`` the first MOSES training SMILES (the
+molsets wheel). Streaming featurizes, predicts and writes ``--chunk-size`` molecules at a time, so
+the peak should not grow with the input; ``--in-memory`` also runs the smallest size with the
+chunk as large as the input, as ``predict`` did before streaming. The FreeSolv table rewrites its
+section of docs/benchmarks.md.
 
-The inputs are the embedded FreeSolv SMILES repeated to the wanted size. The CPU is shared with
-other jobs: times are noisy (the load average is printed); memory is not.
-
-Run:  .venv/bin/python -m benchmarks.checks.predict_memory [--sizes 10000 100000]
+Run:  python -m benchmarks.checks.predict_memory --in-memory                         (docs/benchmarks.md)
+      OMP_NUM_THREADS=1 python -m benchmarks.checks.predict_memory --source moses --sizes 100000 \\
+          --chunk-size 10000 --presets gradformer/default grpe/tiny                     (docs/scaling.md)
 """
 from __future__ import annotations
 
-import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 import pandas as pd
+import torch
 
-from benchmarks.common.report import default_csv, environment, environment_line, format_table, print_environment, publish  # noqa: E402
+from benchmarks.common import check
+from benchmarks.common.measure import peak_mb, status_mb
+from benchmarks.common.molecules import freesolv_smiles, moses_smiles, repeat_to
+from benchmarks.common.report import REPO, environment_line
 
-from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint  # noqa: E402
-from dgl_graphtx.datasets import freesolv  # noqa: E402
-from dgl_graphtx.models import build_model, get_preset  # noqa: E402
+from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+from dgl_graphtx.models import build_model, get_preset
 
-SCRIPT = Path(sys.executable).parent / "dgl-graphtx"
+COLUMNS = [("smiles", "SMILES"), ("preset", "preset"), ("mode", "mode"), ("chunk", "chunk size"), ("seconds", "seconds"),
+           ("rate", "molecules/s"), ("peak_mib", "peak RSS (MiB)"), ("first_mib", "RSS after 1st chunk"),
+           ("last_mib", "RSS after last chunk"), ("load", "load avg")]
 
 
-def run_predict(checkpoint: Path, inputs: Path, output: Path, chunk_size: int) -> Dict[str, float]:
-    """One ``predict`` process: wall time and its peak RSS (MiB)."""
-    code = (
-        "import resource, sys\n"
-        "from dgl_graphtx.cli import main\n"
-        "code = main(sys.argv[1:])\n"
-        "print('peak_kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-        "sys.exit(code)\n"
-    )
-    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(inputs), "--output", str(output),
-            "--device", "cpu", "--chunk-size", str(chunk_size), "--no-progress"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OUTDATED_IGNORE": "1"}
+def job(argv: Sequence[str]) -> None:
+    """``dgl-graphtx predict ARGV`` in this process, the resident memory read after each chunk written."""
+    from dgl_graphtx import progressive_csv
+    from dgl_graphtx.cli import main
+
+    after_chunks: List[float] = []
+    append = progressive_csv.ProgressiveCSV.append
+
+    def counted(self, frame: pd.DataFrame) -> None:
+        append(self, frame)
+        after_chunks.append(status_mb("VmRSS"))
+
+    progressive_csv.ProgressiveCSV.append = counted
+    code = main(list(argv))
+    print(json.dumps({"code": code, "peak_mib": peak_mb(), "first_mib": after_chunks[0], "last_mib": after_chunks[-1]}))
+
+
+def run_predict(checkpoint: Path, inputs: Path, output: Path, chunk: int, device: str) -> Dict[str, float]:
+    """One ``predict`` process: its wall seconds and memory."""
+    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(inputs), "--output", str(output), "--device", device,
+            "--chunk-size", str(chunk), "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True)
-    seconds = time.perf_counter() - start
-    peak = next(int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("peak_kib"))
-    return {"seconds": seconds, "peak_mib": peak / 1024}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.checks.predict_memory", "--job", *argv], capture_output=True, text=True,
+                          env=env, check=True)
+    return {"seconds": time.perf_counter() - start, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--chunk-size", type=int, default=4096)
-    parser.add_argument("--csv", type=Path, default=default_csv("predict_memory", False))
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/benchmarks.md")
-    args = parser.parse_args()
-    info = environment()
-    print_environment(info, "predict_memory")
-    smiles = freesolv()["smiles"].tolist()
+def main(argv: Sequence[str] = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--job"]:
+        job(sys.argv[2:])
+        return 0
+    parser = check.parser(__doc__, threads=1)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="SMILES per input")
+    parser.add_argument("--presets", nargs="+", default=["grpe/tiny"], help="variant/preset of the checkpoints")
+    parser.add_argument("--source", choices=("freesolv", "moses"), default="freesolv")
+    parser.add_argument("--chunk-size", type=int, default=4096, help="molecules per streamed chunk")
+    parser.add_argument("--in-memory", action="store_true", help="also the smallest input in one chunk")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.chunk_size = [300, 900], 128
+    env = check.start(args, "predict_memory")
+    pool = freesolv_smiles()[0] if args.source == "freesolv" else moses_smiles(count=None)[: max(args.sizes)]
     rows: List[Dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        preset = get_preset("grpe", "tiny")
-        checkpoint = save_checkpoint(tmp / "m.pt", build_model(preset.model), CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
-        for size in args.sizes:
-            inputs = tmp / f"in{size}.csv"
-            pd.DataFrame({"smiles": (smiles * (size // len(smiles) + 1))[:size]}).to_csv(inputs, index=False)
-            modes = [("streaming", args.chunk_size)] + ([("all in memory", size)] if size == min(args.sizes) else [])
-            for mode, chunk in modes:
-                result = run_predict(checkpoint, inputs, tmp / "out.csv", chunk)
-                written = sum(1 for _ in open(tmp / "out.csv")) - 1
-                assert written == size, (written, size)
-                rows.append({"smiles": size, "mode": mode, "chunk": chunk, "seconds": result["seconds"],
-                             "rate": size / result["seconds"], "peak_mib": result["peak_mib"],
-                             "load": os.getloadavg()[0]})
-                print(rows[-1], flush=True)
-    columns = [("smiles", "SMILES"), ("mode", "mode"), ("chunk", "chunk size"), ("seconds", "seconds"),
-               ("rate", "molecules/s"), ("peak_mib", "peak RSS (MiB)"), ("load", "load avg")]
-    print(format_table(rows, columns))
-    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming"}
-    ratio = streaming[max(streaming)] / streaming[min(streaming)]
-    summary = (f"Peak memory of streaming prediction, {max(streaming):,} vs {min(streaming):,} SMILES: {ratio:.2f}x "
-               f"for {max(streaming) // min(streaming)}x the input.")
+        for name in args.presets:
+            preset = get_preset(*name.split("/"))
+            torch.manual_seed(0)
+            checkpoint = save_checkpoint(Path(tmp) / "model.pt", build_model(preset.model),
+                                         CheckpointMeta(preset.featurizer, preset.relation, ["y"] * preset.model.num_tasks))
+            for size in args.sizes:
+                inputs, output = Path(tmp) / f"in{size}.csv", Path(tmp) / "out.csv"
+                pd.DataFrame({"smiles": repeat_to(pool, size)}).to_csv(inputs, index=False)
+                in_memory = [("all in memory", size)] * (args.in_memory and size == min(args.sizes))
+                for mode, chunk in [("streaming", args.chunk_size), *in_memory]:
+                    found = run_predict(checkpoint, inputs, output, chunk, args.device)
+                    if found["code"] != 0 or len(pd.read_csv(output)) != size:
+                        raise SystemExit(f"predict of {size} SMILES failed or lost rows")
+                    rows.append({"smiles": size, "preset": name, "mode": mode, "chunk": chunk, **found, "rate": size / found["seconds"],
+                                 "load": os.getloadavg()[0]})
+                    print(rows[-1], flush=True)
+    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming" and r["preset"] == args.presets[0]}
+    summary = (f"Peak memory of streaming prediction, {max(streaming):,} vs {min(streaming):,} SMILES: "
+               f"{streaming[max(streaming)] / streaming[min(streaming)]:.2f}x for {max(streaming) // min(streaming)}x the input.")
     print(summary)
-    intro = [
-        "#### Streaming prediction: time and peak memory",
-        "",
-        f"`benchmarks/checks/predict_memory.py`: `dgl-graphtx predict --input in.csv --output out.csv` with GRPE-Tiny, FreeSolv SMILES "
-        f"repeated to each size, one process per row (peak RSS of that process, from `getrusage`). Streaming featurizes and "
-        f"writes {args.chunk_size} molecules at a time; 'all in memory' (chunk = input) is what `predict` did before. "
-        f"{environment_line(info)} The CPU is shared: times are noisy, memory is not.",
-        "",
-        summary,
-    ]
-    publish("predict_memory", rows, columns, info, args.csv, intro, not args.no_docs)
+    check.finish("predict_memory", args, env, rows, COLUMNS, [
+        "#### Streaming prediction: time and peak memory", "",
+        f"`python -m benchmarks.checks.predict_memory --in-memory`: `dgl-graphtx predict --input in.csv --output out.csv` with "
+        f"{', '.join(args.presets)} (random weights), FreeSolv SMILES repeated to each size, one process per row (peak RSS of that "
+        f"process, from `getrusage`). Streaming featurizes and writes {args.chunk_size} molecules at a time; 'all in memory' "
+        f"(chunk = input) is what `predict` did before. {environment_line(env)} The CPU is shared: times are noisy, memory is not.",
+        "", summary] if args.source == "freesolv" else [])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -34,15 +34,8 @@ def components(config: ModelConfig) -> Dict[str, int]:
         model = build_model(config)
     parts: Counter = Counter()
     for name, prm in model.named_parameters():
-        if ".structure.encodings." in name:
-            part = "tables"
-        elif name.startswith("blocks."):
-            part = "layers"
-        elif name.startswith(("head", "final_norm")):
-            part = "readout"
-        else:
-            part = "inputs"
-        parts[part] += prm.numel()
+        tables, layers, readout = ".structure.encodings." in name, name.startswith("blocks."), name.startswith(("head", "final_norm"))
+        parts["tables" if tables else "layers" if layers else "readout" if readout else "inputs"] += prm.numel()
     return dict(parts)
 
 

@@ -1,5 +1,5 @@
-"""Reporting helpers of the benchmarks: environment, text and Markdown tables, CSV files, and
-the script's own section of docs/benchmarks.md."""
+"""Reporting of the checks and the suite: the environment, text and Markdown tables, CSV files, a
+script's own section of a docs page, and figures."""
 from __future__ import annotations
 
 import csv
@@ -18,19 +18,16 @@ import dgl
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO / "benchmarks" / "results"
-
 DOCS = REPO / "docs" / "benchmarks.md"
-HEADER = "# Benchmarks\n\nEach section is written by the script named in it; rerun the script to refresh it.\n"
+Columns = List[Tuple[str, str]]
 
 
 def update_section(name: str, markdown: str, path: Path = DOCS) -> Path:
-    """Replace (or append) the block between ``<!-- name:start -->`` and ``<!-- name:end -->``."""
-    text = path.read_text() if path.exists() else HEADER
+    """Replace (or append) the block between ``<!-- name:start -->`` and ``<!-- name:end -->`` of ``path``."""
+    text = path.read_text()
     block = f"<!-- {name}:start -->\n{markdown.strip()}\n<!-- {name}:end -->"
     pattern = re.compile(rf"<!-- {re.escape(name)}:start -->.*?<!-- {re.escape(name)}:end -->", re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n")
     return path
 
 
@@ -48,14 +45,9 @@ def save_figure(figure, path: Path, dpi: int = 110) -> Path:
 def environment() -> Dict[str, str]:
     """Versions, thread counts and the machine's load, for the report header and the CSV."""
     info = {
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "dgl": dgl.__version__,
-        "rdkit": rdkit.__version__,
-        "dgl_graphtx": dgl_graphtx.__version__,
-        "torch_threads": str(torch.get_num_threads()),
-        "torch_interop_threads": str(torch.get_num_interop_threads()),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"), "python": platform.python_version(),
+        "torch": torch.__version__, "dgl": dgl.__version__, "rdkit": rdkit.__version__, "dgl_graphtx": dgl_graphtx.__version__,
+        "torch_threads": str(torch.get_num_threads()), "torch_interop_threads": str(torch.get_num_interop_threads()),
         "cpu_count": str(os.cpu_count()),
         "cpu_affinity": str(len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else "?",
         "machine": f"{platform.system()} {platform.machine()} {platform.processor() or ''}".strip(),
@@ -66,25 +58,27 @@ def environment() -> Dict[str, str]:
 
 
 def print_environment(info: Dict[str, str], title: str) -> None:
+    """The environment, and a note when other work loads the machine (timings are then noisy)."""
     print(f"== {title}")
     width = max(len(k) for k in info)
     for key, value in info.items():
         print(f"  {key:<{width}}  {value}")
-    if hasattr(os, "getloadavg"):
-        load = os.getloadavg()[0]
-        cpus = int(info.get("cpu_affinity", "0")) if info.get("cpu_affinity", "?").isdigit() else os.cpu_count() or 1
-        if load > 0.5 * cpus:
-            print(f"  NOTE: 1-minute load average {load:.2f} on {cpus} CPUs: other work is running, timings are noisy")
-            if torch.get_num_threads() > 1:
-                print(
-                    "  NOTE: with busy cores, every multi-threaded torch op can stall in OpenMP barriers\n"
-                    "        (milliseconds each, even for tiny tensors); compare with --threads 1"
-                )
+    cpus = int(info["cpu_affinity"]) if info["cpu_affinity"].isdigit() else os.cpu_count() or 1
+    if float(info.get("loadavg_1m", 0)) > 0.5 * cpus:
+        print(f"  NOTE: 1-minute load average {info['loadavg_1m']} on {cpus} CPUs: other work is running, timings are noisy")
+        if torch.get_num_threads() > 1:
+            print("  NOTE: with busy cores, every multi-threaded torch op can stall in OpenMP barriers; compare with --threads 1")
     print()
 
 
 def load_note() -> str:
     return f"1-minute load average at the end: {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else ""
+
+
+def environment_line(env: Dict[str, str]) -> str:
+    """One Markdown line naming the versions, threads and load of a run."""
+    return (f"{env['date'][:10]}; torch {env['torch']}, dgl {env['dgl']}; {env['torch_threads']} torch thread(s) on "
+            f"{env['cpu_affinity']} CPU(s); 1-minute load average at start {env.get('loadavg_1m', '?')}.")
 
 
 def format_value(value: object) -> str:
@@ -94,48 +88,28 @@ def format_value(value: object) -> str:
             return "-"
         if value != 0 and abs(value) < 0.01:
             return f"{value:.1e}"
-        if abs(value) >= 100:
-            return f"{value:,.0f}"
-        if abs(value) >= 10:
-            return f"{value:.1f}"
-        return f"{value:.2f}"
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
 
 
-def format_table(rows: List[Dict[str, object]], columns: List[Tuple[str, str]]) -> str:
+def format_table(rows: List[Dict[str, object]], columns: Columns) -> str:
     """Plain-text table; ``columns`` are ``(key, header)``."""
     cells = [[format_value(r.get(key, "")) for key, _ in columns] for r in rows]
-    headers = [h for _, h in columns]
-    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(headers)]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h) in enumerate(columns)]
     left = [isinstance(rows[0].get(key), str) if rows else True for key, _ in columns]
 
     def line(values: List[str]) -> str:
         return "  ".join(v.ljust(w) if lft else v.rjust(w) for v, w, lft in zip(values, widths, left))
 
-    out = [line(headers), "  ".join("-" * w for w in widths)]
-    out += [line(c) for c in cells]
-    return "\n".join(out)
+    return "\n".join([line([h for _, h in columns]), "  ".join("-" * w for w in widths)] + [line(c) for c in cells])
 
 
-def markdown_table(rows: List[Dict[str, object]], columns: List[Tuple[str, str]]) -> str:
+def markdown_table(rows: List[Dict[str, object]], columns: Columns) -> str:
     """The same table in Markdown."""
     lines = ["| " + " | ".join(h for _, h in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(format_value(r.get(key, "")) for key, _ in columns) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def environment_line(env: Dict[str, str]) -> str:
-    """One Markdown line naming the versions, threads and load of a run."""
-    return (
-        f"{env['date'][:10]}; torch {env['torch']}, dgl {env['dgl']}; {env['torch_threads']} torch thread(s) on "
-        f"{env['cpu_affinity']} CPU(s); 1-minute load average at start {env.get('loadavg_1m', '?')}."
-    )
-
-
-def default_csv(name: str, quick: bool) -> Path:
-    return RESULTS_DIR / (f"{name}-quick.csv" if quick else f"{name}.csv")
+    return "\n".join(lines + ["| " + " | ".join(format_value(r.get(key, "")) for key, _ in columns) + " |" for r in rows])
 
 
 def write_csv(path: Path, rows: List[Dict[str, object]], env: Dict[str, str]) -> Path:
@@ -151,14 +125,3 @@ def write_csv(path: Path, rows: List[Dict[str, object]], env: Dict[str, str]) ->
         writer.writeheader()
         writer.writerows(records)
     return path
-
-
-def publish(name: str, rows: List[Dict[str, object]], columns: List[Tuple[str, str]], env: Dict[str, str],
-            csv_path: Path, docs_intro: List[str], update_docs: bool) -> None:
-    """End of a benchmark run: the load note, the CSV, and (unless disabled) the docs section
-    ``name`` made of ``docs_intro`` lines followed by the table."""
-    print(load_note())
-    print(f"CSV written to {write_csv(csv_path, rows, env)}")
-    if update_docs:
-        print(f"updated {update_section(name, chr(10).join(docs_intro + ['', markdown_table(rows, columns)]))}")
-

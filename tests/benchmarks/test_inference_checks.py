@@ -1,5 +1,6 @@
 """The checks behind docs/insight.md's explanation figures and docs/export.md's export figures keep
-running (their quick modes), and the Crippen truth they score against is RDKit's logP split by atom."""
+running (their quick modes), and the Crippen truth they score against is RDKit's logP split by atom;
+the prediction check streams ``dgl-graphtx predict`` with flat memory."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from rdkit import Chem
 from rdkit.Chem import Crippen
 
-from benchmarks.checks import explain_faithfulness, explain_speed, export_latency
+from benchmarks.checks import explain_faithfulness, inference_speed, predict_memory
 from benchmarks.common.attribution import crippen_atom_logp, per_molecule_spearman
 
 
@@ -24,17 +25,22 @@ def test_per_molecule_spearman_is_undefined_for_constant_values_and_exact_for_mo
     assert rho[0] == 1.0 and np.isnan(rho[1]) and np.isnan(rho[2]) and rho[3] == pytest.approx(-0.5)
 
 
-def test_the_speed_check_runs_quickly(tmp_path):
-    assert explain_speed.main(["--quick", "--csv", str(tmp_path / "speed.csv")]) == 0
-    table = pd.read_csv(tmp_path / "speed.csv")
-    assert {"predict", "explain, 4 steps"} <= set(table["what"]) and (table["per_s"] > 0).all()
-
-
-def test_the_export_check_runs_quickly(tmp_path):
-    assert export_latency.main(["--quick", "--csv", str(tmp_path / "export.csv")]) == 0
-    table = pd.read_csv(tmp_path / "export.csv").set_index("file")
+def test_the_inference_speed_check_runs_quickly(tmp_path):
+    assert inference_speed.main(["--quick", "--csv", str(tmp_path / "speed.csv")]) == 0
+    table = pd.read_csv(tmp_path / "speed.csv").set_index("file")  # the export part, written last
     pt2 = table.loc["model.pt2 (torch.export)"]  # an untrained model: large outputs, float32 rounding of them
     assert pt2["max_diff"] < 1e-5 * max(1.0, pt2["scale"]) and table["size_mb"].min() > 0
+    assert inference_speed.main(["--quick", "--parts", "explain", "--csv", str(tmp_path / "speed.csv")]) == 0
+    table = pd.read_csv(tmp_path / "speed.csv")
+    assert {"predict", "explain, 4 steps", "explain from SMILES (4 steps)"} <= set(table["what"]) and (table["per_s"] > 0).all()
+
+
+def test_the_prediction_check_streams_the_command_line(tmp_path):
+    assert predict_memory.main(["--quick", "--in-memory", "--csv", str(tmp_path / "p.csv")]) == 0
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert table[["smiles", "mode", "chunk"]].values.tolist() == [[300, "streaming", 128], [300, "all in memory", 300],
+                                                                 [900, "streaming", 128]]
+    assert (table["code"] == 0).all() and (table["first_mib"] <= table["peak_mib"] + 1).all()  # RSS after a chunk within the peak
 
 
 def test_the_faithfulness_check_runs_quickly(tmp_path):
