@@ -83,6 +83,12 @@ def authors_diagonal(
 PAIR_CODES_CACHE = "_dgl_graphtx_pair_codes"
 
 
+#: Above this many possible codes (and four per edge), the codes present are found by sorting the
+#: edges' codes instead of counting every possible one: a large graph's hop distances (hundreds or
+#: thousands) would make the count's table grow with distance x bond classes.
+SPARSE_CODES = 1 << 16
+
+
 @dataclass(frozen=True)
 class PairCodes:
     """The distinct (hop distance, bond class, self pair) combinations among a relation graph's
@@ -120,9 +126,12 @@ class PairCodes:
         bonds = bonds if bonds is not None else (int(bond.max()) + 1 if bond.numel() else 1)
         code = ((spd - SPD_VIRTUAL) * bonds + bond) * 2 + (src == dst).long()
         span = None if spd_cap is None else (spd_cap - SPD_VIRTUAL + 1) * bonds * 2
-        seen = (torch.bincount(code) if span is None else torch.bincount(code, minlength=span)) > 0  # linear, not a sort
-        present = seen.nonzero().squeeze(1)
-        edge_code = (torch.cumsum(seen, 0) - 1)[code]
+        if span is None and code.numel() and int(code.max()) > max(SPARSE_CODES, 4 * code.numel()):
+            present, edge_code = torch.unique(code, return_inverse=True)  # a large graph's distances: sort, not count
+        else:
+            seen = (torch.bincount(code) if span is None else torch.bincount(code, minlength=span)) > 0  # linear, not a sort
+            present = seen.nonzero().squeeze(1)
+            edge_code = (torch.cumsum(seen, 0) - 1)[code]
         pair = torch.div(present, 2, rounding_mode="floor")
         return cls(edge_code, torch.div(pair, bonds, rounding_mode="floor") + SPD_VIRTUAL, pair % bonds, present % 2 == 1)
 
