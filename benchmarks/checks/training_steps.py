@@ -41,10 +41,12 @@ import itertools
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 
+from benchmarks.checks.authors import AuthorsUnavailable, build_authors_network, is_paired
 from benchmarks.common import check
 from benchmarks.common.measure import median, spread, time_interleaved, time_repeats
 from benchmarks.common.molecules import freesolv_smiles, heavy_atoms, repeat_to, sized_smiles
@@ -72,7 +74,8 @@ PATH_COLUMNS = [("model", "model"), ("device", "device"), ("dgl_ms", "DGL ms/ste
 MODE_COLUMNS = [("preset", "preset"), ("mode", "step"), ("batch", "batch"), ("ms_step", "ms/step"), ("graphs_s", "graphs/s"),
                 ("setup_s", "capture/compile s"), ("note", "")]
 SPEED_COLUMNS = [("model", "model"), ("config", "preset"), ("molecules", "molecules"), ("batch", "batch"), ("params", "params"),
-                 ("train", "train graphs/s"), ("infer", "inference graphs/s"), ("peak_mib", "peak MiB")]
+                 ("train", "train graphs/s"), ("infer", "inference graphs/s"), ("peak_mib", "peak MiB"),
+                 ("train_ratio", "train ours/authors"), ("infer_ratio", "inference ours/authors")]
 OPS_COLUMNS = [("preset", "preset"), ("ops", "ops"), ("syncs", "syncs"), ("forward", "forward"), ("backward", "backward"),
                ("optimizer", "optimizer"), ("trainer_ops", "trainer ops"), ("trainer_syncs", "trainer syncs")]
 
@@ -194,49 +197,74 @@ def time_modes(preset_name: str, modes: Sequence[str], device: torch.device, smi
     return rows
 
 
-def time_speed(preset_name: str, size: str, smiles: Sequence[str], device: torch.device, args: argparse.Namespace) -> Dict[str, object]:
-    """The ``speed`` row of ``preset_name`` on ``smiles`` (one size class): training and inference graphs/s, peak memory."""
-    preset, cuda = get_preset(*preset_name.split("/")), device.type == "cuda"
+def time_speed(preset_name: str, size: str, smiles: Sequence[str], device: torch.device,
+               args: argparse.Namespace) -> List[Dict[str, object]]:
+    """The ``speed`` rows of ``preset_name`` on ``smiles`` (one size class): ours, then the authors'
+    network at the same size when ``--authors-dir`` holds its checkout; training and inference
+    graphs/s, peak memory, and for the authors' row our speed over theirs."""
+    preset = get_preset(*preset_name.split("/"))
+    variant, name = preset_name.split("/")
     batch_size = 4 if args.quick else preset.train.batch_size
     data = dataset(preset, repeat_to(smiles, batch_size * args.batches))
-    batches = itertools.cycle([collate_molecule_tensors(data.__getitems__(list(range(i, i + batch_size)))).to(device)
-                               for i in range(0, len(data), batch_size)])
-    if cuda:
-        gc.collect(), torch.cuda.empty_cache(), torch.cuda.reset_peak_memory_stats(device)
+    starts = range(0, len(data) - batch_size + 1, batch_size)
+    batches = [collate_molecule_tensors(data.__getitems__(list(range(i, i + batch_size)))).to(device) for i in starts]
     torch.manual_seed(args.seed)
     model, loss = build_model(preset.model).to(device), loss_of(preset)
+    ours = _timed(model, batches, lambda net, b: net(b.graph, b.relation_graph), loss, batch_size, device, args)
+    config, atoms = preset.model, sum(map(heavy_atoms, smiles)) / len(smiles)
+    base = {"model": variant, "molecules": f"{size} ({atoms:.1f} atoms)", "batch": batch_size}
+    rows: List[Dict[str, object]] = [{**base, "config": f"{name} ({config.num_layers}/{config.hidden_dim}/{config.num_heads})", **ours}]
+    if args.authors_dir is None or not is_paired(variant, name):
+        return rows
+    try:
+        torch.manual_seed(args.seed)
+        network = build_authors_network(variant, config, [[data[i + k][0] for k in range(batch_size)] for i in starts],
+                                        Path(args.authors_dir), device)
+    except AuthorsUnavailable as why:
+        print(f"  skipped the authors' {variant} network: {why}", flush=True)
+        return rows
+    targets = [torch.randn(batch_size, 1, device=device) for _ in starts]
+    theirs = _timed(network.model, list(zip(network.batches, targets)), lambda net, pair: network.forward(net, pair[0]),
+                    lambda out, pair: torch.nn.functional.mse_loss(out.view_as(pair[1]), pair[1]), batch_size, device, args)
+    return rows + [{**base, "model": network.label, "config": f"authors ({network.config})", **theirs,
+                    "train_ratio": ours["train"] / theirs["train"], "infer_ratio": ours["infer"] / theirs["infer"]}]
+
+
+def _timed(model: torch.nn.Module, batches: Sequence, forward: Callable, loss: Callable, graphs: int, device: torch.device,
+           args: argparse.Namespace) -> Dict[str, object]:
+    """Training (forward, loss, backward, AdamW) and inference graphs/s of ``model`` over ``batches``
+    of ``graphs`` molecules (cycled), its parameters and peak device memory."""
+    cuda, cycle = device.type == "cuda", itertools.cycle(batches)
+    if cuda:
+        gc.collect(), torch.cuda.empty_cache(), torch.cuda.reset_peak_memory_stats(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     def train() -> None:
-        batch = next(batches)
-        loss(model(batch.graph, batch.relation_graph), batch).backward()
+        batch = next(cycle)
+        loss(forward(model, batch), batch).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         sync()
 
     def infer() -> None:
         with torch.no_grad():
-            batch = next(batches)
-            model(batch.graph, batch.relation_graph)
+            forward(model, next(cycle))
         sync()
 
     seconds = {}
     for mode, run in (("train", train), ("infer", infer)):
         model.train(mode == "train")
         seconds[mode] = median(time_repeats(run, args.repeats, args.warmup))
-    config = preset.model
-    return {"model": preset_name.split("/")[0], "config": f"{preset_name.split('/')[1]} ({config.num_layers}/{config.hidden_dim}/"
-            f"{config.num_heads})", "molecules": f"{size} ({sum(map(heavy_atoms, smiles)) / len(smiles):.1f} atoms)", "batch": batch_size,
-            "params": sum(p.numel() for p in model.parameters()), "train": batch_size / seconds["train"],
-            "infer": batch_size / seconds["infer"], "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20 if cuda else float("nan")}
+    return {"params": sum(p.numel() for p in model.parameters()), "train": graphs / seconds["train"],
+            "infer": graphs / seconds["infer"], "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20 if cuda else float("nan")}
 
 
 def speed_rows(args: argparse.Namespace, device: torch.device, presets: Sequence[str]) -> List[Dict[str, object]]:
     pool = 16 if args.quick else 2000
     molhiv, source = sized_smiles(pool, 24, 27, args.smiles, args.moses_dir)
     sizes = {f"MolHIV-sized, {source}": molhiv, "QM9-sized, FreeSolv": [s for s in freesolv_smiles()[0] if 8 <= heavy_atoms(s) <= 9][:pool]}
-    rows = [time_speed(preset, size, smiles, device, args) for preset in presets for size, smiles in sizes.items()]
+    rows = [row for preset in presets for size, smiles in sizes.items() for row in time_speed(preset, size, smiles, device, args)]
     for row in rows:
         print(row, flush=True)
     return rows
@@ -279,6 +307,8 @@ def main(argv: Sequence[str] = None) -> int:
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per path")
     parser.add_argument("--repeats", type=int, default=10, help="timed steps of paths and speed, passes of modes (median)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--authors-dir", help="speed: also time the authors' networks from their checkouts here (see authors.py; "
+                                              "e.g. .cache/authors); the table then gives our speed over theirs")
     args = parser.parse_args(argv)
     if args.quick:
         args.batch_size, args.warmup, args.repeats, args.batches = 16, 1, 3, 2

@@ -1,12 +1,16 @@
 """benchmarks/checks/training_steps.py must keep running on the CPU (its quick modes): the compute
 paths side by side, the step modes, the speed of the presets on two molecule sizes, and the
-operation counts, in which a training step reads nothing back from its device."""
+operation counts, in which a training step reads nothing back from its device; and the batch
+formats its speed measure feeds the authors' networks (``--authors-dir``)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import torch
 
 from benchmarks.checks import training_steps
+from benchmarks.checks.authors import grpe_batch, molecule_arrays, moire_batch
+from dgl_graphtx.featurize import smiles_to_graphs
 from benchmarks.common.molecules import zinc_like_smiles
 
 
@@ -34,3 +38,25 @@ def test_step_modes_and_operation_counts_without_host_syncs():
     assert counted["syncs"] == 0 and counted["trainer_syncs"] == 0
     assert counted["ops"] == counted["forward"] + counted["backward"] + counted["optimizer"] and counted["trainer_ops"] > 0
     assert counted["forward"] > 100 and counted["optimizer"] > 0
+
+
+def test_the_authors_networks_are_skipped_with_a_line_without_their_checkouts(tmp_path, capsys):
+    assert training_steps.main(["--quick", "--measure", "speed", "--presets", "grpe/tiny", "--authors-dir", str(tmp_path / "none"),
+                                "--moses-dir", str(tmp_path / "no-wheel"), "--csv", str(tmp_path / "out.csv"), "--no-docs"]) == 0
+    assert "skipped the authors' grpe network" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "out.csv")["model"].tolist() == ["grpe", "grpe"]  # ours on both sizes, no authors' row
+
+
+def test_authors_batches_hold_the_molecules_features_and_distances():
+    graph, _ = smiles_to_graphs("CCO")
+    ethanol, water = molecule_arrays(graph), molecule_arrays(smiles_to_graphs("O")[0])
+    assert ethanol.hops.tolist() == [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+    grpe = grpe_batch([ethanol, water])
+    assert grpe.mask.tolist() == [[False, False, False], [False, True, True]]
+    assert grpe.distance[1].tolist() == [[0, -1, -1], [-1, -1, -1], [-1, -1, -1]]
+    assert grpe.edge_attr[0, 0, 1] == 0 and grpe.edge_attr[0, 0, 2] == -1  # single bond class 0; no bond
+    # one embedding table: feature j of an atom at row 1 + 512 j + value
+    assert torch.equal(grpe.x[0, 0], 1 + 512 * torch.arange(9) + graph.ndata["feat"][0])
+    moire = moire_batch([ethanol, water], "spd")
+    assert moire.mask.tolist() == [[True, True, True], [True, False, False]]
+    assert np.allclose(moire.adj[0].numpy(), ethanol.hops)
