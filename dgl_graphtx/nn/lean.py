@@ -25,6 +25,9 @@ from typing import Any, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+# Whether torch.compile is tracing the caller: torch.compiler's since torch 2.3, dynamo's before.
+_is_compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+
 
 class _LinearFunction(torch.autograd.Function):
     """``x W^T + b`` for 2-D ``x`` with a four-operation backward; ``weight_t``, when given, is
@@ -68,7 +71,7 @@ class Linear(nn.Linear):
         shape or type changes (``.to()``, ``load_state_dict(assign=True)``; optimizers update it
         in place): the transpose is then not an operation of every step. ``None`` while
         ``torch.compile`` traces (it fuses the transpose away)."""
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return None
         weight = self.weight
         key = (weight.data_ptr(), weight.shape, weight.stride(), weight.dtype, weight.device)
@@ -151,7 +154,7 @@ class Dropout(nn.Dropout):
             return x
         if self.p == 1.0:
             return torch.zeros_like(x)
-        if x.device.type == "cpu" and x.numel() >= LANE_DROPOUT_MIN and not torch.compiler.is_compiling():
+        if x.device.type == "cpu" and x.numel() >= LANE_DROPOUT_MIN and not _is_compiling():
             return _LaneDropout.apply(x, self.p)
         return torch.native_dropout(x, self.p, True)[0]
 

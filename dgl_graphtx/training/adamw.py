@@ -8,17 +8,28 @@ import torch
 
 
 def adamw(groups: List[Dict[str, Any]], lr: float, weight_decay: float, device: Union[str, torch.device]) -> torch.optim.AdamW:
-    """``torch.optim.AdamW`` over parameter ``groups``, ``fused`` on the CPU and CUDA (one
-    operation per step instead of several per parameter, and :func:`step_unless` skips on the
-    device); torch's default elsewhere.
+    """``torch.optim.AdamW`` over parameter ``groups``, ``fused`` where torch has the kernel (CUDA;
+    the CPU since torch 2.4): one operation per step instead of several per parameter, and
+    :func:`step_unless` skips on the device. Torch's default elsewhere.
 
     Example:
         >>> opt = adamw([{"params": [torch.nn.Parameter(torch.ones(2))]}], lr=0.1, weight_decay=0.0, device="cpu")
-        >>> opt.defaults["fused"]
+        >>> opt.defaults["fused"] == has_fused_adamw("cpu")
         True
     """
-    fused = torch.device(device).type in ("cpu", "cuda")
+    fused = has_fused_adamw(torch.device(device).type)
     return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=fused or None)
+
+
+def has_fused_adamw(device_type: str) -> bool:
+    """Whether this torch has a fused AdamW kernel for ``device_type`` (``"cuda"``, or ``"cpu"``
+    from torch 2.4 on).
+
+    Example:
+        >>> has_fused_adamw("cuda")
+        True
+    """
+    return device_type == "cuda" or (device_type == "cpu" and torch.__version__ >= (2, 4))
 
 
 def step_unless(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:

@@ -91,9 +91,25 @@ class TrainStep:
         if self.grad_clip:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.parameters, self.grad_clip, foreach=True)
         else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.parameters if p.grad is not None], foreach=True)
+            grad_norm = total_norm([p.grad for p in self.parameters if p.grad is not None])
         local = torch.stack([~torch.isfinite(loss.detach()), ~torch.isfinite(grad_norm)]).double()
         loss_not_finite, grad_not_finite = (self.hooks.all_sum(local) > 0).unbind()  # one decision for all processes
         skipped = loss_not_finite | grad_not_finite
         step_unless(self.optimizer, skipped | force_skip)
         return StepResult(loss.detach(), grad_norm, loss_not_finite, skipped)
+
+
+def total_norm(tensors: List[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of all ``tensors`` together, computed on their device (nothing read back):
+    ``torch.nn.utils.get_total_norm`` where torch has it (2.6 on), the same sum of per-tensor
+    norms otherwise.
+
+    Example:
+        >>> total_norm([torch.tensor([3.0]), torch.tensor([4.0])])
+        tensor(5.)
+    """
+    if hasattr(torch.nn.utils, "get_total_norm"):
+        return torch.nn.utils.get_total_norm(tensors, foreach=True)
+    if not tensors:
+        return torch.tensor(0.0)
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(tensors)))
