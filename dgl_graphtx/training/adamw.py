@@ -29,7 +29,7 @@ def has_fused_adamw(device_type: str) -> bool:
         >>> has_fused_adamw("cuda")
         True
     """
-    return device_type == "cuda" or (device_type == "cpu" and torch.__version__ >= (2, 4))
+    return device_type == "cuda" or (device_type == "cpu" and torch.__version__ >= "2.4")
 
 
 def step_unless(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:
