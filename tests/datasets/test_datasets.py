@@ -552,7 +552,7 @@ def test_training_data_has_the_atom_budget_prediction_has(tmp_path):
     assert report["row"].tolist() == [20] and "10000 atoms, above the budget of 1000" in report["reason"][0]
     code, _, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "budget", *small, "data.max_atoms=8"])
     assert code == 0, err
-    heavy = [Chem.MolFromSmiles(s).GetNumAtoms() for s in frame["smiles"]]
+    heavy = [Chem.MolFromSmiles(s).GetNumAtoms() for s in frame["smiles"][:-1]] + [10000]  # RDKit 2023 takes minutes on the chain
     left_out = pd.read_csv(tmp_path / "budget" / "input_report.csv")
     assert left_out["row"].tolist() == [row for row, count in enumerate(heavy) if count > 8]
     assert all("above the budget of 8" in reason for reason in left_out["reason"])
