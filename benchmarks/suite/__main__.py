@@ -2,12 +2,14 @@
 development half (recipes may be chosen on it) or a test half (run only to report).
 
 Sets, tools, halves and the reasons are in ``benchmarks/suite/config.py``; finished runs are rows of
-the ledger ``benchmarks/suite/runs.csv`` beside the split-file digests ``splits.json``. Each
-(set, seed, tool) run has a key over its settings and split files, so rerunning the same command
+the ledger ``benchmarks/suite/results/runs.csv``, a worktree of the ``suite-results`` branch (results
+stay out of main's history), checked against the split-file digests ``benchmarks/suite/splits.json``.
+Each (set, seed, tool) run has a key over its settings and split files, so rerunning the same command
 resumes where it stopped. chemprop runs from its own virtualenv ``.venv-bench``. Nothing here
-commits: the ledger is committed by hand.
+commits: the ledger is committed by hand on its branch.
 
 Run (from the repository root):
+      git worktree add benchmarks/suite/results suite-results   (once: the ledger)
       nohup nice -n 5 env OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.suite --half dev > .cache/suite/dev.log 2>&1 &
       .venv/bin/python -m benchmarks.suite --family moleculeace --half dev --seeds 42   (the MoleculeACE screen)
       .venv/bin/python -m benchmarks.suite --report          (tables into docs/benchmarks.md and the README)
@@ -21,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .config import CACHE, FAMILIES, RESULTS, SETS, SETS_BY_NAME, TOOLS, TOOLS_BY_NAME, Quick
+from .config import CACHE, DIGESTS, FAMILIES, RESULTS, RESULTS_BRANCH, SETS, SETS_BY_NAME, TOOLS, TOOLS_BY_NAME, Quick
 from .runner import Store, plan, quick_sets, run_all
 
 
@@ -40,7 +42,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--prepare", action="store_true", help="write the split files and record their digests; run nothing")
     parser.add_argument("--report", action="store_true", help="write the report from the ledger (runs nothing)")
     parser.add_argument("--no-docs", action="store_true", help="with --report: print only, leave docs/ and the README alone")
-    parser.add_argument("--results", type=Path, help=f"ledger and digests folder (default: {RESULTS}; with --quick {CACHE / 'quick'})")
+    parser.add_argument("--results", type=Path, help=f"ledger and digests folder (default: the ledger in {RESULTS}, a worktree of the "
+                                                       f"{RESULTS_BRANCH} branch, and main's digests; with --quick {CACHE / 'quick'})")
     parser.add_argument("--cache", type=Path, help=f"split files, predictions and working folders (default: {CACHE})")
     return parser.parse_args(argv)
 
@@ -57,26 +60,35 @@ def _selected(args: argparse.Namespace) -> tuple:
     return sets, args.seeds, [t for t in TOOLS if not args.tools or t.name in args.tools]
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_args(argv)
+def store_for(args: argparse.Namespace) -> Store:
+    """The ledger and digests the arguments name; the suite's own ledger must be checked out first."""
     if args.epochs and not args.results:
         raise SystemExit("--epochs needs --results: runs with other epochs do not belong among the suite's results")
-    results = args.results or (CACHE / "quick" if args.quick else RESULTS)
     cache = args.cache or (CACHE / "quick" if args.quick else CACHE)
+    if args.results or args.quick:
+        return Store(args.results or CACHE / "quick", cache)
+    if not RESULTS.is_dir():
+        raise SystemExit(f"the ledger's folder {RESULTS} is missing: check out its branch with `git worktree add {RESULTS} "
+                         f"{RESULTS_BRANCH}` (after `git fetch origin {RESULTS_BRANCH}`), or pass --results DIR")
+    return Store(RESULTS, cache, DIGESTS)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    store = store_for(args)
     if args.report:
         from .report import write_report
 
-        return write_report(Store(results, cache), docs=not (args.no_docs or args.quick))
+        return write_report(store, docs=not (args.no_docs or args.quick))
     sets, seeds, tools = _selected(args)
     if not sets:
         raise SystemExit(f"no set of half {args.half!r} among {args.sets or args.family}")
-    store = Store(results, cache)
     runs = plan(store, sets, seeds, tools, named_tools=bool(args.tools or args.quick))
     if not runs:
         raise SystemExit(f"nothing to run: {', '.join(t.name for t in tools)} run on none of {', '.join(s.name for s in sets)} "
                          "(3-D tools need a 3-D set; screened recipes run on the development half only)")
     if args.prepare:
-        print(f"split files of {len(sets)} set(s) written under {cache / 'splits'}; digests in {store.digests}; "
+        print(f"split files of {len(sets)} set(s) written under {store.cache / 'splits'}; digests in {store.digests}; "
               f"{len(runs)} runs planned")
         return 0
     failed = run_all(store, runs)

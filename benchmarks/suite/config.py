@@ -9,8 +9,13 @@ from typing import Dict, Optional, Tuple
 REPO = Path(__file__).resolve().parents[2]
 #: Ignored working folder: package archives, split files, run folders, the background log.
 CACHE = REPO / ".cache" / "suite"
-#: Committed, small results: the ledger (one row per finished run) and the split files' digests.
-RESULTS = REPO / "benchmarks" / "suite"
+#: The split files' digests, committed on main: every run of every machine uses the same split files.
+DIGESTS = REPO / "benchmarks" / "suite" / "splits.json"
+#: The ledger's folder (ignored on main): a worktree of the ``suite-results`` branch, where the
+#: ledger (one row per finished run) is committed by hand, outside main's history.
+RESULTS = REPO / "benchmarks" / "suite" / "results"
+#: The branch that holds the ledger.
+RESULTS_BRANCH = "suite-results"
 PACKAGES = REPO / ".cache" / "pkgs"
 
 FRACTIONS = (0.8, 0.1, 0.1)

@@ -67,13 +67,15 @@ LEDGER_COLUMNS = ("set", "half", "seed", "tool", "key", "metric", "value", "clif
 
 @dataclass
 class Store:
-    """Where results live: one row per finished run in the ledger ``<results>/runs.csv`` (committed
-    by hand beside the split digests ``<results>/splits.json``; the report's only input, and what a
-    resumed suite skips); each run's test predictions under ``<cache>/predictions/``; split files
-    and working folders under ``<cache>``."""
+    """Where results live: one row per finished run in the ledger ``<results>/runs.csv`` (the
+    report's only input, and what a resumed suite skips; committed by hand on the results branch);
+    the split files' digests in ``digests_file`` (default ``<results>/splits.json``); each run's
+    test predictions under ``<cache>/predictions/``; split files and working folders under
+    ``<cache>``."""
 
     results: Path
     cache: Path
+    digests_file: Optional[Path] = None
 
     @property
     def ledger(self) -> Path:
@@ -81,7 +83,7 @@ class Store:
 
     @property
     def digests(self) -> Path:
-        return self.results / "splits.json"
+        return self.digests_file or self.results / "splits.json"
 
     def rows(self) -> pd.DataFrame:
         """Every run in the ledger (no rows before the first)."""

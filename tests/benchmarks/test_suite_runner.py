@@ -111,3 +111,22 @@ def test_moleculeace_halves_are_the_even_and_odd_sorted_names():
     assert len(ace) == 30
     dev = [name for name in ace if SETS_BY_NAME[name].half == "dev"]
     assert dev == ace[0::2] and dev[:3] == ["CHEMBL1862_Ki", "CHEMBL2034_Ki", "CHEMBL204_Ki"] and dev[-1] == "CHEMBL4616_EC50"
+
+
+def test_the_suite_s_ledger_is_its_branch_s_worktree_and_main_keeps_the_digests(tmp_path, monkeypatch):
+    """Results stay out of main's history: without the ``suite-results`` worktree the suite stops
+    with the command that checks it out; with it, the ledger is read there and the split digests
+    from main; ``--results DIR`` keeps both in DIR."""
+    import pytest
+
+    from benchmarks.suite import __main__ as suite
+
+    monkeypatch.setattr(suite, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit, match="git worktree add .*results suite-results"):
+        suite.store_for(suite.parse_args(["--report"]))
+    (tmp_path / "results").mkdir()
+    store = suite.store_for(suite.parse_args(["--report"]))
+    assert store.ledger == tmp_path / "results" / "runs.csv" and store.digests == suite.DIGESTS
+    assert suite.DIGESTS.is_file()  # committed on main
+    elsewhere = suite.store_for(suite.parse_args(["--report", "--results", str(tmp_path / "timing")]))
+    assert elsewhere.ledger.parent == elsewhere.digests.parent == tmp_path / "timing"
