@@ -1,8 +1,9 @@
 """SMILES or RDKit molecule -> molecular DGLGraph (via dgllife) and its relation graph."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -13,6 +14,7 @@ from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_
 from ..errors import ConfigError, InvalidMoleculeError
 from ..logs import progress as progress_bar
 from ..relation_graph import BondVocabulary, RelationConfig, build_relation_graph
+from .components import combine_row
 from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer, ogb_feature_value
@@ -36,7 +38,9 @@ class RejectedMolecule:
 
 #: One molecule as featurization takes it: a SMILES string, an RDKit molecule, a rejected one, or
 #: ``None`` (a file record RDKit could not read); :func:`to_mol` turns the last two into an error.
-MoleculeLike = Union[str, Chem.Mol, RejectedMolecule, None]
+#: A tuple of them is a row of several molecules (solute and solvent, ...; see
+#: :mod:`~dgl_graphtx.featurize.components`), featurized molecule by molecule.
+MoleculeLike = Union[str, Chem.Mol, RejectedMolecule, None, Tuple[Any, ...]]
 
 #: Bond classes of molecular graphs: OGB's categorical bond features in mixed radix.
 MOLECULE_BOND_VOCAB = BondVocabulary(OGB_BOND_FEATURE_DIMS)
@@ -48,6 +52,17 @@ EXTRA_ATOM_FEATURES = "atom_extra"
 #: Node data holding each molecule's count fingerprint for the fingerprint kernel (uint8, unscaled;
 #: the same row on all of its atoms; see :mod:`dgl_graphtx.models.kernel`).
 KERNEL_FINGERPRINTS = "kernel_fp"
+
+#: Graph data holding atom- and bond-level labels (see :mod:`dgl_graphtx.datasets.level_targets`),
+#: which training reads: atom labels on the nodes, bond labels on both edges of each bond (NaN
+#: where missing), and the molecular value each constrained atom target sums to, on every atom.
+ATOM_TARGETS = "atom_targets"
+BOND_TARGETS = "bond_targets"
+ATOM_TOTALS = "atom_totals"
+#: Graph data set with those labels, for tables of atom- and bond-level predictions: each atom's
+#: atomic number, and each edge's bond index in the input (-1 for bonds to hydrogens the featurizer added).
+ATOMIC_NUMBER = "atomic_number"
+INPUT_BOND = "input_bond"
 
 
 def parse_smiles(smiles: str) -> Chem.Mol:
@@ -103,7 +118,16 @@ def heavy_atoms_written(smiles: str) -> int:
 
 
 def to_mol(molecule: MoleculeLike) -> Chem.Mol:
-    """Return an RDKit molecule from a SMILES string or a molecule (checked to have atoms)."""
+    """Return an RDKit molecule from a SMILES string or a molecule (checked to have atoms); for a
+    row of several molecules, all of them in one molecule (its fragments in the row's order).
+
+    Example:
+        >>> Chem.MolToSmiles(to_mol(("CCO", "O")))
+        'CCO.O'
+    """
+    if isinstance(molecule, tuple):
+        parts = [_row_molecule(index, part, to_mol) for index, part in enumerate(molecule)]
+        return functools.reduce(Chem.CombineMols, parts)
     if isinstance(molecule, RejectedMolecule):
         raise InvalidMoleculeError(molecule.reason)
     if isinstance(molecule, Chem.Mol):
@@ -113,6 +137,14 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     if molecule is None:
         raise InvalidMoleculeError("missing molecule (None); RDKit may have failed to read this record")
     return parse_smiles(molecule)
+
+
+def _row_molecule(index: int, molecule: MoleculeLike, read: Callable[[MoleculeLike], Any]) -> Any:
+    """``read(molecule)`` for molecule ``index`` (0-based) of a row; its error names it in the row."""
+    try:
+        return read(molecule)
+    except InvalidMoleculeError as err:
+        raise InvalidMoleculeError(f"molecule {index + 1} of the row: {err}") from None
 
 
 def to_heavy_atom_mol(molecule: MoleculeLike) -> Chem.Mol:
@@ -143,6 +175,8 @@ def prepare_input(molecule: MoleculeLike, config: FeaturizerConfig) -> MoleculeL
         >>> prepare_input(with_h, FeaturizerConfig()).GetNumAtoms(), prepare_input(with_h, kept).GetNumAtoms()
         (2, 6)
     """
+    if isinstance(molecule, tuple):
+        return tuple(prepare_input(part, config) for part in molecule)
     if config.explicit_hydrogens or not isinstance(molecule, Chem.Mol):
         return molecule
     if not any(atom.GetAtomicNum() == 1 for atom in molecule.GetAtoms()):
@@ -196,13 +230,15 @@ def describe_molecule(molecule: object) -> str:
     the ``repr`` of anything else.
 
     Example:
-        >>> describe_molecule(Chem.MolFromSmiles("OCC")), describe_molecule(None)
-        ('CCO', 'None')
+        >>> describe_molecule(Chem.MolFromSmiles("OCC")), describe_molecule(None), describe_molecule(("CCO", "O"))
+        ('CCO', 'None', 'CCO.O')
     """
     if isinstance(molecule, str):
         return molecule
     if isinstance(molecule, Chem.Mol):
         return Chem.MolToSmiles(molecule)
+    if isinstance(molecule, tuple):
+        return ".".join(describe_molecule(part) for part in molecule)
     return repr(molecule)
 
 
@@ -213,7 +249,9 @@ class MoleculeFeaturizer:
     gives the same graphs, and the same predictions, however its SMILES is written.
     ``ndata["input_atom"]`` (int64) maps node ``i`` back to the atom index in the input (the order
     of atoms in the SMILES string or SDF block); hydrogens added by ``explicit_hydrogens`` come
-    after the heavy atoms and have ``input_atom = -1``.
+    after the heavy atoms and have ``input_atom = -1``. A tuple of molecules (a row of several:
+    solute and solvent, ...) gives their graphs side by side, each node marked with its molecule
+    (:func:`~dgl_graphtx.featurize.components.combine_row`); an error names the molecule of the row.
 
     The molecular graph has ``ndata["feat"]`` (int64 ``[N, 9]`` for ``ogb``, float ``[N, 74]`` for
     ``canonical``), optionally ``ndata["pos"]`` (float32 ``[N, 3]``) and ``ndata["rwse"]``, and
@@ -338,6 +376,8 @@ class MoleculeFeaturizer:
         return self._bonds(mol)["feat"]
 
     def __call__(self, molecule: MoleculeLike) -> Tuple[dgl.DGLGraph, dgl.DGLGraph]:
+        if isinstance(molecule, tuple):  # a row of several molecules, each featurized alone
+            return combine_row([_row_molecule(index, part, self) for index, part in enumerate(molecule)])
         graph = self.molecular_graph(molecule)
         relation = build_relation_graph(graph, self.relation, vocab=self.bond_vocab)
         problem = self.limits.check_relation_edges(relation.num_edges()) if self.limits is not None else None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator, List, NamedTuple, Optional, Tuple, Union, cast
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple, cast
 
 import torch
 from torch import nn
@@ -18,6 +18,8 @@ from .config import ModelConfig
 from .encoders import FeatureEncoder
 from ..nn import lean
 from .kernel import FingerprintKernel
+from .levels import LevelHeads, LevelOptions, LevelOutputs
+from .molecule_sets import MoleculeSetOptions, encode_rows
 
 #: Encoded node states of a batch: (atom states ``[N, d]``, virtual-node states ``[B, d]`` or
 #: ``None``, attention weights ``[E, H]`` of each layer when asked for, else ``[]``).
@@ -37,6 +39,18 @@ class AtomMask(NamedTuple):
 
     atoms: torch.Tensor
     embedding: torch.Tensor
+
+
+class NoOutputs(nn.Module):
+    """The molecule-level head of a model whose targets are all atom- or bond-level: ``[B, 0]``.
+
+    Example:
+        >>> NoOutputs()(torch.ones(3, 8)).shape
+        torch.Size([3, 0])
+    """
+
+    def forward(self, readout: torch.Tensor) -> torch.Tensor:
+        return readout.new_zeros(readout.shape[0], 0)
 
 
 class MoleculeModel(nn.Module):
@@ -68,16 +82,32 @@ class MoleculeModel(nn.Module):
         )
         self.atom_extra_encoder = lean.Linear(config.atom_extra_features, d) if config.atom_extra_features else None
         self.head = self.new_head(config.output_width)
+        #: The atom and bond heads of a model with atom- or bond-level targets (``config.levels``).
+        self.levels = LevelHeads(config) if config.levels.any else None
+        #: The backbones of a row's molecules after the first, with ``config.molecules.backbones == "separate"``.
+        self.molecule_encoders = nn.ModuleList(self._molecule_encoder() for _ in range(config.molecules.count - 1)
+                                               if config.molecules.backbones == "separate")
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks)
                        if config.kernel_references else None)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
 
+    def _molecule_encoder(self) -> "MoleculeModel":
+        """A backbone of this model's architecture for one molecule of a row (no head of its own)."""
+        single = dataclasses.replace(self.config, molecules=MoleculeSetOptions(), levels=LevelOptions(), num_tasks=1,
+                                     uncertainty_head="none", molecule_features=0, atom_reference=False, kernel_references=0)
+        encoder = type(self)(single)
+        encoder.head = NoOutputs()  # the row's head reads all molecules
+        return encoder
+
     def new_head(self, outputs: int) -> nn.Module:
-        """A freshly initialised output head reading the pooled embedding (and the molecule-level
-        extra features) for ``outputs`` values (``config.output_width``)."""
-        d, width = self.config.hidden_dim, self.config.hidden_dim + self.config.molecule_features
+        """A freshly initialised output head reading the pooled embedding (of each molecule of a row,
+        combined) and the molecule-level extra features for ``outputs`` values (``config.output_width``)."""
+        d = self.config.hidden_dim
+        width = self.config.molecules.readout_width(d) + self.config.molecule_features
+        if outputs == 0:  # atom- or bond-level targets only
+            return NoOutputs()
         if self.config.head_layers == 1:
             return lean.Linear(width, outputs)
         return nn.Sequential(lean.Linear(width, d), nn.GELU(), lean.Linear(d, outputs))
@@ -150,13 +180,22 @@ class MoleculeModel(nn.Module):
 
     def forward(
         self, graph: GraphLike, relation_graph: GraphLike, return_attention: bool = False,
-        distribution: bool = False,
-    ) -> Union[torch.Tensor, Tuple[torch.Tensor, List[torch.Tensor]]]:
+        distribution: bool = False, levels: bool = False,
+    ) -> Any:
         """Outputs ``[B, T]`` (standardised / logits); with ``return_attention`` also the per-layer
         attention weights over the relation graph's edges. With ``distribution`` the whole output
-        of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`)."""
+        of an uncertainty head, ``[B, k * T]`` (see :mod:`dgl_graphtx.uncertainty.heads`). With
+        ``levels`` (a model with atom- or bond-level targets) the outputs of every level, a
+        :class:`~dgl_graphtx.models.levels.LevelOutputs`. A batch of rows of several molecules
+        (``config.molecules``) gives one output per row."""
+        if self.config.molecules.several:
+            rows = encode_rows(self, graph, relation_graph, attention=return_attention)
+            out = self.finish_outputs(graph, self.head(rows.readout), distribution)
+            return (out, rows.attentions) if return_attention else out
         atoms, virtual, attentions = self.encode(graph, relation_graph, attention=return_attention)
         out = self.head_outputs(graph, atoms, virtual, distribution)
+        if levels and self.levels is not None:
+            out = LevelOutputs(out, *self.levels(graph, atoms))
         return (out, attentions) if return_attention else out
 
     def head_outputs(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor],
@@ -167,6 +206,11 @@ class MoleculeModel(nn.Module):
             out = ops.readout(graph, self.head(atoms), "sum")
         else:
             out = self.head(self.readout(graph, atoms, virtual))
+        return self.finish_outputs(graph, out, distribution)
+
+    def finish_outputs(self, graph: GraphLike, out: torch.Tensor, distribution: bool = False) -> torch.Tensor:
+        """The head's outputs ``out`` as :meth:`forward` returns them: the point outputs (unless
+        ``distribution``), plus the atom references, blended with the fingerprint kernel."""
         out = out if distribution else out[:, : self.config.prediction_width]
         if self.atom_reference is not None:
             reference = self.atom_reference(graph).to(out.dtype) / self.target_std

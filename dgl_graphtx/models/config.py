@@ -10,6 +10,8 @@ from typing import Any, Dict, Mapping
 
 from ..errors import ConfigError
 from .architectures import GPSOptions
+from .levels import LevelOptions
+from .molecule_sets import MoleculeSetOptions
 from .settings import ModelSettings
 from .variants import (
     GradformerOptions,
@@ -69,7 +71,7 @@ class ModelConfig(ModelSettings):
         :func:`upgrade_model_dict`); unknown keys are an error."""
         kwargs = upgrade_model_dict(data)
         _reject_unknown(cls, kwargs, "model config")
-        for key, option_cls in {**option_sections(), "gps": GPSOptions}.items():
+        for key, option_cls in {**option_sections(), "gps": GPSOptions, "molecules": MoleculeSetOptions, "levels": LevelOptions}.items():
             if isinstance(kwargs.get(key), dict):
                 _reject_unknown(option_cls, kwargs[key], f"{key} options")
                 kwargs[key] = option_cls(**kwargs[key])

@@ -13,6 +13,8 @@ from ..relation_graph.bond_classes import BondVocabulary
 from ..uncertainty.methods import head_methods, head_outputs
 from ..validation import check_number
 from .architectures import ARCHITECTURES, GPSOptions
+from .levels import LevelOptions
+from .molecule_sets import MoleculeSetOptions
 
 #: The model that ``dgl-graphtx train`` (and so ``dgl-graphtx demo``) uses when none is named, with
 #: its default preset and that preset's recipe: chosen by measurement on FreeSolv, Lipophilicity and
@@ -34,6 +36,17 @@ MAX_CATEGORIES = 1 << 20
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise ConfigError(message)
+
+
+def _check_rows(settings: "ModelSettings") -> None:
+    """What rows of several molecules and atom- or bond-level outputs allow of the rest."""
+    several, levels = settings.molecules.several, settings.levels.any
+    _check(not (several and (settings.atom_reference or settings.readout == "atomwise")),
+           "a model of several molecules per row pools each molecule and combines the encodings: it takes no atom_reference "
+           "and no atomwise readout")
+    _check(not (several and levels), "atom- and bond-level targets belong to one molecule per row, not to rows of several")
+    _check(not (levels and (settings.task != "regression" or settings.uncertainty_head != "none")),
+           "atom- and bond-level targets are regression targets of a model without an uncertainty head")
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,10 @@ class ModelSettings:
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
             ``gps`` architecture.
+        molecules: how a row of several molecules is read (count, shared or separate backbones,
+            how their encodings combine; :mod:`~dgl_graphtx.models.molecule_sets`). One molecule by default.
+        levels: the atom- and bond-level outputs (:mod:`~dgl_graphtx.models.levels`); with any,
+            ``num_tasks`` may be 0 (no molecule-level target). None by default.
 
     Example:
         >>> ModelSettings(num_tasks=2, task="multiclass", num_classes=3).prediction_width
@@ -116,6 +133,8 @@ class ModelSettings:
     kernel_size: int = 2048
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
+    molecules: MoleculeSetOptions = field(default_factory=MoleculeSetOptions)
+    levels: LevelOptions = field(default_factory=LevelOptions)
 
     @property
     def prediction_width(self) -> int:
@@ -142,7 +161,7 @@ class ModelSettings:
             check_number("ffn_dim", self.ffn_dim, 1, 4 * MAX_WIDTH, integer=True)
         check_number("dropout", self.dropout, 0, 1, high_open=True)
         check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
-        check_number("num_tasks", self.num_tasks, 1, MAX_TASKS, integer=True)
+        check_number("num_tasks", self.num_tasks, 0 if self.levels.any else 1, MAX_TASKS, integer=True)
         check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
         check_number("molecule_features", self.molecule_features, 0, MAX_CATEGORIES, integer=True)
         check_number("atom_extra_features", self.atom_extra_features, 0, MAX_WIDTH, integer=True)
@@ -168,6 +187,7 @@ class ModelSettings:
                "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         _check(self.architecture is None or self.architecture in ARCHITECTURES,
                f"architecture must be one of {ARCHITECTURES} (or None: the variant's own), got {self.architecture!r}")
+        _check_rows(self)
 
     @property
     def bond_vocab(self) -> BondVocabulary:
