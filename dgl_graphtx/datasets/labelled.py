@@ -14,6 +14,8 @@ from ..errors import ConfigError
 from ..featurize import FeaturizerConfig
 from .class_labels import ClassLabels, check_usable_targets, encode_class_labels
 from .extra_features import ExtraFeatures, add_extra_features, check_feature_columns
+from .level_targets import LevelLabels, LevelTargets, attach_level_labels, read_level_labels
+from .molecule_columns import MoleculeColumns, attach_mixture_weights
 from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
 from .row_columns import sample_weights, split_censored
@@ -40,6 +42,8 @@ def load_labelled(
     weight_col: Optional[str] = None,
     group_col: Optional[str] = None,
     extra_features: Optional[ExtraFeatures] = None,
+    molecule_columns: MoleculeColumns = MoleculeColumns(),
+    level_targets: LevelTargets = LevelTargets(),
     **dataset_kwargs: Any,
 ) -> Tuple[MoleculeDataset, Optional[Split]]:
     """Read and featurize labelled molecules; return the dataset and, when the data defines it,
@@ -65,6 +69,12 @@ def load_labelled(
             keep each group together).
         extra_features: extra features computed from the files as read (see
             :func:`~dgl_graphtx.datasets.add_extra_features`; kept as ``dataset.extra_values``).
+        molecule_columns: several molecules per row: the columns holding them (reactions read as
+            two), and their mixture weights (see :mod:`~dgl_graphtx.datasets.molecule_columns`;
+            kept as ``dataset.molecule_columns``).
+        level_targets: atom- and bond-level targets (lists in columns, or SD atom and bond
+            properties; see :mod:`~dgl_graphtx.datasets.level_targets`), put on the graphs and
+            kept as ``dataset.level_targets``.
         **dataset_kwargs: passed to :class:`MoleculeDataset` (featurizer, relation, cache_dir, ...).
 
     Example:
@@ -79,7 +89,8 @@ def load_labelled(
         raise ConfigError("give both a validation and a test file, or neither")
     if split_col is not None and valid is not None:
         raise ConfigError("give either a split column or separate validation/test files, not both")
-    tables = _read_tables(path, valid, test, smiles_col, delimiter, dataset_kwargs.get("featurizer", FeaturizerConfig()))
+    tables = [molecule_columns.read(table) for table in _read_tables(path, valid, test, molecule_columns.first_column(smiles_col),
+                                                                    delimiter, dataset_kwargs.get("featurizer", FeaturizerConfig()))]
     row_parts = _row_parts(tables, split_col)
     if positive_label is not None and task != "classification":
         raise ConfigError(f"--positive-label {positive_label!r} applies to --task classification only")
@@ -88,14 +99,18 @@ def load_labelled(
     weights = None if weight_col is None else np.concatenate(
         [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
     groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
+    mixture = [molecule_columns.weights(t.columns, t.identifiers, t.source) for t in tables]
+    levels = [read_level_labels(t, level_targets) for t in tables] if level_targets.any else []
     if extra_features is not None and extra_features.columns:
         check_feature_columns(pd.concat([t.columns for t in tables], ignore_index=True), extra_features.columns,
                               [i for t in tables for i in t.identifiers], " / ".join(str(t.source) for t in tables))
     fingerprint = "|".join(f"{file_sha256(t.source)}:{t.kind}" for t in tables) + f"|{smiles_col}|{list(targets)}"
     fingerprint += "".join(f"|{c.to_dict()}" for c in labels.classes)
     fingerprint += "|censored" if censored else ""
+    fingerprint += f"|{molecule_columns.to_dict()}" if molecule_columns.several else ""
+    molecules = [m for t in tables for m in t.molecules]
     dataset = MoleculeDataset(
-        [m for t in tables for m in t.molecules],
+        molecules,
         labels.frame,
         target_names=list(targets),
         identifiers=[i for t in tables for i in t.identifiers],
@@ -109,11 +124,26 @@ def load_labelled(
         dataset.sample_weights = weights[kept_rows]
     if groups is not None:
         dataset.groups = [groups[r] for r in kept_rows]
+    _attach_rows(dataset, molecule_columns, mixture, level_targets, levels, molecules)
     if extra_features is not None and extra_features.any:
         frame = pd.concat([t.columns for t in tables], ignore_index=True) if extra_features.columns else None
-        add_extra_features(dataset, extra_features, [m for t in tables for m in t.molecules], frame,
+        add_extra_features(dataset, extra_features, molecules, frame,
                            source=" / ".join(str(t.source) for t in tables))
     return dataset, (None if row_parts is None else _data_split(row_parts[kept_rows], split_col))
+
+
+def _attach_rows(dataset: MoleculeDataset, columns: MoleculeColumns, mixture: List[Optional[np.ndarray]], spec: LevelTargets,
+                 levels: List[LevelLabels], molecules: List[Any]) -> None:
+    """Give the dataset's graphs their rows' mixture weights and atom- and bond-level labels (read
+    from every file, rows numbered across them), and record how they were read."""
+    kept = dataset.rows.tolist()
+    dataset.molecule_columns, dataset.level_targets = columns, spec
+    if columns.mixture_weights:
+        attach_mixture_weights(dataset.graphs, np.concatenate([w for w in mixture if w is not None])[kept])
+    if levels:
+        joined = LevelLabels([a for found in levels for a in found.atoms], [b for found in levels for b in found.bonds],
+                             np.concatenate([found.totals for found in levels]))
+        attach_level_labels(dataset.graphs, kept, joined, molecules, spec)
 
 
 class LabelledTargets(NamedTuple):

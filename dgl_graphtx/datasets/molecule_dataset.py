@@ -23,6 +23,7 @@ from .._version import __version__
 from ..checksums import file_sha256
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits, describe_molecule
+from ..featurize.components import ROW_MOLECULE
 from ..featurize.molecule import MoleculeLike
 from ..relation_graph import RelationConfig
 from .class_labels import ClassLabels
@@ -31,6 +32,8 @@ from .collate import MoleculeBatch, Sample, labels_and_mask
 from .extra_features import ExtraFeatureValues
 from .featurized import featurize_and_pack
 from .float32_range import FLOAT32_MAX
+from .level_targets import LevelTargets
+from .molecule_columns import MoleculeColumns
 from .packed import Indices, PackedGraphs
 from .readers import MoleculeTable, check_unique, read_molecules, smiles_column
 from .report import LABEL_MASKED, InputReport, RowIssue, show_value
@@ -185,6 +188,11 @@ class MoleculeDataset(Dataset):
     #: Raw extra features per molecule and atom, set by :func:`~dgl_graphtx.datasets.add_extra_features`
     #: (``None`` without them; a training run fits their scalers on its training part).
     extra_values: Optional[ExtraFeatureValues] = None
+    #: How each row's molecules (several per row: :mod:`~dgl_graphtx.datasets.molecule_columns`) and
+    #: its atom- and bond-level targets (:mod:`~dgl_graphtx.datasets.level_targets`, on the graphs)
+    #: were read, set by :func:`~dgl_graphtx.datasets.load_labelled`.
+    molecule_columns: MoleculeColumns = MoleculeColumns()
+    level_targets: LevelTargets = LevelTargets()
 
     def __init__(
         self,
@@ -398,6 +406,18 @@ class MoleculeDataset(Dataset):
     def num_tasks(self) -> int:
         """Number of target columns."""
         return self.raw_labels.shape[1]
+
+    @property
+    def molecules_per_row(self) -> int:
+        """Molecules each row holds (rows of several: tuples of molecules, see
+        :mod:`~dgl_graphtx.featurize.components`).
+
+        Example:
+            >>> MoleculeDataset([("CCO", "O"), ("C", "CC")], progress=False).molecules_per_row
+            2
+        """
+        rows = self.graphs.ndata.get(ROW_MOLECULE)
+        return int(rows.max()) + 1 if rows is not None and len(rows) else 1
 
     @property
     def relation(self) -> RelationConfig:

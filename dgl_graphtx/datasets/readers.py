@@ -287,6 +287,48 @@ def _record_start_lines(text: str) -> List[int]:
     return starts
 
 
+#: Prefixes of SD property lists holding one value per atom or per bond (RDKit's convention;
+#: ``n/a`` marks a missing value): what atom- and bond-level targets are read from.
+PROPERTY_LISTS = {"atom": ("atom.dprop.", "atom.prop."), "bond": ("bond.dprop.", "bond.prop.")}
+
+
+def list_problem_key(level: str, name: str) -> str:
+    """The private molecule property noting why an SD ``level`` property list ``name`` was not read."""
+    return f"_dgl_graphtx_list_{level}_{name}"
+
+
+def check_property_lists(mol: Chem.Mol) -> None:
+    """Note on ``mol`` each of its atom and bond property lists whose length is not the number of
+    atoms or bonds (RDKit leaves those unread; :func:`list_problem_key` holds why), and read the
+    bond lists an older RDKit leaves as text.
+
+    Example:
+        >>> mol = Chem.MolFromSmiles("CCO")
+        >>> mol.SetProp("bond.dprop.order", "1 n/a"); mol.SetProp("atom.dprop.q", "0.1 0.2")
+        >>> check_property_lists(mol)
+        >>> [b.GetDoubleProp("order") if b.HasProp("order") else None for b in mol.GetBonds()], mol.GetProp(list_problem_key("atom", "q"))
+        ([1.0, None], 'atom.dprop.q lists 2 values for the 3 atoms of the record')
+    """
+    for key in mol.GetPropNames():
+        for level, prefixes in PROPERTY_LISTS.items():
+            prefix = next((p for p in prefixes if key.startswith(p)), None)
+            if prefix is None:
+                continue
+            name, values = key[len(prefix):], mol.GetProp(key).split()
+            count = mol.GetNumAtoms() if level == "atom" else mol.GetNumBonds()
+            if len(values) != count:
+                mol.SetProp(list_problem_key(level, name), f"{key} lists {len(values)} values for the {count} {level}s of the record")
+            elif level == "bond" and prefix == "bond.dprop." and not any(b.HasProp(name) for b in mol.GetBonds()):
+                try:
+                    numbers = [None if text == "n/a" else float(text) for text in values]
+                except ValueError:
+                    mol.SetProp(list_problem_key(level, name), f"{key} holds values that are not numbers ('n/a' where unknown)")
+                    continue
+                for bond, number in zip(mol.GetBonds(), numbers):
+                    if number is not None:
+                        bond.SetDoubleProp(name, number)
+
+
 def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) -> MoleculeTable:
     """Read an SDF (or gzipped SDF): molecules with their coordinates, SD properties as columns,
     prepared for ``featurizer`` as every route prepares them (:func:`~dgl_graphtx.featurize.molecule.prepare_input`:
@@ -315,6 +357,8 @@ def read_sdf(path: PathLike, featurizer: FeaturizerConfig = FeaturizerConfig()) 
     with rdBase.BlockLogs():
         for index in range(len(supplier)):
             read = supplier[index]
+            if read is not None:
+                check_property_lists(read)
             mol = cast(Chem.Mol, prepare_input(read, featurizer)) if read is not None else None  # a molecule stays one
             molecules.append(mol)
             if mol is None:
