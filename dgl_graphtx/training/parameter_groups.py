@@ -24,9 +24,16 @@ def backbone_depths(model: torch.nn.Module) -> Dict[int, int]:
     return {id(p): depth for depth, block in enumerate(blocks, start=1) for p in block.parameters()}
 
 
+def head_parameters(model: MoleculeModel) -> List[torch.nn.Parameter]:
+    """The parameters of ``model``'s heads: the molecule-level head, and the atom and bond heads
+    of a model with atom- or bond-level targets."""
+    heads = [model.head] + ([model.levels] if model.levels is not None else [])
+    return [p for head in heads for p in head.parameters()]
+
+
 def backbone_parameters(model: MoleculeModel) -> List[torch.nn.Parameter]:
-    """Every parameter of ``model`` but those of its head."""
-    head = {id(p) for p in model.head.parameters()}
+    """Every parameter of ``model`` but those of its heads."""
+    head = {id(p) for p in head_parameters(model)}
     return [p for p in model.parameters() if id(p) not in head]
 
 
@@ -46,7 +53,7 @@ def parameter_groups(model: MoleculeModel, lr: float, backbone_lr_scale: float =
     if backbone_lr_scale == 1.0 and layer_lr_decay == 1.0:
         return [{"params": list(model.parameters())}]
     backbone_lr = lr * backbone_lr_scale
-    head = [{"params": list(model.head.parameters())}]
+    head = [{"params": head_parameters(model)}]
     if layer_lr_decay == 1.0:
         return [{"params": backbone_parameters(model), "lr": backbone_lr}] + head
     depths = backbone_depths(model)

@@ -44,6 +44,8 @@ class TrainStep:
         hooks: how the processes of a run agree (``all_sum``).
         distribution: call ``module(..., distribution=True)`` (a distribution head's loss reads
             the whole output).
+        levels: call ``module(..., levels=True)`` (a model with atom- or bond-level targets: the
+            loss reads every level's outputs).
 
     Example:
         >>> from dgl_graphtx.datasets import MoleculeDataset, collate_molecules
@@ -62,7 +64,7 @@ class TrainStep:
 
     def __init__(self, module: torch.nn.Module, loss: LossFunction, parameters: Sequence[torch.nn.Parameter],
                  optimizer: torch.optim.Optimizer, grad_clip: float = 0.0, hooks: Optional[ProcessHooks] = None,
-                 distribution: bool = False) -> None:
+                 distribution: bool = False, levels: bool = False) -> None:
         self.module = module
         self.loss = loss
         self.parameters: List[torch.nn.Parameter] = list(parameters)
@@ -70,10 +72,11 @@ class TrainStep:
         self.grad_clip = grad_clip
         self.hooks = hooks if hooks is not None else ProcessHooks()
         self.distribution = distribution
+        self.levels = levels
 
     def forward_loss(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The training loss of ``batch`` (the forward pass and the loss: what a compiled step compiles)."""
-        extra: Any = {"distribution": True} if self.distribution else {}
+        extra: Any = {"distribution": True} if self.distribution else ({"levels": True} if self.levels else {})
         return self.loss(self.module(batch.graph, batch.relation_graph, **extra), batch, rows)
 
     def __call__(self, batch: MoleculeBatch, rows: Optional[torch.Tensor] = None,

@@ -36,6 +36,7 @@ from .epoch_bookkeeping import EpochBookkeeping
 from .fast_steps import STEP_MODES, CapturedStep, CompiledStep, resolve_step_mode
 from .hooks import ProcessHooks
 from .label_statistics import fit_atom_reference, normalization_statistics, refuse_unlabelled_targets
+from .levels import LevelOutputs, fit_level_statistics, level_loss, level_metrics, level_target_names, predict_levels, watched_metric
 from .loss_inputs import IndexedBatch, LossInputs, RowIndexed, collate_indexed
 from .losses import LOSSES, check_pos_weight, resolve_loss, weighted_loss
 from .metrics import METRIC_DIRECTION, check_binary_labels, check_class_labels, compute_metrics, metric_notes, resolve_metrics
@@ -348,8 +349,10 @@ class Trainer:
         self.task = model.config.task
         self.loss = resolve_loss(self.task, config.loss)
         self.metrics = resolve_metrics(self.task, config.metrics)
-        self.metric = self.metrics[0]
-        self.direction = METRIC_DIRECTION[self.metric]
+        #: The atom- and bond-level target names of a model with such targets (``{}`` without).
+        self.level_names = level_target_names(model, meta.extra.levels if meta is not None else None)
+        self.metric = watched_metric(model, self.metrics, self.level_names)
+        self.direction = METRIC_DIRECTION[self.metrics[0]]
         if config.task_weights and len(config.task_weights) != model.config.num_tasks:
             raise ConfigError(f"{len(config.task_weights)} task weight(s) {list(config.task_weights)} for "
                               f"{model.config.num_tasks} target(s); give one weight per target (--task-weights)")
@@ -427,6 +430,8 @@ class Trainer:
                 for line in reference.describe(names):
                     logger.info("atom reference values (least squares on the training part) of %s", line)
         self.model.set_target_normalization(*normalization_statistics(labels))
+        if self.level_names:
+            fit_level_statistics(self.model, self.loader(train_set), self.level_names)
 
     def _positive_weight(self, labels: torch.Tensor, names: List[str]) -> Optional[torch.Tensor]:
         """The classification loss's ``pos_weight`` ``[T]`` as ``config.pos_weight`` sets it."""
@@ -498,11 +503,14 @@ class Trainer:
         cfg, hooks = self.config, self.hooks
         mode = resolve_step_mode(cfg.step_mode, self.device, hooks.world_size, cfg.batch_edges)
         own_step = type(self).batch_loss is Trainer.batch_loss and type(self).training_module is Trainer.training_module
-        if mode != "eager" and not own_step:  # another loss may read what padding adds (padding atoms, say)
+        unpadded = None if own_step else f"{type(self).__name__}'s own loss or module"
+        if self.level_names or self.model.config.molecules.several:  # a padding slot holds one molecule, no atom labels
+            unpadded = "a model of atom- or bond-level targets or of rows of several molecules"
+        if mode != "eager" and unpadded:  # another loss may read what padding adds (padding atoms, say)
             if cfg.step_mode != "auto":
-                raise ConfigError(f"step_mode {cfg.step_mode!r} trains on padded batches, which {type(self).__name__}'s own "
-                                  "loss or module is not known to read correctly; use step_mode 'eager'")
-            logger.info("%s trains with its own loss: eager steps", type(self).__name__)
+                raise ConfigError(f"step_mode {cfg.step_mode!r} trains on padded batches, which {unpadded} is not known "
+                                  "to read correctly; use step_mode 'eager'")
+            logger.info("%s: eager steps", unpadded)
             mode = "eager"
         sampler = train_sampler if train_sampler is not None else hooks.train_sampler(train_set, cfg.seed)
         train_loader = self.loader(train_set, sampler=sampler, seed=cfg.seed, batch_size=hooks.local_batch_size(cfg.batch_size),
@@ -520,7 +528,7 @@ class Trainer:
                                        cfg.patience, cfg.epochs)
         trained = [*self.model.parameters(), *(p for part in self.parts.values() for p in part.parameters())]
         step = TrainStep(hooks.wrap_model(self.training_module()), self.batch_loss, trained, optimizer, cfg.grad_clip,
-                         hooks, distribution=self.uncertainty_head != "none")
+                         hooks, distribution=self.uncertainty_head != "none", levels=bool(self.level_names))
         faster = {"compiled": CompiledStep, "captured": CapturedStep}.get(mode)
         return FitRun(step if faster is None else faster(step), optimizer, train_loader, sampler, scheduler, bookkeeping)
 
@@ -550,6 +558,8 @@ class Trainer:
         """The training loss of one batch: the uncertainty head's distribution loss, or the chosen
         loss with its weights (``rows``: the batch's dataset rows, for per-molecule weights and
         censoring). Override to change it, as pretraining does."""
+        if isinstance(output, LevelOutputs):  # a model with atom- or bond-level targets
+            return self.batch_loss(output.molecules, batch, rows) + level_loss(self.model, output, batch.graph)
         target = self.model.normalize_targets(batch.labels)
         if self.uncertainty_head != "none":
             return head_loss(self.uncertainty_head, output, target, batch.mask, self.uncertainty)
@@ -631,5 +641,12 @@ class Trainer:
         return self.hooks.gather_rows(torch.cat(outputs).double(), len(dataset)).numpy()  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours all have one
 
     def evaluate(self, dataset: Dataset) -> Dict[str, float]:
-        """Metrics of the current model on ``dataset`` (those ``config.metrics`` chooses; all of the task's by default)."""
-        return compute_metrics(self.task, dataset_labels(dataset).double().numpy(), self.predict(dataset), self.metrics)
+        """Metrics of the current model on ``dataset`` (those ``config.metrics`` chooses; all of the
+        task's by default): of the molecule-level targets, then of the atom- and bond-level ones
+        (``atom_rmse``, ...; every process predicts the whole part)."""
+        if not self.level_names:
+            return compute_metrics(self.task, dataset_labels(dataset).double().numpy(), self.predict(dataset), self.metrics)
+        predicted, levels = predict_levels(self.model, self.loader(dataset), self.device)
+        molecules = (compute_metrics(self.task, dataset_labels(dataset).double().numpy(), predicted, self.metrics)
+                     if self.model.config.num_tasks else {})
+        return {**molecules, **level_metrics(levels, self.metrics)}

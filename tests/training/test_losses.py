@@ -114,7 +114,7 @@ def test_multiclass_end_to_end_with_chosen_metrics(tmp_path):
     probs = table[["kind_prob_0", "kind_prob_1", "kind_prob_2"]].to_numpy()
     assert np.allclose(probs.sum(1), 1.0) and (table["kind_pred"] == probs.argmax(1)).all()
     assert metrics["test"]["accuracy"] == pytest.approx(float((table["kind_pred"] == table["kind"]).mean()))
-    code, stdout, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--smiles", "CCO", "c1ccccc1"])
+    code, stdout, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "CCO", "c1ccccc1"])
     assert code == 0, stderr
     assert "kind_prob_2" in stdout
     code, stdout, stderr = run_cli(["evaluate", path, "--checkpoint", out / "best.pt", "-q"])
