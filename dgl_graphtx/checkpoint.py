@@ -79,6 +79,12 @@ class CheckpointExtras:
     valid_metrics: Optional[Dict[str, float]] = None
     #: The run's training settings (``TrainConfig`` as a dict), compared on resumption.
     train_config: Optional[Dict[str, Any]] = None
+    #: The columns holding each row's molecules and their mixture weights
+    #: (:class:`~dgl_graphtx.datasets.molecule_columns.MoleculeColumns`), for a model of several molecules per row.
+    molecule_columns: Optional[Dict[str, Any]] = None
+    #: The atom- and bond-level targets and how they were read
+    #: (:class:`~dgl_graphtx.datasets.level_targets.LevelTargets`), for a model with such targets.
+    levels: Optional[Dict[str, Any]] = None
     #: Stored keys this version does not know, kept as they were.
     other: Dict[str, Any] = field(default_factory=dict)
 
@@ -236,6 +242,12 @@ def validate_meta(config: ModelConfig, meta: CheckpointMeta) -> None:
                               f"featurizer/relation give {value!r}")
     if config.rwse_steps and meta.featurizer.rwse_steps != config.rwse_steps:
         raise ConfigError(f"model expects rwse_steps={config.rwse_steps} but the featurizer has {meta.featurizer.rwse_steps}")
+    levels = meta.extra.levels or {}
+    for level, width in (("atom", config.levels.atom_tasks), ("bond", config.levels.bond_tasks)):
+        level_names = levels.get(f"{level}_targets")
+        if level_names is not None and len(level_names) != width:
+            raise ConfigError(f"{len(level_names)} {level} target names {list(level_names)} for a model with {width} "
+                              f"{level}-level output(s)")
     if variant_spec(config.variant).uses_coordinates(config, config.options) and not meta.featurizer.needs_coordinates:
         raise ConfigError(f"a {config.variant} model on 3-D distances needs a featurizer with coordinates")
 

@@ -32,6 +32,8 @@ import yaml
 
 from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
+from ..datasets.level_targets import LevelTargets
+from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.sharded_store import is_store
 from ..datasets.split_kinds import split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS
@@ -57,6 +59,9 @@ SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensem
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
                         "uncertainty_head", "kernel_references", "kernel_size")
+#: Model sections, and fields of sections, set from ``data``'s molecule columns and atom and bond
+#: targets (never read from files or ``--set``, and left out of config.yaml).
+DERIVED_MODEL_SECTIONS = {"molecules": ("count", "weighted"), "levels": ("atom_tasks", "bond_tasks", "atom_sums")}
 #: Model fields resolved from the extra features of ``data`` and recorded in config.yaml: a value
 #: read back must be the resolved one (or 0, which config.yaml files written before recorded).
 EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
@@ -121,6 +126,19 @@ class DataConfig:
             ``auto`` (Morgan counts of radius 2 in 2,048 bins, for a molecule file with regression
             or binary-classification targets, unweighted and uncensored; none otherwise), a
             ``morgan_counts`` spec, or ``none``.
+        smiles_cols: several molecules per row: the columns holding them, in the order the model
+            reads them (instead of ``smiles_col``; see :mod:`~dgl_graphtx.datasets.molecule_columns`).
+        reaction_cols: the molecule columns holding reactions ``reactants>>products``, each read as
+            two molecules (its reactant and product sides).
+        mixture_weights: one column per molecule of a row holding its weight, for a model that
+            sums its molecules' encodings (``model.molecules.combine=sum``) weighted.
+        atom_targets: atom-level targets: columns of per-atom lists, or SD atom properties (see
+            :mod:`~dgl_graphtx.datasets.level_targets`).
+        bond_targets: bond-level targets: columns of per-bond lists, or SD bond properties.
+        atom_index: how list positions name atoms: ``input`` (the order of the SMILES as written)
+            or ``map`` (atom-map numbers).
+        atom_sums: ``TARGET=SOURCE`` items: the predicted values of an atom target add up to the
+            molecule's ``formal_charge`` or to column ``SOURCE``.
 
     Example:
         >>> DataConfig(path="d.csv", targets=("y",), valid="v.csv", test="t.csv").predefined
@@ -150,11 +168,30 @@ class DataConfig:
     features_scaling: str = "standard"
     max_atoms: int = SizeLimits.max_atoms
     kernel: str = "auto"
+    smiles_cols: Tuple[str, ...] = ()
+    reaction_cols: Tuple[str, ...] = ()
+    mixture_weights: Tuple[str, ...] = ()
+    atom_targets: Tuple[str, ...] = ()
+    bond_targets: Tuple[str, ...] = ()
+    atom_index: str = "input"
+    atom_sums: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.extra_features  # checks the generator specs and the scaling
+        self.molecule_columns  # checks the molecule columns, reactions and mixture weights
+        self.level_targets  # checks the atom and bond targets and their sums
         if self.kernel not in ("auto", "none"):
             ExtraFeatures(kernel=self.kernel)  # checks the spec
+            if not self.targets and self.level_targets.any:
+                raise ConfigError(f"the fingerprint kernel (--kernel {self.kernel}) predicts molecule-level targets, and the run "
+                                  "has atom or bond targets only: drop --kernel")
+        if self.smiles_cols and self.smiles_col != DataConfig.smiles_col:
+            raise ConfigError(f"give the molecule column once: --smiles-col {self.smiles_col} or --smiles-cols "
+                              f"{','.join(self.smiles_cols)} (several molecules per row), not both")
+        named = [n for n in (*self.level_targets.atom_targets, *self.level_targets.bond_targets) if n in self.targets]
+        if named:
+            raise ConfigError(f"{named} named as molecule target(s) (--targets) and as atom or bond target(s) "
+                              "(--atom-targets, --bond-targets): name each target at one level")
         SizeLimits(max_atoms=self.max_atoms)  # checks the budget
         if self.cache_dir is not None and not self.cache:
             raise ConfigError("data.cache_dir (--cache-dir) names a cache folder but data.cache is off (--no-cache): give one of them")
@@ -190,6 +227,16 @@ class DataConfig:
         if self.path is None:
             raise ConfigError("no training data: give the DATA file (or data.path in --config)")
         return self.path
+
+    @functools.cached_property
+    def molecule_columns(self) -> MoleculeColumns:
+        """The columns holding each row's molecules (checked once, when the settings are made)."""
+        return MoleculeColumns(self.smiles_cols, self.reaction_cols, self.mixture_weights)
+
+    @functools.cached_property
+    def level_targets(self) -> LevelTargets:
+        """The atom- and bond-level targets these settings ask for (checked once)."""
+        return LevelTargets(self.atom_targets, self.bond_targets, self.atom_index, self.atom_sums)
 
     @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
@@ -277,8 +324,10 @@ class RunConfig:
     @property
     def kernel(self) -> str:
         """The fingerprint kernel's spec ``data.kernel`` resolves to (``""``: no kernel): ``auto`` is
-        :data:`DEFAULT_KERNEL` for a molecule file with regression or binary-classification
-        targets, unweighted and uncensored, and no kernel otherwise.
+        :data:`DEFAULT_KERNEL` for a molecule file with molecule-level regression or
+        binary-classification targets, unweighted and uncensored, of one molecule per row, and no
+        kernel otherwise (a spec fits it on rows of several molecules too: the fingerprint of all
+        the row's molecules together).
 
         Example:
             >>> resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"]).kernel
@@ -292,7 +341,8 @@ class RunConfig:
         if data.kernel != "auto":
             return data.kernel
         fits = (not data.is_qm9 and not (data.path is not None and is_store(data.path)) and data.weight_col is None
-                and self.model.task in ("regression", "classification") and self.train.loss != "bounded_mse")
+                and self.model.task in ("regression", "classification") and self.train.loss != "bounded_mse"
+                and bool(data.targets) and not data.molecule_columns.several)
         return DEFAULT_KERNEL if fits else ""
 
     @property
@@ -332,6 +382,10 @@ class RunConfig:
         model = self.model.to_dict()
         for name in DERIVED_MODEL_FIELDS:
             model.pop(name)
+        for section, names in DERIVED_MODEL_SECTIONS.items():
+            model[section] = {k: v for k, v in model[section].items() if k not in names}
+            if not model[section]:
+                model.pop(section)
         out = {
             "preset": dataclasses.asdict(self.preset),
             "data": dataclasses.asdict(self.data),
@@ -388,6 +442,10 @@ SECTION_TYPES = {"preset": PresetChoice, "data": DataConfig, "model": ModelConfi
 
 def _refuse_derived(cls: type, name: str, key: str) -> None:
     """Model fields computed from other settings cannot be set."""
+    section = key.split(".")[-2] if key.count(".") >= 2 else None
+    if section in DERIVED_MODEL_SECTIONS and key.startswith("model.") and name in DERIVED_MODEL_SECTIONS[section]:
+        raise ConfigError(f"{key} is derived from the data (data.smiles_cols, data.reaction_cols, data.mixture_weights, "
+                          "data.atom_targets, data.bond_targets, data.atom_sums) and cannot be set")
     if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
         source = {"variant": "preset.model", "num_tasks": "data.targets", "uncertainty_head": "uncertainty.method",
                   "kernel_references": "the fitted kernel (data.kernel)", "kernel_size": "data.kernel"}.get(name, "the featurizer")
@@ -499,8 +557,11 @@ def resolve_run_config(
         layers.append(_normalise(parse_overrides(overrides), "--set"))
     flag_tree: Dict[str, Any] = {}
     for dotted, value in (flags or {}).items():
-        section, name = dotted.split(".", 1)
-        flag_tree.setdefault(section, {})[name] = value
+        *path, name = dotted.split(".")
+        node = flag_tree
+        for part in path:
+            node = node.setdefault(part, {})
+        node[name] = value
     if flag_tree:
         layers.append(_normalise(flag_tree, "command-line flags"))
     user: Dict[str, Any] = {}
@@ -537,10 +598,11 @@ def resolve_run_config(
     uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
     relation = RelationConfig(**resolved["relation"])
+    _resolve_row_sections(resolved["model"], data)
     model = ModelConfig.from_dict({
         **resolved["model"],
         "variant": choice.model,
-        "num_tasks": max(len(data.targets), 1),
+        "num_tasks": len(data.targets) if data.level_targets.any else max(len(data.targets), 1),
         **MoleculeFeaturizer(featurizer, relation).model_inputs,
         "uncertainty_head": uncertainty.head,
     })
@@ -569,6 +631,15 @@ def _resolve_extra_feature_widths(model: Dict[str, Any], given: Mapping[str, Any
             raise ConfigError(f"model.{name}={given[name]} but the extra features of data give {width}; it follows "
                               "data.features_generators / data.features_cols / data.atom_properties: drop model." + name)
         model[name] = width
+
+
+def _resolve_row_sections(model: Dict[str, Any], data: DataConfig) -> None:
+    """Set the model's derived row settings (:data:`DERIVED_MODEL_SECTIONS`) from ``data``: the
+    molecules per row and whether they are weighted, and the atom- and bond-level outputs."""
+    columns, levels = data.molecule_columns, data.level_targets
+    model["molecules"] = {**model.get("molecules", {}), "count": columns.count, "weighted": bool(columns.mixture_weights)}
+    model["levels"] = {"atom_tasks": len(levels.atom_targets), "bond_tasks": len(levels.bond_targets),
+                       "atom_sums": levels.constrained}
 
 
 def default_preset_name(model: str) -> str:

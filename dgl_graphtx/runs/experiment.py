@@ -5,7 +5,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,8 @@ from ..models.kernel import KERNEL_TASKS, KernelFit
 from ..training import (ProcessHooks, Trainer, TrainConfig, TrainResult, compute_metrics, json_safe, metric_notes, prediction_column,
                         prediction_frame, seed_everything)
 from ..training.kernel_fit import fit_kernel, kernel_summary
+from ..training.levels import level_metrics, level_per_target, level_table, predict_levels
+from ..training.metrics import resolve_metrics
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, coverage_spread
 from ..uncertainty.evaluation import (UncertainPredictions, add_uncertainty_columns, calibrated, fit_calibration, json_ready,
@@ -58,6 +60,8 @@ class ExperimentResult:
     calibration_predictions: Optional[pd.DataFrame] = None
     #: The fingerprint kernel fitted beside the network (see :mod:`dgl_graphtx.models.kernel`), if any.
     kernel: Optional[KernelFit] = None
+    #: The test part's atom- and bond-level predictions, one long table per level (``atom``, ``bond``).
+    test_level_predictions: Dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 #: The settings :func:`train_and_evaluate` takes beside a preset (the fields of its :class:`RunPlan`).
@@ -188,6 +192,7 @@ class EvaluationOnTest:
     with_uncertainty: Optional[UncertainPredictions] = None
     calibration_table: Optional[pd.DataFrame] = None
     near: Optional[TrainingSimilarity] = None
+    level_tables: Dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def _run(experiment: Experiment, out_dir: Union[None, PathLike, RunFolder], hooks: ProcessHooks,
@@ -214,13 +219,15 @@ def _run(experiment: Experiment, out_dir: Union[None, PathLike, RunFolder], hook
         _write_outputs(experiment, run, result, tested, model, kernel)
         run.finish()
     return ExperimentResult(model, parts, result, tested.metrics, tested.table, out, tested.notes, tested.per_target,
-                            tested.calibration, experiment.calibration, tested.calibration_table, kernel)
+                            tested.calibration, experiment.calibration, tested.calibration_table, kernel, tested.level_tables)
 
 
 def _fit_kernel(experiment: Experiment, trainer: Trainer, fitted: Optional[FittedExtraFeatures]) -> Optional[KernelFit]:
     """The fingerprint kernel fitted beside the trained network and attached to it, when the data
     carries its fingerprints (``ExtraFeatures.kernel``) and the task takes one."""
     if fitted is None or not fitted.spec.kernel or experiment.plan.preset.model.task not in KERNEL_TASKS:
+        return None
+    if not experiment.dataset.target_names:  # atom- or bond-level targets only: nothing for the kernel to predict
         return None
     dataset, parts = experiment.dataset, experiment.parts
     return fit_kernel(trainer, Subset(dataset, parts.train), Subset(dataset, parts.valid), seed=experiment.plan.train.seed)
@@ -255,7 +262,9 @@ def _checkpoint_extra(experiment: Experiment, run: Optional[RunFolder], fitted: 
                             run_id=run.run_id if run is not None else None,
                             class_labels=[c.to_dict() for c in dataset.class_labels] if dataset.class_labels else None,
                             uncertainty=dataclasses.asdict(uncertainty) if uncertainty.active else None,
-                            extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained)
+                            extra_features=fitted.to_dict() if fitted is not None else None, pretrained=pretrained,
+                            molecule_columns=dataset.molecule_columns.to_dict() if dataset.molecule_columns.several else None,
+                            levels=dataset.level_targets.to_dict() if dataset.level_targets.any else None)
 
 
 def _evaluate_test(experiment: Experiment, trainer: Trainer) -> EvaluationOnTest:
@@ -274,10 +283,25 @@ def _evaluate_test(experiment: Experiment, trainer: Trainer) -> EvaluationOnTest
     task, names = preset.model.task, dataset.target_names
     table = prediction_table(dataset, parts.test, preset, with_uncertainty if with_uncertainty is not None else predicted,
                              near.test if near is not None else None)
-    return EvaluationOnTest(labels, predicted, compute_metrics(task, labels, predicted, plan.train.metrics),
-                            metric_notes(task, labels, names),
-                            per_target_metrics(task, labels, predicted, names, preset.model.num_classes),
-                            table, calibration, with_uncertainty, calibration_table, near)
+    metrics = compute_metrics(task, labels, predicted, plan.train.metrics) if names else {}
+    per_target = per_target_metrics(task, labels, predicted, names, preset.model.num_classes)
+    tested = EvaluationOnTest(labels, predicted, metrics, metric_notes(task, labels, names), per_target, table, calibration,
+                              with_uncertainty, calibration_table, near)
+    return _with_levels(tested, trainer, dataset, parts.test, plan.train.metrics) if trainer.level_names else tested
+
+
+def _with_levels(tested: EvaluationOnTest, trainer: Trainer, dataset: MoleculeDataset, test: List[int],
+                 metrics: Sequence[str]) -> EvaluationOnTest:
+    """``tested`` with the test part's atom- and bond-level metrics (``atom_rmse``, ... beside the
+    molecule-level ones, and per target) and long tables of their predictions."""
+    _, levels = predict_levels(trainer.model, trainer.loader(Subset(dataset, test)), trainer.device)
+    names = trainer.level_names
+    per_target = {name: values for found in level_per_target(levels, names).values() for name, values in found.items()}
+    rows = dataset.rows[test].tolist()
+    identifiers = [dataset.identifiers[i] for i in test]
+    tables = {level: level_table(found, level, names[level], rows, identifiers) for level, found in levels.items()}
+    return dataclasses.replace(tested, metrics={**tested.metrics, **level_metrics(levels, resolve_metrics("regression", metrics))},
+                               per_target={**tested.per_target, **per_target}, level_tables=tables)
 
 
 def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, tested: EvaluationOnTest,
@@ -287,6 +311,8 @@ def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, 
     ``best.pt``, and with a fingerprint kernel the kernel in ``best.pt``."""
     out, parts, part = run.path, experiment.parts, experiment.calibration
     atomic_to_csv(tested.table, out / "test_predictions.csv", index=False)
+    for level, table in tested.level_tables.items():
+        atomic_to_csv(table, out / f"test_{level}_predictions.csv", index=False)
     experiment.dataset.report.to_csv(out / "input_report.csv")
     summary = {"run_id": run.run_id, "test": json_safe(tested.metrics),
                "test_per_target": {name: json_safe(values) for name, values in tested.per_target.items()},
@@ -348,7 +374,7 @@ def prediction_table(dataset: MoleculeDataset, indices: List[int], preset: Prese
     table = pd.DataFrame({"row": dataset.rows[indices].numpy(), "smiles": [dataset.identifiers[i] for i in indices]})
     if similarity is not None:
         table[SIMILARITY_COLUMN] = similarity
-    width = values.shape[1] // len(dataset.target_names)
+    width = values.shape[1] // max(len(dataset.target_names), 1)
     for t, name in enumerate(dataset.target_names):
         table[name] = labels[:, t]
         columns = prediction_frame(preset.model.task, preset.model.num_classes, [name], values[:, t * width:(t + 1) * width])

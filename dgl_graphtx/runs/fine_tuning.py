@@ -19,7 +19,7 @@ from .config import PresetChoice, RunConfig
 
 #: Model settings a fine-tuning run chooses itself; everything else comes from the backbone.
 HEAD_FIELDS = ("num_tasks", "task", "num_classes", "uncertainty_head", "head_layers", "molecule_features", "atom_extra_features",
-               "dropout", "attn_dropout")
+               "dropout", "attn_dropout", "molecules", "levels")
 
 
 def _with_head(pretrained: Pretrained, model: ModelConfig) -> ModelConfig:

@@ -61,8 +61,8 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
     """
     data = config.data
     training_path = data.training_path
-    if not data.targets:
-        raise GraphTxError("no targets: give --targets (or data.targets in --config / --set)")
+    if not data.targets and not data.level_targets.any:
+        raise GraphTxError("no targets: give --targets, --atom-targets or --bond-targets (or data.targets in --config / --set)")
     for path in (training_path, data.valid, data.test, data.calibration):
         if path is not None and not (path == training_path and data.is_qm9) and not Path(path).exists():
             raise GraphTxError(f"data file not found: {path}")

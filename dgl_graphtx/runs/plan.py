@@ -20,7 +20,8 @@ from ..datasets.splits import DEFAULT_FRACTIONS
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError
 from ..inference.backbones import Pretrained, get_pretrained
-from ..models import Preset
+from ..models import ModelConfig, Preset
+from ..models.levels import LevelOptions
 from ..training import TrainConfig, check_binary_labels, check_class_labels, check_pos_weight, resolve_loss, resolve_metrics
 from ..uncertainty import UncertaintyConfig, uncertainty_method
 from ..uncertainty.methods import check_method_fits
@@ -170,6 +171,7 @@ class RunPlan:
             check_binary_labels(dataset.raw_labels.double().numpy(), dataset.target_names)
         if model.task == "multiclass":
             check_class_labels(dataset.raw_labels.double().numpy(), model.num_classes, dataset.target_names)
+        _check_rows_of(model, dataset)
         extras = dataset.extra_values
         return dataclasses.replace(self, targets=tuple(dataset.target_names),
                                    feature_columns=tuple(extras.spec.columns) if extras is not None else (),
@@ -296,8 +298,50 @@ def _check_freezing(plan: RunPlan) -> None:
                           "so it would never train: freeze fewer epochs than the run trains")
 
 
+def _check_levels(plan: RunPlan) -> None:
+    """Atom- and bond-level targets train one model, without an uncertainty estimate."""
+    if not plan.preset.model.levels.any:
+        return
+    given = [option for option, present in (("--ensemble-size/--replicates", not plan.ensemble.single), ("--cv", plan.folds),
+                                            ("--uncertainty", plan.uncertainty.active)) if present]
+    if given:
+        raise ConfigError(f"atom- and bond-level targets (--atom-targets, --bond-targets) train one model without an "
+                          f"uncertainty estimate: drop {given[0]}")
+
+
+def _check_molecules(plan: RunPlan) -> None:
+    """Separate backbones need several molecules per row, and no pretrained start; rows of several
+    molecules take no extra features."""
+    model, options = plan.preset.model, plan.preset.model.molecules
+    if options.backbones == "separate" and not options.several:
+        raise ConfigError("--backbones separate gives each molecule of a row its own backbone, but the rows hold one molecule: "
+                          "give several molecule columns (--smiles-cols a,b or --reaction-cols), or drop it")
+    if options.backbones == "separate" and (plan.train.from_pretrained or plan.backbone is not None):
+        raise ConfigError("--from-pretrained starts one backbone, but --backbones separate trains one per molecule: use "
+                          "--backbones shared with a pretrained start")
+    if options.several and (model.molecule_features or model.atom_extra_features):
+        raise ConfigError(f"rows of {options.count} molecules (--smiles-cols) take no extra features (--features-generators, "
+                          "--features-cols, --atom-properties): drop them")
+
+
 #: Every rule between settings, in the order they are checked.
-RULES = (_check_split, _check_task, _check_uncertainty, _check_calibration, _check_ensemble, _check_folds, _check_features, _check_freezing)
+RULES = (_check_split, _check_task, _check_uncertainty, _check_calibration, _check_ensemble, _check_folds, _check_features, _check_freezing,
+         _check_levels, _check_molecules)
+
+
+def _check_rows_of(model: ModelConfig, dataset: MoleculeDataset) -> None:
+    """The model reads the data's rows: as many molecules per row (weighted or not), and its atom-
+    and bond-level outputs are the data's targets."""
+    count, weighted = dataset.molecules_per_row, bool(dataset.molecule_columns.mixture_weights)
+    if (model.molecules.count, model.molecules.weighted) != (count, weighted):
+        fix = f"count={count}" + (", combine='sum', weighted=True" if weighted else "")
+        raise ConfigError(f"the model reads {model.molecules.count} molecule(s) per row{' weighted' * model.molecules.weighted}, "
+                          f"the data holds {count}{' weighted' * weighted}: build it with molecules=MoleculeSetOptions({fix})")
+    spec = dataset.level_targets
+    wanted = LevelOptions(len(spec.atom_targets), len(spec.bond_targets), spec.constrained)
+    if model.levels != wanted:
+        raise ConfigError(f"the model's atom- and bond-level outputs {model.levels} are not the data's targets (atom "
+                          f"{list(spec.atom_targets)}, bond {list(spec.bond_targets)}): build it with levels={wanted}")
 UNCERTAINTY_DEFAULTS = {f.name: f.default for f in dataclasses.fields(UncertaintyConfig)}
 
 

@@ -29,6 +29,10 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
     data = config.data
     if (data.weight_col or data.group_col) and (data.is_qm9 or (data.path is not None and is_store(data.path))):
         raise GraphTxError("--weight-col and --group-col read columns of a CSV/SDF file, not of a store or qm9")
+    featurized = data.is_qm9 or (data.path is not None and is_store(data.path))
+    if (data.molecule_columns.several or data.level_targets.any) and featurized:
+        raise GraphTxError("several molecules per row (--smiles-cols, --reaction-cols) and atom or bond targets (--atom-targets, "
+                           "--bond-targets) are read from a CSV/TSV or SDF file, not from a featurized store or qm9")
     if config.extra_features.any and (data.is_qm9 or (data.path is not None and is_store(data.path))):
         raise GraphTxError("extra features (--features-generators/--features-cols/--atom-properties) and the fingerprint "
                            "kernel (--kernel) are computed from a molecule file (CSV/SDF/.smi), not from a featurized store "
@@ -48,7 +52,8 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                                    split_col=data.split_col, valid=data.valid, test=data.test, task=config.model.task,
                                    positive_label=data.positive_label, censored=config.train.loss == "bounded_mse",
                                    weight_col=data.weight_col, group_col=data.group_col,
-                                   extra_features=config.extra_features, **kwargs)
+                                   extra_features=config.extra_features, molecule_columns=data.molecule_columns,
+                                   level_targets=data.level_targets, **kwargs)
     return dataset, split
 
 
@@ -71,7 +76,8 @@ def load_calibration_data(config: RunConfig, dataset: MoleculeDataset) -> Option
                                    task=config.model.task, featurizer=config.featurizer,
                                    positive_label=data.positive_label or _positive_class(dataset),
                                    relation=config.relation, cache_dir=data.dataset_cache, progress=config.train.progress,
-                                   extra_features=config.extra_features, limits=SizeLimits(max_atoms=data.max_atoms))
+                                   extra_features=config.extra_features, limits=SizeLimits(max_atoms=data.max_atoms),
+                                   molecule_columns=data.molecule_columns)
     if calibration.class_labels != dataset.class_labels:
         raise GraphTxError(f"the calibration file {data.calibration} has the classes {calibration.class_labels}, the training "
                            f"data {dataset.class_labels}; give the same class names")

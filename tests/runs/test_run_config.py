@@ -20,7 +20,7 @@ from dgl_graphtx.models import ModelConfig, get_preset
 from dgl_graphtx.models.settings import DEFAULT_MODEL
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.runs import DataConfig, EnsembleConfig, PresetChoice, resolve_run_config
-from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS
+from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS, DERIVED_MODEL_SECTIONS
 from dgl_graphtx.training import TrainConfig
 from cli_runner import run_cli
 
@@ -129,12 +129,23 @@ ALTERNATIVES = {
     "train.size_buckets": ("4", 4, []),
     "ensemble.size": ("5", 5, []),
     "ensemble.replicates": ("3", 3, []),
+    "data.smiles_cols": ("a,b", ("a", "b"), []),
+    "data.reaction_cols": ("r", ("r",), ["data.smiles_cols=r,s"]),
+    "data.mixture_weights": ("x,y", ("x", "y"), ["data.smiles_cols=a,b", "model.molecules.combine=sum"]),
+    "data.atom_targets": ("q", ("q",), []),
+    "data.bond_targets": ("order", ("order",), []),
+    "data.atom_index": ("map", "map", ["data.atom_targets=q"]),
+    "data.atom_sums": ("q=formal_charge", ("q=formal_charge",), ["data.atom_targets=q"]),
+    "model.molecules.backbones": ("separate", "separate", ["data.smiles_cols=a,b"]),
+    "model.molecules.combine": ("sum", "sum", []),
 }
 
 
 def _settable_fields(prefix: str, cls: type) -> typing.Iterator[str]:
     for f in dataclasses.fields(cls):
         if cls is ModelConfig and f.name in DERIVED_MODEL_FIELDS:
+            continue
+        if f.name in DERIVED_MODEL_SECTIONS.get(prefix.split(".")[-1], ()) and prefix.startswith("model."):
             continue
         hint = typing.get_type_hints(cls)[f.name]
         if dataclasses.is_dataclass(hint):
