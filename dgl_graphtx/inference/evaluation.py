@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..datasets import MoleculeTable
 from ..datasets.class_labels import apply_class_labels
+from ..datasets.level_targets import LevelLabels, LevelTargets, read_level_labels
 from ..datasets.molecule_dataset import coerce_targets
 from ..datasets.float32_range import FLOAT32_MAX
 from ..datasets.report import InputReport, one_line, show_value
@@ -20,6 +21,7 @@ from ..training.outputs import predicted_targets
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import uncertainty_metrics
 from .ensemble import ensemble_predict
+from .level_outputs import level_column
 from .predictor import Predictor, with_carried_columns
 
 
@@ -76,6 +78,8 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
     first = predictors[0]
     config = first.model.config
     names, task = first.target_names, config.task
+    if first.model.levels is not None and len(predictors) > 1:
+        raise ConfigError("atom- and bond-level predictions come from one model: evaluate one checkpoint")
     labels = apply_class_labels(table.targets(names), first.class_labels)
     measured, label_notes = _measured(labels, names, table.identifiers)
     given = dict(progress=progress, identifiers=table.identifiers, features=table.columns)
@@ -85,9 +89,12 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
         predicted = first.predict(table.molecules, **given)
     valid = predicted["error"].isna().to_numpy()
     y_true, y_pred = measured[valid], prediction_values(task, config.num_classes, names, predicted.loc[valid])
-    metrics = compute_metrics(task, y_true, y_pred)
+    metrics = compute_metrics(task, y_true, y_pred) if names else {}
     per_target = per_target_metrics(task, y_true, y_pred, names, config.num_classes)
-    report = {"molecules": int(valid.sum()), "labelled": int(np.isfinite(y_true).any(axis=1).sum()),
+    if first.model.levels is not None:
+        level_metrics, level_per_target = level_scores(read_level_labels(table, first.level_targets), predicted, first.level_targets)
+        metrics, per_target = {**metrics, **level_metrics}, {**per_target, **level_per_target}
+    report = {"molecules": int(valid.sum()), "labelled": int(np.isfinite(y_true).any(axis=1).sum()) if names else int(valid.sum()),
               "invalid": int((~valid).sum()), **json_safe(metrics),
               "per_target": {name: json_safe(values) for name, values in per_target.items()},
               "notes": label_notes + metric_notes(task, y_true, names)}
@@ -98,8 +105,30 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
         extra = [c for c in predicted.columns if c == f"{name}_std" or c.startswith(f"{name}_prob_")]
         for column in extra:
             rows[column] = predicted[column].to_numpy(dtype=float)
+    spec = first.level_targets
+    for column in [level_column(n, "atom") for n in spec.atom_targets] + [level_column(n, "bond") for n in spec.bond_targets]:
+        rows[column] = predicted[column]
     rows["error"] = predicted["error"]
     return Evaluation(report, with_carried_columns(rows, carried, 0))
+
+
+def level_scores(labels: LevelLabels, predicted: pd.DataFrame, spec: LevelTargets
+                 ) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
+    """The atom- and bond-level metrics (``atom_rmse``, ...; mean over each level's targets) and
+    each atom or bond target's own, over the molecules predicted without error: the measured
+    values (``labels``, in the input's order) against the list columns of ``predicted``."""
+    metrics: Dict[str, float] = {}
+    per_target: Dict[str, Dict[str, float]] = {}
+    for level, names, found in (("atom", spec.atom_targets, labels.atoms), ("bond", spec.bond_targets, labels.bonds)):
+        if not names:
+            continue
+        rows = [r for r in range(len(predicted)) if pd.isna(predicted["error"].iloc[r]) and found[r] is not None]
+        y_true = np.concatenate([found[r] for r in rows]) if rows else np.zeros((0, len(names)))
+        y_pred = (np.stack([np.concatenate([np.asarray(predicted[level_column(n, level)].iloc[r], dtype=np.float64) for r in rows])
+                            for n in names], axis=1) if rows else np.zeros((0, len(names))))
+        metrics.update({f"{level}_{k}": v for k, v in compute_metrics("regression", y_true, y_pred).items()})
+        per_target.update(per_target_metrics("regression", y_true, y_pred, names))
+    return metrics, per_target
 
 
 def prediction_task(table: pd.DataFrame, names: Sequence[str]) -> str:

@@ -89,6 +89,11 @@ def explained_output(model: MoleculeModel, target_names: Sequence[str], settings
         dgl_graphtx.errors.ConfigError: cannot explain target 'logP': the model predicts ['y']
     """
     config = model.config
+    if config.molecules.several:
+        raise ConfigError(f"explanations cover models of one molecule per row; this one combines {config.molecules.count} "
+                          "molecules per row (per-molecule explanations are not implemented)")
+    if not target_names:
+        raise ConfigError("explanations cover molecule-level targets; this model predicts atom- or bond-level targets only")
     if config.task == "multiclass":
         raise ConfigError("explanations cover regression and binary classification models; this one is multiclass "
                           "(per-class explanations are not implemented)")

@@ -10,7 +10,8 @@ same dense per-molecule blocks as the library's (their geometry computed in the 
 :meth:`~dgl_graphtx.models.MoleculeModel.to_target_space`. What the portable featurizer cannot
 compute, or the program cannot express, is refused with one line (:func:`unsupported`): 3-D
 coordinates, dgllife's canonical atom features, a virtual node, extra features (the fingerprint
-kernel's Morgan counts excepted: the portable featurizer computes them).
+kernel's Morgan counts excepted: the portable featurizer computes them), rows of several molecules,
+atom- and bond-level outputs.
 """
 from __future__ import annotations
 
@@ -138,6 +139,13 @@ def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
                 "export a model trained without one")
     if loaded.model.config.atom_extra_features or loaded.model.config.molecule_features:
         return "it reads extra features (--features-cols, descriptors or atom features), which the portable featurizer does not compute"
+    config = loaded.model.config
+    if config.molecules.several:
+        return (f"it reads rows of {config.molecules.count} molecules (--smiles-cols), which the exported program's one-molecule "
+                "inputs do not hold; predict with the checkpoint")
+    if config.levels.any:
+        return ("it predicts atom- or bond-level targets (--atom-targets, --bond-targets), which the exported program does not "
+                "give; predict with the checkpoint")
     return None
 
 

@@ -22,7 +22,8 @@ import pandas as pd
 
 from ..atomic_io import check_writable
 from ..checksums import file_sha256
-from ..datasets import MoleculeTable, read_molecules
+from ..datasets import MoleculeTable
+from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.readers import check_file
 from ..errors import ConfigError
 from ..featurize import SizeLimits
@@ -30,6 +31,7 @@ from ..progressive_csv import ProgressiveCSV
 from .checkpoint_paths import resolve_checkpoints
 from .cross_conformal import stored_cv_plus
 from .ensemble import ensemble_chunks, stored_calibration
+from .level_outputs import write_level_sdf
 from .predictor import Predictor, with_carried_columns
 from .table_output import table_format, table_separator, write_table
 
@@ -52,7 +54,13 @@ class PredictionJob:
         input: a molecule file (CSV/TSV, SDF, ``.smi``; gzipped too).
         smiles_col, delimiter: how to read a table.
         id_col, keep_cols: input columns copied to every output row.
+        molecule_columns: the columns holding each row's molecules and mixture weights (a model of
+            several molecules per row; default: those it was trained with).
         output: the table's file (``.csv``, ``.tsv`` or ``.parquet``); ``None``: the table is returned.
+            A model with atom- or bond-level targets also writes ``<output>_atoms`` and
+            ``<output>_bonds`` beside it (long tables, same format).
+        sdf_output: an ``.sdf`` file of the predicted molecules with the predictions as SD properties
+            (atom and bond values as ``atom.dprop`` / ``bond.dprop`` lists).
         resume: continue the ``.partial`` an interrupted run into ``output`` left (``.csv`` / ``.tsv``).
         predictor: options of every :class:`~dgl_graphtx.inference.Predictor` (``device``,
             ``batch_size``, ``limits``, ``chunk_size``, ``uncertainty``...).
@@ -72,7 +80,9 @@ class PredictionJob:
     delimiter: Optional[str] = None
     id_col: Optional[str] = None
     keep_cols: Sequence[str] = ()
+    molecule_columns: Optional[MoleculeColumns] = None
     output: Optional[PathLike] = None
+    sdf_output: Optional[PathLike] = None
     resume: bool = False
     predictor: Mapping[str, Any] = field(default_factory=dict)
     progress: bool = False
@@ -86,6 +96,8 @@ class PredictionJob:
             raise ConfigError("--resume continues an --output file; give --output")
         if self.output is not None and table_format(self.output) == ".parquet" and self.resume:
             raise ConfigError("--resume continues a .csv/.tsv --output; a .parquet file is written at once")
+        if self.sdf_output is not None and self.resume:
+            raise ConfigError("--resume continues a .csv/.tsv --output; an --sdf-output is written at once: run without --resume")
 
     @property
     def streamed(self) -> bool:
@@ -102,8 +114,9 @@ class PredictionJob:
         options["limits"] = dataclasses.asdict(limits) if isinstance(limits, SizeLimits) else limits
         explain = options.get("explain")  # ExplainSettings or None
         options["explain"] = None if explain is None else dataclasses.asdict(explain)
+        columns = {} if self.molecule_columns is None else {"molecule_columns": self.molecule_columns.to_dict()}
         return {"input": digest, "checkpoint": [file_sha256(p) for p in checkpoints], "smiles_col": self.smiles_col,
-                "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options}
+                "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options, **columns}
 
 
 @dataclass
@@ -117,6 +130,9 @@ class PredictionSummary:
         resumed_after: rows an interrupted run had written before.
         output: the file written, or ``None``.
         table: the whole table when there is no ``output``.
+        levels: a model with atom- or bond-level targets: the long ``atom`` and ``bond`` tables
+            when there is no ``output``.
+        side_files: the other files written (the atom and bond tables, the SDF).
     """
 
     rows: int
@@ -126,6 +142,8 @@ class PredictionSummary:
     resumed_after: int = 0
     output: Optional[Path] = None
     table: Optional[pd.DataFrame] = None
+    levels: Dict[str, pd.DataFrame] = field(default_factory=dict)
+    side_files: List[Path] = field(default_factory=list)
 
     def describe(self) -> str:
         """One line for the user.
@@ -136,8 +154,9 @@ class PredictionSummary:
         """
         kind = "ensemble predictions" if self.models > 1 else "predictions"
         resumed = f"; resumed after {self.resumed_after} rows already written" if self.resumed_after else ""
+        side = f"; also {', '.join(str(p) for p in self.side_files)}" if self.side_files else ""
         return (f"wrote {self.rows} {kind} ({self.invalid} invalid, {self.outside_domain} outside the training domain"
-                f"{resumed}) to {self.output}")
+                f"{resumed}) to {self.output}{side}")
 
 
 def run_prediction(job: PredictionJob) -> PredictionSummary:
@@ -162,12 +181,17 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         writer = ProgressiveCSV(job.output, resume=job.resume, sep=table_separator(job.output), source=job.source(paths))
     elif job.output is not None:
         check_writable(job.output)
-    predictors = [Predictor(path, **job.predictor) for path in paths]
-    for classes in predictors[0].class_labels:
+    predictors = [Predictor(path, molecule_columns=job.molecule_columns, **job.predictor) for path in paths]
+    first = predictors[0]
+    if first.model.levels is not None:
+        return _predict_levels(predictors, job)
+    for classes in first.class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
-    table = read_molecules(job.input, job.smiles_col, job.delimiter, predictors[0].meta.featurizer) if job.input is not None else None
+    table = read_input(first, job)
     start = writer.rows_done if writer is not None else 0
     chunks = _chunks(predictors, job, table, start)
+    if job.sdf_output is not None:
+        chunks = _with_sdf(first, job, table, chunks)
     if writer is None:
         whole = pd.concat(list(chunks), ignore_index=True)
         invalid, unusual = _counts(whole)
@@ -180,6 +204,69 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         bad, odd = _counts(chunk)
         invalid, unusual = invalid + bad, unusual + odd
     return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), start, Path(writer.finish()))
+
+
+def read_input(predictor: Predictor, job: PredictionJob) -> Optional[MoleculeTable]:
+    """The molecules of ``job.input`` as ``predictor``'s model reads them (``None`` for SMILES
+    given as arguments, which a model of several molecules per row refuses)."""
+    if job.input is None:
+        count = predictor.model.config.molecules.count
+        if count > 1:
+            raise ConfigError(f"this model reads {count} molecules per row ({', '.join(predictor.molecule_columns.names)}): give "
+                              "them in the columns of an --input file, not as SMILES arguments")
+        return None
+    return predictor.read_file(job.input, job.smiles_col, job.delimiter)
+
+
+def _predict_levels(predictors: List[Predictor], job: PredictionJob) -> PredictionSummary:
+    """A model with atom- or bond-level targets: its table, and the long atom and bond tables
+    beside ``job.output`` (``<output>_atoms``, ``<output>_bonds``), or returned; written at once."""
+    if len(predictors) > 1 or job.resume:
+        raise ConfigError("atom- and bond-level predictions come from one model, written at once: give one checkpoint, "
+                          "without --resume")
+    predictor, table = predictors[0], read_input(predictors[0], job)
+    molecules = table.molecules if table is not None else list(job.smiles)
+    carried = table.carried_columns(job.id_col, job.keep_cols) if table is not None else None
+    found = predictor.predict_atoms(molecules, job.progress, table.identifiers if table is not None else None, carried,
+                                    table.columns if table is not None else None)
+    invalid, unusual = _counts(found.table)
+    levels = {level: frame for level, frame in (("atom", found.atoms), ("bond", found.bonds)) if level_targets_of(predictor, level)}
+    side = [write_level_sdf(job.sdf_output, found.table, molecules, predictor.level_targets, predictor.meta.featurizer,
+                            predictor.target_names)] if job.sdf_output is not None else []
+    if job.output is None:
+        return PredictionSummary(len(found.table), invalid, unusual, 1, table=found.table, levels=levels, side_files=side)
+    side = [write_table(frame, beside(job.output, level)) for level, frame in levels.items()] + side
+    return PredictionSummary(len(found.table), invalid, unusual, 1, output=write_table(found.table, job.output), side_files=side)
+
+
+def level_targets_of(predictor: Predictor, level: str) -> bool:
+    """Whether ``predictor``'s model has targets at ``level`` (``atom`` or ``bond``)."""
+    spec = predictor.level_targets
+    return bool(spec.atom_targets if level == "atom" else spec.bond_targets)
+
+
+def beside(output: PathLike, level: str) -> Path:
+    """The file of a level's long table beside the prediction table ``output``.
+
+    Example:
+        >>> beside("out/p.csv", "atom").as_posix()
+        'out/p_atoms.csv'
+    """
+    path = Path(output)
+    return path.with_name(f"{path.stem}_{level}s{path.suffix}")
+
+
+def _with_sdf(predictor: Predictor, job: PredictionJob, table: Optional[MoleculeTable],
+              chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``chunks`` passed on, their molecules written to ``job.sdf_output`` with their predictions once all are done."""
+    molecules = table.molecules if table is not None else list(job.smiles)
+    assert job.sdf_output is not None, "chunks pass through here to be written to an SDF"
+    seen = []
+    for chunk in chunks:
+        seen.append(chunk)
+        yield chunk
+    write_level_sdf(job.sdf_output, pd.concat(seen, ignore_index=True), molecules, predictor.level_targets, predictor.meta.featurizer,
+                    predictor.target_names)
 
 
 def _counts(table: pd.DataFrame) -> Tuple[int, int]:

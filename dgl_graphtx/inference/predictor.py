@@ -12,7 +12,7 @@ import copy
 import functools
 import logging
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,10 @@ import torch
 from rdkit import Chem
 
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
-from ..datasets import EdgeBudgetBatchSampler, read_molecules
+from ..datasets import EdgeBudgetBatchSampler, MoleculeTable, read_molecules
 from ..datasets.class_labels import ClassLabels, class_labels_from_meta
 from ..datasets.extra_features import AtomFunction, FittedExtraFeatures
+from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
@@ -42,6 +43,8 @@ from .domain import Domain
 from .explain import (ExplainedOutput, ExplainSettings, Explanations, add_explanation_columns, atom_table, explain_featurized,
                       explained_output, with_settings)
 from .input_chunks import as_inputs, input_chunks
+from .level_outputs import LevelPredictions, add_level_columns, in_input_order, level_batch, level_tables
+from .row_inputs import attach_row_values, stored_level_targets
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -73,9 +76,12 @@ def canonical_smiles(molecule: MoleculeLike) -> Optional[str]:
     """RDKit's canonical SMILES of a SMILES string or molecule; ``None`` when it cannot be read.
 
     Example:
-        >>> canonical_smiles("OCC"), canonical_smiles("C1CC")
-        ('CCO', None)
+        >>> canonical_smiles("OCC"), canonical_smiles("C1CC"), canonical_smiles(("OCC", "O"))
+        ('CCO', None, 'CCO.O')
     """
+    if isinstance(molecule, tuple):  # a row of several molecules: each one's, in the row's order
+        parts = [canonical_smiles(part) for part in molecule]
+        return None if any(part is None for part in parts) else ".".join(parts)  # type: ignore[arg-type]  # none is None here
     try:
         return Chem.MolToSmiles(to_mol(molecule))
     except (InvalidMoleculeError, ValueError, RuntimeError):
@@ -147,6 +153,9 @@ class Predictor:
             one (see :mod:`dgl_graphtx.datasets.extra_features`).
         explain: explain one target of every prediction (see :mod:`~dgl_graphtx.inference.explain`):
             the table gets its ``<target>_baseline`` and ``<target>_contributions`` (per atom) columns.
+        molecule_columns: for a model of several molecules per row, the columns of a file holding
+            each row's molecules, and those holding their mixture weights (of a file, or of the
+            ``features`` of :meth:`predict`); default: those the model was trained with.
 
     Example:
         >>> import tempfile
@@ -173,6 +182,7 @@ class Predictor:
         mc_samples: Optional[int] = None,
         atom_function: Optional[AtomFunction] = None,
         explain: Optional[ExplainSettings] = None,
+        molecule_columns: Optional[MoleculeColumns] = None,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
@@ -203,6 +213,14 @@ class Predictor:
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
         self.extras = FittedExtraFeatures.from_dict(extras.extra_features) if extras.extra_features else None
+        #: The columns the model's rows of several molecules were read from in training, those it reads them
+        #: from now (``molecule_columns``, else the same), and its atom- and bond-level targets.
+        self.trained_columns = MoleculeColumns.from_dict(extras.molecule_columns)
+        self.molecule_columns = self._rows_from(molecule_columns)
+        self.level_targets = stored_level_targets(self.model.config.levels, extras.levels)
+        if self.model.levels is not None and self.uncertainty.method != "none":
+            raise ConfigError(f"a model with atom- or bond-level targets predicts without an uncertainty method; drop "
+                              f"--uncertainty {self.uncertainty.method}")
         self.atom_function = atom_function
         #: The output every prediction is explained for, or ``None``.
         self.explained: Optional[ExplainedOutput] = None if explain is None else explained_output(self.model, self.target_names, explain)
@@ -236,6 +254,8 @@ class Predictor:
         if not chunks:
             empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{prediction_column(n): np.zeros(0) for n in self.target_names},
                                   "error": [], "warning": []})
+            if self.model.levels is not None:
+                add_level_columns(empty, self.level_targets, [])
             return with_carried_columns(empty, carried, 0)
         return pd.concat(chunks, ignore_index=True)
 
@@ -273,10 +293,33 @@ class Predictor:
             >>> table.shape, list(table.columns[:3])
             ((8, 6), ['name', 'smiles', 'canonical_smiles'])
         """
-        table = read_molecules(path, smiles_col, delimiter, self.meta.featurizer)
+        table = self.read_file(path, smiles_col, delimiter)
         self._check_feature_columns(table.columns, str(path))
         return self.predict(table.molecules, progress=progress, identifiers=table.identifiers,
                             carried=table.carried_columns(id_col, keep_cols), features=table.columns)
+
+    def read_file(self, path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> MoleculeTable:
+        """The molecules of a file as this model reads them: prepared for its featurizer, and for a
+        model of several molecules per row, each row's molecules from :attr:`molecule_columns` as a
+        tuple (see :mod:`~dgl_graphtx.datasets.molecule_columns`)."""
+        columns = self._rows_from(self.molecule_columns)
+        return columns.read(read_molecules(path, columns.first_column(smiles_col), delimiter, self.meta.featurizer))
+
+    def _rows_from(self, columns: Optional[MoleculeColumns]) -> MoleculeColumns:
+        """``columns`` checked to give as many molecules per row as the model reads (and mixture
+        weights where it weighs them); ``None``: those the model was trained with (unchecked: a
+        model saved without them reads tuples, and mixture weights from given ``features``)."""
+        if columns is None:
+            return self.trained_columns
+        options = self.model.config.molecules
+        if columns.count != options.count or bool(columns.mixture_weights) != options.weighted:
+            trained = self.trained_columns
+            raise ConfigError(f"the model reads {options.count} molecule(s) per row{' with mixture weights' * options.weighted} "
+                              f"(trained on --smiles-cols {','.join(trained.columns) or '-'}"
+                              f"{' --reaction-cols ' + ','.join(trained.reaction_cols) if trained.reaction_cols else ''}"
+                              f"{' --mixture-weights ' + ','.join(trained.mixture_weights) if trained.mixture_weights else ''}); "
+                              f"the columns given hold {columns.count}")
+        return columns
 
     def embed(
         self,
@@ -302,6 +345,9 @@ class Predictor:
             >>> emb.molecules.shape, emb.atoms[0].shape, emb.atoms[1], emb.table["error"].notna().tolist()
             ((2, 16), (3, 16), None, [False, True])
         """
+        if self.model.config.molecules.several:
+            raise ConfigError("embed gives one molecule's representation; this model combines the "
+                              f"{self.model.config.molecules.count} molecules of a row: predict with it instead")
         tables, pooled, per_atom = [], [], []
         for start, chunk, names in input_chunks(molecules, self.chunk_size, progress, identifiers, carried, self._prepare):
             done, _ = self._featurize(chunk, molecule_level=False)  # the pooled embedding reads no molecule-level features
@@ -352,10 +398,44 @@ class Predictor:
         table = explainer.predict(inputs, **options)
         return Explanations(table, atom_table(table, [self._prepare(m) for m in inputs], explainer.explained.target, self.meta.featurizer))
 
+    def predict_atoms(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False,
+                      identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
+                      features: Optional[pd.DataFrame] = None) -> LevelPredictions:
+        """:meth:`predict` (the table gets a list column per atom and bond target, in the order of
+        the input's atoms and bonds) with the long tables of the atom- and bond-level predictions
+        (see :mod:`~dgl_graphtx.inference.level_outputs`), for a model with such targets.
+
+        Example:
+            >>> import tempfile
+            >>> from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+            >>> from dgl_graphtx.models import build_model, get_preset
+            >>> from dgl_graphtx.models.levels import LevelOptions
+            >>> p = get_preset("gradformer", num_layers=1, hidden_dim=16, num_heads=2, num_tasks=0, levels=LevelOptions(atom_tasks=1))
+            >>> path = save_checkpoint(tempfile.mkdtemp() + "/m.pt", build_model(p.model),
+            ...                        CheckpointMeta(p.featurizer, p.relation, [], {"levels": {"atom_targets": ["q"]}}))
+            >>> found = Predictor(path).predict_atoms(["OC", "C1CC"])
+            >>> found.atoms[["row", "atom", "element"]].values.tolist(), len(found.table["q_atoms"][0]), found.table["q_atoms"][1]
+            ([[0, 0, 'O'], [0, 1, 'C']], 2, None)
+        """
+        if self.model.levels is None:
+            raise ConfigError("this model predicts no atom- or bond-level target: use predict")
+        inputs = list(as_inputs(molecules))
+        table = self.predict(inputs, progress, identifiers, carried, features)
+        carried_names = list(carried.columns) if carried is not None else []
+        atoms, bonds = level_tables(table, [self._prepare(m) for m in inputs], self.level_targets, self.meta.featurizer, carried_names)
+        return LevelPredictions(table, atoms, bonds)
+
     def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
         """An input as the checkpoint's featurizer takes it, as a file reader would give it
         (:func:`~dgl_graphtx.featurize.molecule.prepare_input`: an RDKit molecule's hydrogen
-        atoms are not nodes of a model trained without them)."""
+        atoms are not nodes of a model trained without them); a row of several molecules (a tuple)
+        must hold as many as the model reads."""
+        count = self.model.config.molecules.count
+        given = len(molecule) if isinstance(molecule, tuple) else 1
+        if given != count or (count == 1 and isinstance(molecule, tuple)):
+            how = (f"each row as a tuple of {count} molecules ({', '.join(self.molecule_columns.names) or 'as trained'})"
+                   if count > 1 else "one molecule per row, not a tuple")
+            raise ConfigError(f"this model reads {count} molecule(s) per row; got {describe_molecule(molecule)!r}: give {how}")
         return prepare_input(molecule, self.meta.featurizer)
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
@@ -372,12 +452,16 @@ class Predictor:
 
     def _featurize(self, molecules: Sequence[MoleculeLike], features: Optional[pd.DataFrame] = None,
                    molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
-        """The featurized molecules with their extra features, and per input row why extra
-        feature values were masked (as at training time), if any were."""
+        """The featurized molecules with their extra features and row values (mixture weights,
+        constrained atom sums), and per input row why values were masked or left out (as at
+        training time), if any were."""
         done = featurize_and_pack(self.featurizer, molecules)
         if done.graphs is not None:  # once per chunk, on the host: a GPU would only assert deep in an embedding
             self.model.check_inputs(done.graphs)
         masked: List[Optional[str]] = [None] * len(molecules)
+        if done.graphs is not None:
+            for row, reason in attach_row_values(done.graphs, done.rows, molecules, features, self.molecule_columns, self.level_targets):
+                masked[row] = reason
         if self.extras is not None and done.graphs is not None:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
             notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
@@ -402,15 +486,7 @@ class Predictor:
         errors = done.errors
         explanations = (None if self.explained is None else  # first: a failure is the row's error
                         explain_featurized(self.model, self.explained, done, self._batches(done, self.explained.steps), self._forward))
-        for batch in self._batches(done):
-            for positions, values, error in self._forward(done, batch, self._predict_batch):
-                for position, row in enumerate(done.rows[p] for p in positions):
-                    if values is None:
-                        errors[row] = error
-                    elif not np.isfinite(values[position]).all():
-                        errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
-                    else:
-                        predictions[row] = values[position]
+        levels = self._predict_rows(molecules, done, predictions)
         if explanations is not None:
             predictions[[row for row, found in enumerate(explanations) if found is None]] = np.nan
         config = self.model.config
@@ -431,7 +507,30 @@ class Predictor:
                             for row in range(len(molecules))]
         if self.explained is not None and explanations is not None:
             add_explanation_columns(table, self.explained, [None if errors[row] else f for row, f in enumerate(explanations)])
+        if levels is not None:
+            add_level_columns(table, self.level_targets, [None if errors[row] else f for row, f in enumerate(levels)])
         return table
+
+    def _predict_rows(self, molecules: Sequence[MoleculeLike], done: Featurized,
+                      predictions: np.ndarray) -> Optional[List[Optional[Dict[str, Optional[np.ndarray]]]]]:
+        """Fill ``predictions`` (one row per input) for the featurized rows of ``done`` and set the
+        ``error`` of those that fail; for a model with atom- or bond-level targets, also each row's
+        atom and bond values in the input's order (``None`` for the others)."""
+        levels = self.model.levels is not None
+        found: List[Optional[Dict[str, Optional[np.ndarray]]]] = [None] * len(molecules)
+        step: Callable[[Any, Any], Any] = functools.partial(level_batch, self.model) if levels else self._predict_batch
+        for batch in self._batches(done):
+            for positions, result, error in self._forward(done, batch, step):
+                values, per_molecule = result if levels and result is not None else (result, None)
+                for position, row in enumerate(done.rows[p] for p in positions):
+                    if values is None:
+                        done.errors[row] = error
+                    elif not np.isfinite(values[position]).all():
+                        done.errors[row] = "the model's output is not finite (NaN or inf) for this molecule"
+                    else:
+                        predictions[row] = values[position]
+                        found[row] = in_input_order(per_molecule[position], molecules[row]) if per_molecule is not None else None
+        return found if levels else None
 
     def _similarity(self, molecules: Sequence[MoleculeLike], rows: Sequence[int]) -> Optional[np.ndarray]:
         """Nearest-neighbour similarity to the training part of the featurized ``rows`` of
