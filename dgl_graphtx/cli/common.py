@@ -8,6 +8,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import pandas as pd
 
 from ..datasets import read_molecules
+from ..datasets.level_targets import ATOM_INDEXES, FORMAL_CHARGE
+from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
 from ..devices import resolve_device
 from ..errors import ConfigError
@@ -15,6 +17,7 @@ from ..featurize import FeaturizerConfig
 from ..featurize.config import ATOM_FEATURES
 from ..inference import Predictor
 from ..models import ModelConfig
+from ..models.molecule_sets import BACKBONES, COMBINES, MoleculeSetOptions
 from ..models.settings import DEFAULT_MODEL, TASKS
 from ..models.variants import VARIANT_NAMES
 from ..runs.config import SECTION_TYPES, DataConfig, EnsembleConfig
@@ -114,14 +117,18 @@ def field_type(cls: type, name: str, key: Optional[str] = None) -> Callable[[str
 
 
 def setting_type(key: str) -> Callable[[str], Any]:
-    """:func:`field_type` of the run setting ``key`` (``section.field`` of a run configuration).
+    """:func:`field_type` of the run setting ``key`` (``section.field`` of a run configuration, or
+    ``section.subsection.field``).
 
     Example:
-        >>> setting_type("uncertainty.coverage")("0.8")
-        0.8
+        >>> setting_type("uncertainty.coverage")("0.8"), setting_type("model.molecules.combine")("sum")
+        (0.8, 'sum')
     """
-    section, name = key.split(".", 1)
-    return field_type(SECTION_TYPES[section], name, key)
+    section, *path, name = key.split(".")
+    cls = SECTION_TYPES[section]
+    for part in path:
+        cls = field_types(cls)[part]
+    return field_type(cls, name, key)
 
 
 def one_of(names: Sequence[str]) -> Dict[str, str]:
@@ -232,6 +239,27 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
                                                    "features (never a target); predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(help="comma-separated SDF atom properties (atom.dprop.NAME lists) used "
                                                        "as atom-level extra features")),
+    ("--smiles-cols", "data.smiles_cols", dict(metavar="A,B", help="several molecules per row (solute,solvent; drug,drug; the "
+                                               "components of a mixture): their columns, in the order the model reads them "
+                                               "(instead of --smiles-col; docs/datasets.md)")),
+    ("--reaction-cols", "data.reaction_cols", dict(metavar="COLS", help="columns holding reactions reactants>>products, each read "
+                                                   "as two molecules (its reactant and product sides); also molecule columns")),
+    ("--backbones", "model.molecules.backbones", dict(**one_of(BACKBONES), help="several molecules per row: one backbone for all, "
+                                                      f"or one each (default: {MoleculeSetOptions.backbones})")),
+    ("--combine", "model.molecules.combine", dict(**one_of(COMBINES), help="several molecules per row: their pooled encodings "
+                                                  "side by side (the order matters), or summed (a mixture; weighted with "
+                                                  f"--mixture-weights) (default: {MoleculeSetOptions.combine})")),
+    ("--mixture-weights", "data.mixture_weights", dict(metavar="COLS", help="with --combine sum: one column per molecule holding "
+                                                       "its weight in the row (mole fractions, ...)")),
+    ("--atom-targets", "data.atom_targets", dict(metavar="A,B", help="atom-level targets: columns of per-atom lists ([0.1, -0.2, "
+                                                 "nan]) or SD atom properties (atom.dprop.NAME); docs/datasets.md")),
+    ("--bond-targets", "data.bond_targets", dict(metavar="A,B", help="bond-level targets: columns of per-bond lists or SD bond "
+                                                 "properties (bond.dprop.NAME)")),
+    ("--atom-index", "data.atom_index", dict(**one_of(ATOM_INDEXES), help="how atom lists name atoms: input (the atom order of the "
+                                             "SMILES as written) or map (atom-map numbers: value m is the atom mapped m+1) "
+                                             f"(default: {DataConfig.atom_index})")),
+    ("--atom-sums", "data.atom_sums", dict(metavar="T=SOURCE", help="constrain the predicted values of atom target T to add up to "
+                                           f"the molecule's {FORMAL_CHARGE} or a column, e.g. q={FORMAL_CHARGE}")),
     ("--ensemble-size", "ensemble.size", dict(help="models per split with different seeds; predictions get a std column "
                                               f"(default: {EnsembleConfig.size})")),
     ("--replicates", "ensemble.replicates", dict(help="splits with seeds seed..seed+R-1; metrics as mean +/- std (default: "
@@ -293,6 +321,32 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smiles-col", default=None, help=f"SMILES column of a CSV/TSV (default: {SMILES_COL})")
     parser.add_argument("--delimiter", default=None, type=parse_delimiter,
                         help="delimiter of a table: one character, 'tab' or '\\t' (default: sniffed)")
+
+
+def add_row_options(parser: argparse.ArgumentParser) -> None:
+    """``--smiles-cols``, ``--reaction-cols`` and ``--mixture-weights`` of the commands that read
+    molecules for a model (default: the columns the model was trained with)."""
+    parser.add_argument("--smiles-cols", type=split_targets, default=None, metavar="A,B",
+                        help="a model of several molecules per row: the columns holding them, in the order it reads them "
+                             "(default: those it was trained with)")
+    parser.add_argument("--reaction-cols", type=split_targets, default=None, metavar="COLS",
+                        help="columns holding reactions reactants>>products (default: as trained)")
+    parser.add_argument("--mixture-weights", type=split_targets, default=None, metavar="COLS",
+                        help="columns holding each molecule's mixture weight (default: as trained)")
+
+
+def molecule_columns(args: argparse.Namespace) -> Optional[MoleculeColumns]:
+    """The molecule columns ``args`` name (:func:`add_row_options`), or ``None`` for the model's own.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> molecule_columns(SimpleNamespace(smiles_cols=["a", "b"], reaction_cols=None, mixture_weights=None)).names
+        ['a', 'b']
+    """
+    given = (args.smiles_cols, args.reaction_cols, args.mixture_weights)
+    if all(value is None for value in given):
+        return None
+    return MoleculeColumns(*(tuple(value or ()) for value in given))
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:

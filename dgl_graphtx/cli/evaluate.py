@@ -8,7 +8,7 @@ from ..errors import ConfigError
 from ..inference.evaluation import evaluate_predictions, evaluate_table
 from ..inference.table_output import read_table, table_format, write_table
 from ..models.settings import TASKS
-from .common import add_device_option, add_input_options, add_logging_options, add_threads_option, verbosity
+from .common import add_device_option, add_input_options, add_logging_options, add_row_options, add_threads_option, verbosity
 from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
 
 
@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="the task of saved predictions (default: read from the table: multiclass with <target>_prob_<k> "
                                "columns, classification when every label is 0/1 and every prediction in [0, 1])")
     add_input_options(evaluate)
+    add_row_options(evaluate)
     add_carry_options(evaluate)
     evaluate.add_argument("--output", help="per-molecule table: .csv, .tsv or .parquet")
     add_device_option(evaluate)

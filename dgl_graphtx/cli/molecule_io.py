@@ -8,12 +8,12 @@ from typing import List, Optional
 
 import pandas as pd
 
-from ..datasets import MoleculeTable, read_molecules
+from ..datasets import MoleculeTable
 from ..errors import ConfigError
 from ..inference.backbones import get_pretrained, is_pretrained_reference
 from ..inference.checkpoint_paths import resolve_checkpoints, single_checkpoint
 from ..inference.predictor import Predictor
-from .common import SMILES_COL, split_targets
+from .common import SMILES_COL, molecule_columns, split_targets
 
 CHECKPOINT_HELP = "checkpoint written by 'train' (best.pt), its run folder, or an ensemble folder (every best.pt below it)"
 
@@ -43,6 +43,8 @@ def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrai
     """The predictors of ``args.checkpoint`` (every model of an ensemble; exactly one when ``use``
     names a command that reads one model); with ``pretrained``, a shipped backbone's name or a
     'pretrain' folder (its ``backbone.pt``, hash-checked) is read too."""
+    if hasattr(args, "smiles_cols"):  # the commands that read rows of several molecules
+        kwargs["molecule_columns"] = molecule_columns(args)
     if pretrained and len(args.checkpoint) == 1 and is_pretrained_reference(args.checkpoint[0]):
         return [Predictor(get_pretrained(args.checkpoint[0]).checkpoint, device=args.device, **kwargs)]
     paths = [single_checkpoint(args.checkpoint, use)] if use else resolve_checkpoints(args.checkpoint)
@@ -50,8 +52,9 @@ def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrai
 
 
 def read_input(args: argparse.Namespace, path: str, predictor: Predictor) -> MoleculeTable:
-    """The molecule file ``path``, read with the checkpoint's hydrogen setting and ``args``'s table options."""
-    return read_molecules(path, args.smiles_col or SMILES_COL, args.delimiter, predictor.meta.featurizer)
+    """The molecule file ``path``, read as the checkpoint's model reads it (its hydrogen setting,
+    its molecules per row) with ``args``'s table options."""
+    return predictor.read_file(path, args.smiles_col or SMILES_COL, args.delimiter)
 
 
 def carried_columns(args: argparse.Namespace, table: Optional[MoleculeTable]) -> Optional[pd.DataFrame]:

@@ -11,8 +11,8 @@ from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
 from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
-from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, print_table,
-                     verbosity)
+from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_row_options, add_threads_option, bounded,
+                     molecule_columns, print_table, verbosity)
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
@@ -25,8 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_checkpoint_option(predict, ensembles=True)
     predict.add_argument("--input", help="molecule file: CSV/TSV with a SMILES column, SDF, .smi or .xyz")
     add_input_options(predict)
+    add_row_options(predict)
     add_carry_options(predict)
-    predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it)")
+    predict.add_argument("--output", help="write the table to this file: .csv, .tsv or .parquet (default: print it); a model with "
+                                          "atom- or bond-level targets also writes <output>_atoms and <output>_bonds, long tables "
+                                          "of one row per atom / bond")
+    predict.add_argument("--sdf-output", metavar="FILE.sdf", help="also write the predicted molecules to an SDF, the predictions "
+                                                                  "as SD properties (atom and bond values as atom.dprop / "
+                                                                  "bond.dprop lists)")
     add_device_option(predict)
     add_threads_option(predict)
     predict.add_argument("--batch-size", type=bounded(int, 1), default=BATCH_SIZE,
@@ -72,11 +78,15 @@ def run(args: argparse.Namespace) -> int:
                    chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples, explain=explain)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
-                        delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols, output=args.output,
+                        delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols,
+                        molecule_columns=molecule_columns(args), output=args.output, sdf_output=args.sdf_output,
                         resume=args.resume, predictor=options, progress=show)
     done = run_prediction(job)
-    if done.table is not None:
-        print_table(done.table)
-    else:
+    if done.table is None:
         print(done.describe())
+        return 0
+    print_table(done.table)
+    for level, table in done.levels.items():
+        print(f"\n{level}s:")
+        print_table(table)
     return 0
