@@ -241,9 +241,10 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
                                                        "as atom-level extra features")),
     ("--smiles-cols", "data.smiles_cols", dict(metavar="A,B", help="several molecules per row (solute,solvent; drug,drug; the "
                                                "components of a mixture): their columns, in the order the model reads them "
-                                               "(instead of --smiles-col; docs/datasets.md)")),
+                                               "(instead of --smiles-col; docs/atoms_and_rows.md)")),
     ("--reaction-cols", "data.reaction_cols", dict(metavar="COLS", help="columns holding reactions reactants>>products, each read "
-                                                   "as two molecules (its reactant and product sides); also molecule columns")),
+                                                   "as two molecules (its reactant and product sides); with --smiles-cols, "
+                                                   "listed there too")),
     ("--backbones", "model.molecules.backbones", dict(**one_of(BACKBONES), help="several molecules per row: one backbone for all, "
                                                       f"or one each (default: {MoleculeSetOptions.backbones})")),
     ("--combine", "model.molecules.combine", dict(**one_of(COMBINES), help="several molecules per row: their pooled encodings "

@@ -65,7 +65,8 @@ def test_atom_and_bond_targets_train_predict_and_evaluate(atoms_csv, tmp_path):
         assert atoms["q_pred"].sum() == pytest.approx(Chem.GetFormalCharge(Chem.MolFromSmiles(frame["smiles"][row])), abs=1e-4)
         assert atoms["crippen_pred"].sum() == pytest.approx(frame["logp"][row], abs=1e-3)
     assert run_cli(["train", "--config", out / "config.yaml", "--out", tmp_path / "again", "--no-cache"])[0] == 0
-    assert pd.read_csv(tmp_path / "again" / "log.csv")["valid_atom_rmse"].tolist() == pd.read_csv(out / "log.csv")["valid_atom_rmse"].tolist()
+    again = pd.read_csv(tmp_path / "again" / "log.csv")["valid_atom_rmse"].tolist()
+    assert again == pd.read_csv(out / "log.csv")["valid_atom_rmse"].tolist()
 
     code, stdout, err = run_cli(["predict", "--checkpoint", out, "--input", atoms_csv, "--output", tmp_path / "p.csv",
                                  "--sdf-output", tmp_path / "p.sdf", "--keep-cols", "logp"])
@@ -136,7 +137,8 @@ def test_two_molecules_per_row_train_predict_and_evaluate(pairs_csv, tmp_path, o
     assert code == 0, err
     tested = pd.read_csv(out / "test_predictions.csv")
     assert tested["smiles"].str.count(r"\.").min() >= 1  # the row: solute.solvent
-    code, stdout, err = run_cli(["predict", "--checkpoint", out, "--input", pairs_csv, "--id-col", "solute", "--output", tmp_path / "p.csv"])
+    code, stdout, err = run_cli(["predict", "--checkpoint", out, "--input", pairs_csv, "--id-col", "solute",
+                                 "--output", tmp_path / "p.csv"])
     assert code == 0, err
     predicted = pd.read_csv(tmp_path / "p.csv")
     frame = pd.read_csv(pairs_csv)

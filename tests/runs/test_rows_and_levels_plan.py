@@ -26,7 +26,8 @@ def test_the_model_sections_follow_the_data_settings(tmp_path):
                                         "data.mixture_weights=a,b,c", "model.molecules.combine=sum"])
     assert run.model.molecules == MoleculeSetOptions(count=3, backbones="shared", combine="sum", weighted=True)
     assert not run.model.levels.any and run.model.num_tasks == 1
-    levels = resolve_run_config(overrides=[*BASE, "data.atom_targets=q,shift", "data.bond_targets=order", "data.atom_sums=shift=formal_charge"])
+    levels = resolve_run_config(overrides=[*BASE, "data.atom_targets=q,shift", "data.bond_targets=order",
+                                           "data.atom_sums=shift=formal_charge"])
     assert levels.model.levels == LevelOptions(2, 1, (1,)) and levels.model.num_tasks == 0
     saved = levels.save(tmp_path / "config.yaml")
     assert "atom_tasks" not in saved.read_text() and "count:" not in saved.read_text()
