@@ -127,7 +127,9 @@ def to_mol(molecule: MoleculeLike) -> Chem.Mol:
     """
     if isinstance(molecule, tuple):
         parts = [_row_molecule(index, part, to_mol) for index, part in enumerate(molecule)]
-        return functools.reduce(Chem.CombineMols, parts)
+        combined = functools.reduce(Chem.CombineMols, parts)
+        Chem.SanitizeMol(combined)  # ring information and the rest, as each part had them
+        return combined
     if isinstance(molecule, RejectedMolecule):
         raise InvalidMoleculeError(molecule.reason)
     if isinstance(molecule, Chem.Mol):

@@ -193,10 +193,9 @@ class MoleculeModel(nn.Module):
             out = self.finish_outputs(graph, self.head(rows.readout), distribution)
             return (out, rows.attentions) if return_attention else out
         atoms, virtual, attentions = self.encode(graph, relation_graph, attention=return_attention)
-        out = self.head_outputs(graph, atoms, virtual, distribution)
-        if levels and self.levels is not None:
-            out = LevelOutputs(out, *self.levels(graph, atoms))
-        return (out, attentions) if return_attention else out
+        molecules = self.head_outputs(graph, atoms, virtual, distribution)
+        outputs = LevelOutputs(molecules, *self.levels(graph, atoms)) if levels and self.levels is not None else molecules
+        return (outputs, attentions) if return_attention else outputs
 
     def head_outputs(self, graph: GraphLike, atoms: torch.Tensor, virtual: Optional[torch.Tensor],
                      distribution: bool = False) -> torch.Tensor:

@@ -8,6 +8,7 @@ import dataclasses
 import dgl
 import pytest
 import torch
+from rdkit import Chem
 
 from conftest_models import tiny_preset
 
@@ -149,3 +150,26 @@ def test_old_model_configs_read_one_molecule_and_no_levels():
     config = ModelConfig.from_dict(stored)
     assert config.molecules == MoleculeSetOptions() and not config.levels.any
     assert ModelConfig.from_dict(ModelConfig(molecules=MoleculeSetOptions(count=3, combine="sum")).to_dict()).molecules.count == 3
+
+
+def test_a_fingerprint_kernel_blends_a_rows_output_read_from_all_its_molecules():
+    from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, collate_molecules
+    from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+    from dgl_graphtx.models.kernel import FingerprintKernel, fit_fingerprint_kernel
+
+    spec = "morgan_counts:radius=2:size=2048"
+    rows = [(a, b) for a in ["CCO", "c1ccccc1O", "CC(=O)C", "N", "CCCl", "OCCO"] for b in ["O", "CCCCO"]]
+    preset = tiny_preset("gradformer")
+    data = MoleculeDataset(rows, [[float(i)] for i in range(len(rows))], featurizer=preset.featurizer, relation=preset.relation,
+                           progress=False)
+    add_extra_features(data, ExtraFeatures(kernel=spec), rows)
+    torch.manual_seed(4)
+    model = build_model(dataclasses.replace(preset.model, molecules=MoleculeSetOptions(count=2))).eval()
+    batch = collate_molecules([data[i] for i in range(len(rows))])
+    plain = model.predict(batch.graph, batch.relation_graph)
+    whole = torch.from_numpy(kernel_fingerprints(spec, [Chem.MolToSmiles(Chem.MolFromSmiles(".".join(r))) for r in rows]))
+    labels = data.raw_labels
+    fit = fit_fingerprint_kernel(whole[:8], labels[:8], whole[8:], labels[8:], torch.zeros(4, 1), weights=(0.5,))
+    model.attach_kernel(FingerprintKernel.from_fit(fit))
+    expected = 0.5 * plain + 0.5 * FingerprintKernel.from_fit(fit).predictions(whole)
+    assert torch.allclose(model.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
