@@ -99,3 +99,14 @@ def test_a_model_learns_atom_and_bond_targets_and_watches_their_metric(tmp_path)
     for molecule in np.unique(found.molecule):  # the constraint holds: each molecule's charges add up to its formal charge
         assert found.predicted[found.molecule == molecule, 0].sum() == pytest.approx(np.nansum(found.labels[found.molecule == molecule, 0]),
                                                                                      abs=2e-3)
+
+
+def test_padded_step_modes_are_refused_for_levels_and_auto_steps_eagerly(tmp_path):
+    """A padded batch's slots hold one molecule each and no atom labels: a model of atom-level
+    targets (or of rows of several molecules) trains on unpadded batches."""
+    preset = tiny_preset("gradformer")
+    ds, _ = _dataset(tmp_path, preset, 8)
+    trainer = Trainer(_model(preset), TrainConfig(epochs=1, batch_size=4, progress=False, device="cpu", step_mode="compiled"))
+    with pytest.raises(ConfigError, match="step_mode 'compiled' trains on padded batches, which a model of atom- or bond-level"):
+        trainer.fit(ds)
+    assert Trainer(_model(preset), TrainConfig(epochs=1, batch_size=4, progress=False, device="cpu")).fit(ds).best_epoch == 1
