@@ -161,6 +161,9 @@ class ModelSettings:
             check_number("ffn_dim", self.ffn_dim, 1, 4 * MAX_WIDTH, integer=True)
         check_number("dropout", self.dropout, 0, 1, high_open=True)
         check_number("attn_dropout", self.attn_dropout, 0, 1, high_open=True)
+        for name, section in (("molecules", MoleculeSetOptions), ("levels", LevelOptions)):  # given as a dict (to_dict's)
+            if isinstance(getattr(self, name), dict):
+                object.__setattr__(self, name, section(**getattr(self, name)))
         check_number("num_tasks", self.num_tasks, 0 if self.levels.any else 1, MAX_TASKS, integer=True)
         check_number("rwse_steps", self.rwse_steps, 0, 1024, integer=True)
         check_number("molecule_features", self.molecule_features, 0, MAX_CATEGORIES, integer=True)
