@@ -4,7 +4,8 @@ Each block runs as a script in a fresh process of its own (``docs_examples_runne
 imports the library, a forked child per block) in a copy of a folder prepared with what the
 examples name: a tiny trained checkpoint (``demo_run/best.pt``, ``runs/logS``, ``runs/x``; a
 GRPE one, ``runs/fs`` and ``runs/fs-grpe``), molecule files made from the embedded FreeSolv set (``data.csv``,
-``solubility.csv``, ``new.sdf.gz``, ``molecules.sdf.gz``), run configurations (``run.toml``,
+``solubility.csv``, ``new.sdf.gz``, ``molecules.sdf.gz``; ``charges.csv`` with atom and bond lists;
+``pairs.csv`` and ``mix.csv`` of several molecules per row, trained as ``runs/pairs`` and ``runs/mix``), run configurations (``run.toml``,
 ``run.yaml``) and the exported ``model.pt2`` with ``graphtx_portable.py``. Its ``sitecustomize.py``,
 which only these processes import, caps every training at 2 epochs and every hyperparameter
 search at 2 trials in one process: the library itself has no switch for it.
@@ -30,7 +31,9 @@ import pandas as pd
 import pytest
 import torch
 from rdkit import Chem
+from rdkit.Chem import AllChem
 
+from dgl_graphtx.cli import main as cli_main
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.inference.export import export_model
 from dgl_graphtx.models import get_preset
@@ -121,7 +124,32 @@ def prepare(folder: Path) -> None:
     for source, copy in (("demo_run", "runs/logS"), ("demo_run", "runs/x"), ("runs/fs-grpe", "runs/fs")):
         shutil.copytree(folder / source, folder / copy)
     export_model(folder / "demo_run" / "best.pt", folder / "model.pt2")
+    prepare_rows_and_levels(folder, list(molecules["smiles"]), list(molecules["y"]))
     (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+
+
+def prepare_rows_and_levels(folder: Path, smiles: List[str], values: List[float]) -> None:
+    """``charges.csv`` (Gasteiger charges, hydrogens' included, summing to the formal charge, and
+    bond orders, as lists), and ``runs/pairs`` and ``runs/mix`` trained on rows of two and three
+    molecules (docs/atoms_and_rows.md)."""
+    rows = []
+    for text in smiles:
+        mol = Chem.MolFromSmiles(text)
+        AllChem.ComputeGasteigerCharges(mol)
+        charges = [a.GetDoubleProp("_GasteigerCharge") + a.GetDoubleProp("_GasteigerHCharge") for a in mol.GetAtoms()]
+        rows.append({"smiles": text, "q": str([round(q, 4) for q in charges]),
+                     "order": str([b.GetBondTypeAsDouble() for b in mol.GetBonds()])})
+    pd.DataFrame(rows).to_csv(folder / "charges.csv", index=False)
+    solvents = ["O", "CCO", "CCCCCCCCO"]
+    pairs = pd.DataFrame({"solute": smiles, "solvent": [solvents[i % 3] for i in range(len(smiles))], "dG": values})
+    pairs.to_csv(folder / "pairs.csv", index=False)
+    pd.DataFrame({"a": smiles, "b": "O", "c": "C", "xa": 0.2, "xb": 0.3, "xc": 0.5, "Tm": values}).to_csv(folder / "mix.csv", index=False)
+    tiny = ["--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", "--epochs", "1", "--no-progress", "--no-cache"]
+    for argv in (["pairs.csv", "--smiles-cols", "solute,solvent", "--targets", "dG", "--out", "runs/pairs"],
+                 ["mix.csv", "--smiles-cols", "a,b,c", "--combine", "sum", "--mixture-weights", "xa,xb,xc", "--targets", "Tm",
+                  "--out", "runs/mix"]):
+        paths = [str(folder / a) if a.endswith(".csv") or a.startswith("runs/") else a for a in argv]
+        assert cli_main(["train", *paths, *tiny]) == 0
 
 
 @pytest.fixture(scope="module")
