@@ -10,7 +10,7 @@ Atom level, on the held-out test part of an 80/10/10 random split:
   QM9 molecules read from the qm9pack package's CSV files (needs ``pip install "dgl_graphtx[qm9]"``;
   a random sample of ``qm9_part1.csv``), constrained to sum to the (zero) formal charge.
 
-Each atom target is reported as the default model's test MAE beside a per-element baseline (each
+Each atom target is reported as the default model's test RMSE and MAE beside a per-element baseline (each
 atom predicted as its element's mean over the training atoms) and the largest distance of a test
 molecule's predicted sum from its total (the constraint, which must hold to float32 rounding).
 
@@ -20,7 +20,7 @@ logP(solute) - logP(solvent) (RDKit's Crippen; no solvation set with many solven
 package: see docs/atoms_and_rows.md). A model that reads the solute alone cannot know the solvent's
 part; the two-molecule models (one shared backbone, or one per molecule) can.
 
-Run:  OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.checks.atoms_and_rows          (~5 min on one thread; rewrites
+Run:  OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.checks.atoms_and_rows          (5-9 min on one thread; rewrites
                                                                                      docs/atoms_and_rows.md's tables)
       .venv/bin/python -m benchmarks.checks.atoms_and_rows --quick                    (smoke run, ~1 min)
 """
@@ -32,7 +32,7 @@ import dataclasses
 import importlib.util
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -113,26 +113,28 @@ def train_atoms(name: str, path: Path, spec: LevelTargets, featurizer: Dict[str,
     train_rows = set(data.rows[result.split.train].tolist())
     rows = []
     for target, source in [(t, dict(spec.sums).get(t)) for t in spec.atom_targets]:
-        baseline = _element_baseline(data, result.split.train, spec.atom_targets.index(target))
+        baseline, overall = _element_baseline(data, result.split.train, spec.atom_targets.index(target))
         predicted_sums = atoms.groupby("row")[f"{target}_pred"].sum()
         totals = atoms.groupby("row")[target].sum()  # the labels' own sums (formal charge, logP up to the lists' rounding)
+        errors, baseline_errors = atoms[f"{target}_pred"] - atoms[target], atoms["element"].map(baseline).fillna(overall) - atoms[target]
         rows.append({"set": name, "target": target, "molecules": len(data), "test_atoms": len(atoms),
-                     "mae": float((atoms[f"{target}_pred"] - atoms[target]).abs().mean()),
-                     "baseline_mae": float((atoms["element"].map(baseline) - atoms[target]).abs().mean()),
+                     "rmse": float(np.sqrt((errors ** 2).mean())), "baseline_rmse": float(np.sqrt((baseline_errors ** 2).mean())),
+                     "mae": float(errors.abs().mean()), "baseline_mae": float(baseline_errors.abs().mean()),
                      "constraint": source or "none", "max_sum_gap": float((predicted_sums - totals).abs().max()),
                      "epochs": epochs, "seconds": round(seconds, 1), "train_molecules": len(train_rows)})
     return rows
 
 
-def _element_baseline(data, train: Sequence[int], column: int) -> Dict[str, float]:
-    """Each element's mean label over the training molecules' atoms."""
+def _element_baseline(data, train: Sequence[int], column: int) -> Tuple[Dict[str, float], float]:
+    """Each element's mean label over the training molecules' atoms, and the mean over all of
+    them (for an element no training atom has)."""
     periodic = Chem.GetPeriodicTable()
     graphs = data.graphs
     parts = [slice(int(graphs.node_offsets[i]), int(graphs.node_offsets[i] + graphs.num_nodes[i])) for i in train]
     labels = np.concatenate([graphs.ndata["atom_targets"][p, column].numpy() for p in parts])
     elements = np.concatenate([graphs.ndata["atomic_number"][p].numpy() for p in parts])
     frame = pd.DataFrame({"element": [periodic.GetElementSymbol(int(z)) for z in elements], "label": labels}).dropna()
-    return frame.groupby("element")["label"].mean().to_dict()
+    return frame.groupby("element")["label"].mean().to_dict(), float(frame["label"].mean())
 
 
 def pairs_file(folder: Path) -> Path:
@@ -169,7 +171,8 @@ def train_rows(path: Path, epochs: int, out: Path) -> List[Dict[str, object]]:
 
 
 ATOM_COLUMNS = [("set", "set"), ("target", "atom target"), ("molecules", "molecules"), ("test_atoms", "test atoms"),
-                ("mae", "test MAE"), ("baseline_mae", "per-element mean, MAE"), ("constraint", "sums to"),
+                ("rmse", "test RMSE"), ("baseline_rmse", "per-element mean, RMSE"), ("mae", "test MAE"),
+                ("baseline_mae", "per-element mean, MAE"), ("constraint", "sums to"),
                 ("max_sum_gap", "largest gap of a sum"), ("seconds", "s")]
 ROW_COLUMNS = [("model", "model"), ("molecules", "rows"), ("test_rmse", "test RMSE"), ("test_mae", "test MAE"), ("seconds", "s")]
 DOCS = REPO / "docs" / "atoms_and_rows.md"
@@ -199,8 +202,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     elif args.qm9:
         print('QM9 left out: pip install "dgl_graphtx[qm9]" (qm9pack) to read its Mulliken charges')
     rows = train_rows(pairs_file(args.out), args.epochs, args.out)
-    intro = [R.environment_line(env), ""]
-    check.finish("atoms_and_rows", args, env, _shown(atoms, ("mae", "baseline_mae")), ATOM_COLUMNS, intro, path=DOCS)
+    intro = [R.environment_line(env)]
+    shown = _shown(atoms, ("rmse", "baseline_rmse", "mae", "baseline_mae"))
+    check.finish("atoms_and_rows", args, env, shown, ATOM_COLUMNS, intro, section="atoms-and-rows", path=DOCS)
     csv = args.csv.with_name(args.csv.stem + "-rows.csv") if args.csv else None
     check.finish("atoms_and_rows-rows", argparse.Namespace(**{**vars(args), "csv": csv}), env,
                  _shown(rows, ("test_rmse", "test_mae")), ROW_COLUMNS, intro, section="atoms-and-rows-pairs", path=DOCS)
