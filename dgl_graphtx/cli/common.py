@@ -253,7 +253,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--mixture-weights", "data.mixture_weights", dict(metavar="COLS", help="with --combine sum: one column per molecule holding "
                                                        "its weight in the row (mole fractions, ...)")),
     ("--atom-targets", "data.atom_targets", dict(metavar="A,B", help="atom-level targets: columns of per-atom lists ([0.1, -0.2, "
-                                                 "nan]) or SD atom properties (atom.dprop.NAME); docs/datasets.md")),
+                                                 "nan]) or SD atom properties (atom.dprop.NAME); docs/atoms_and_rows.md")),
     ("--bond-targets", "data.bond_targets", dict(metavar="A,B", help="bond-level targets: columns of per-bond lists or SD bond "
                                                  "properties (bond.dprop.NAME)")),
     ("--atom-index", "data.atom_index", dict(**one_of(ATOM_INDEXES), help="how atom lists name atoms: input (the atom order of the "
