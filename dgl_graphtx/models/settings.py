@@ -44,7 +44,8 @@ def _check_rows(settings: "ModelSettings") -> None:
     _check(not (several and (settings.atom_reference or settings.readout == "atomwise")),
            "a model of several molecules per row pools each molecule and combines the encodings: it takes no atom_reference "
            "and no atomwise readout")
-    _check(not (several and levels), "atom- and bond-level targets belong to one molecule per row, not to rows of several")
+    _check(not (several and levels), "atom- and bond-level targets belong to one molecule per row, not to rows of several: "
+           "drop --atom-targets/--bond-targets or --smiles-cols")
     _check(not (levels and (settings.task != "regression" or settings.uncertainty_head != "none")),
            "atom- and bond-level targets are regression targets of a model without an uncertainty head")
 

@@ -62,6 +62,7 @@ def test_data_settings_are_checked_where_they_are_made(settings, message):
     (["data.targets=y", "model.molecules.backbones=separate"], "--backbones separate gives each molecule of a row its own"),
     (["data.targets=y", "data.smiles_cols=a,b", "data.features_generators=rdkit2d"], "take no extra features"),
     (["data.targets=y", "data.smiles_cols=a,b", "data.mixture_weights=x,y"], "molecules.weighted .* set molecules.combine=sum"),
+    (["data.smiles_cols=a,b", "data.atom_targets=q"], "not to rows of several: drop --atom-targets/--bond-targets or --smiles-cols"),
 ])
 def test_rules_between_row_settings_are_the_plans(items, message):
     with pytest.raises(ConfigError, match=message):
