@@ -52,7 +52,8 @@ class _LinearFunction(torch.autograd.Function):
 
 class Linear(nn.Linear):
     """:class:`torch.nn.Linear` with a backward pass of fewer operations (module docstring);
-    inputs of other than two dimensions take ``nn.Linear``'s own path.
+    inputs of other than two dimensions, and ``torch.compile``'s tracing (it fuses the backward
+    itself, and torch before 2.3 cannot trace the custom backward), take ``nn.Linear``'s own path.
 
     Example:
         >>> layer = Linear(4, 2)
@@ -62,17 +63,14 @@ class Linear(nn.Linear):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 2:
+        if x.dim() != 2 or _is_compiling():
             return super().forward(x)
         return _LinearFunction.apply(x, self.weight, self.bias, self._transposed_weight())
 
-    def _transposed_weight(self) -> Optional[torch.Tensor]:
+    def _transposed_weight(self) -> torch.Tensor:
         """``W^T`` as a view of the weight's storage, made again only when the weight's storage,
         shape or type changes (``.to()``, ``load_state_dict(assign=True)``; optimizers update it
-        in place): the transpose is then not an operation of every step. ``None`` while
-        ``torch.compile`` traces (it fuses the transpose away)."""
-        if _is_compiling():
-            return None
+        in place): the transpose is then not an operation of every step."""
         weight = self.weight
         key = (weight.data_ptr(), weight.shape, weight.stride(), weight.dtype, weight.device)
         cached = self.__dict__.get("_weight_t")
@@ -96,7 +94,9 @@ def stacked_linear(layers: Sequence[nn.Linear], x: torch.Tensor) -> torch.Tensor
         raise ValueError("stacked_linear needs layers that all have a bias or all have none")
     weight = side_by_side([layer.weight for layer in layers])
     bias = None if biases[0] is None else side_by_side(biases)
-    return _LinearFunction.apply(x, weight, bias) if x.dim() == 2 else torch.nn.functional.linear(x, weight, bias)
+    if x.dim() != 2 or _is_compiling():
+        return torch.nn.functional.linear(x, weight, bias)
+    return _LinearFunction.apply(x, weight, bias)
 
 
 def side_by_side(tensors: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import torch
 
+#: ``torch.compiler.is_exporting`` (torch 2.6 on), looked up once: torch.compile before 2.3 cannot
+#: trace the lookup of a missing attribute.
+_IS_EXPORTING = getattr(torch.compiler, "is_exporting", None)
+
 
 def exporting() -> bool:
     """Whether ``torch.export`` is tracing the code that asks (its programs take no branch on tensor
@@ -13,5 +17,4 @@ def exporting() -> bool:
         >>> exporting()
         False
     """
-    check = getattr(torch.compiler, "is_exporting", None)
-    return bool(check()) if check is not None else False
+    return bool(_IS_EXPORTING()) if _IS_EXPORTING is not None else False

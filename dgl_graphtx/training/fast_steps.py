@@ -34,6 +34,9 @@ logger = logging.getLogger("dgl_graphtx")
 
 #: How :class:`~dgl_graphtx.training.Trainer` runs its steps (``TrainConfig.step_mode``).
 STEP_MODES = ("auto", "eager", "captured", "compiled")
+#: Whether this torch compiles the whole step as one graph (verified on 2.13; torch 2.2's compiler
+#: cannot trace it: custom autograd functions, attribute lookups in the batch's graph tensors).
+COMPILES_THE_STEP = torch.__version__ >= "2.6"
 
 
 def resolve_step_mode(mode: str, device: torch.device, processes: int = 1, batch_edges: Optional[int] = None) -> str:
@@ -41,8 +44,8 @@ def resolve_step_mode(mode: str, device: torch.device, processes: int = 1, batch
     ``captured`` on a CUDA device when one process trains without ``batch_edges``, else ``eager``.
 
     Example:
-        >>> resolve_step_mode("auto", torch.device("cpu")), resolve_step_mode("compiled", torch.device("cpu"))
-        ('eager', 'compiled')
+        >>> resolve_step_mode("auto", torch.device("cpu")), resolve_step_mode("eager", torch.device("cpu"))
+        ('eager', 'eager')
     """
     if mode not in STEP_MODES:
         raise ConfigError(f"step_mode must be one of {STEP_MODES}, got {mode!r}")
@@ -51,6 +54,9 @@ def resolve_step_mode(mode: str, device: torch.device, processes: int = 1, batch
     if mode == "captured" and device.type != "cuda":
         raise ConfigError(f"step_mode 'captured' records CUDA graphs and needs a CUDA device, got {device}; "
                           "use step_mode 'eager' or 'compiled'")
+    if mode == "compiled" and not COMPILES_THE_STEP:
+        raise ConfigError(f"step_mode 'compiled' needs torch 2.6 or newer (torch.compile of the whole step); this is torch "
+                          f"{torch.__version__}: use step_mode 'eager' or upgrade torch")
     if mode != "eager" and (processes > 1 or batch_edges is not None):
         raise ConfigError(f"step_mode {mode!r} trains on padded size buckets, for one process without batch_edges; "
                           "use step_mode 'eager'")

@@ -38,6 +38,8 @@ SMILES = [str(s) for s in freesolv_frame()["smiles"]]
 UNUSUAL = ["C", "[Na+].[Cl-]", "CC.O", "F/C=C/F", "C[C@H](N)C(=O)O", "N[C@@H](C)C(=O)O", "c1ccc2[nH]ccc2c1",
            "O=[N+]([O-])c1ccccc1", "[2H]C([2H])O", "[CH2]C", "[Fe+2]", "B(O)O", "C1=CC=CC=C1", "C[S@@](=O)c1ccccc1"]
 SAVED = Path(__file__).resolve().parents[1] / "data" / "saved_before_registry"
+#: torch.export of these models needs torch.compiler.is_exporting (torch 2.6); older torch is refused in one line.
+EXPORTS = pytest.mark.skipif(torch.__version__ < "2.6", reason="torch.export of these models needs torch 2.6 or newer")
 HAS_ONNX = all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxscript", "onnxruntime"))
 #: Run in a fresh interpreter beside the exported files: DGL, dgllife, OGB and this package cannot be imported there.
 WITHOUT_THE_LIBRARY = """
@@ -93,6 +95,7 @@ def _predict_without_the_library(exported, smiles, tmp_path):
     return json.loads((folder / "found.json").read_text())
 
 
+@EXPORTS
 def test_the_exported_file_predicts_like_the_checkpoint_without_dgl_or_this_package(tmp_path):
     checkpoint = _checkpoint(tmp_path / "best.pt", num_tasks=2)
     out = tmp_path / "model.pt2"
@@ -107,6 +110,7 @@ def test_the_exported_file_predicts_like_the_checkpoint_without_dgl_or_this_pack
     assert np.isnan(found["y"][300]) and found["error"][300] and found["error"][:300] == [None] * 300
 
 
+@EXPORTS
 @pytest.mark.parametrize("variant, preset, overrides, columns", [
     ("gradformer", "molhiv", {}, ["y"]),  # GatedGCN gated by the random-walk encodings
     ("gradformer", "zinc", {}, ["y"]),  # summed readout
@@ -128,6 +132,7 @@ def test_models_of_other_kinds_export_and_agree(tmp_path, variant, preset, overr
         np.testing.assert_allclose(found[column], expected[column if "_prob_" in column else f"{column}_pred"], rtol=1e-5, atol=1e-5)
 
 
+@EXPORTS
 def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path):
     config = tiny_preset("gradformer", None)
     model = seeded_model(config).eval()
@@ -147,11 +152,13 @@ def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_libr
     assert torch.equal(counts, torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:20])).float())
 
 
+@EXPORTS
 def test_a_sparse_relation_graph_exports(tmp_path):
     done = export_model(_checkpoint(tmp_path / "best.pt", relation=RelationConfig("hops", hops=2)), tmp_path / "model.pt2")
     assert done.max_difference < 1e-5 and portable.load(done.path).settings.hops == 2
 
 
+@EXPORTS
 @pytest.mark.parametrize("variant", ["gradformer", "moire"])
 def test_an_old_checkpoint_exports_and_predicts_as_recorded(tmp_path, variant):
     recorded = json.loads((SAVED / "predictions.json").read_text())
@@ -160,6 +167,7 @@ def test_an_old_checkpoint_exports_and_predicts_as_recorded(tmp_path, variant):
     np.testing.assert_allclose(found["y"], recorded["predictions"][variant], rtol=1e-5, atol=1e-5)
 
 
+@EXPORTS
 @pytest.mark.skipif(not HAS_ONNX, reason="ONNX export needs the onnx extra (onnx, onnxscript, onnxruntime)")
 def test_the_onnx_file_predicts_like_the_checkpoint(tmp_path):
     checkpoint = _checkpoint(tmp_path / "best.pt")
@@ -176,6 +184,14 @@ def test_the_onnx_file_predicts_like_the_checkpoint(tmp_path):
     assert all(np.array_equal(runs[0], run) for run in runs[1:])
 
 
+@pytest.mark.skipif(torch.__version__ >= "2.6", reason="this torch exports")
+def test_a_torch_older_than_2_6_is_refused_in_one_line(tmp_path):
+    assert_one_error_line(run_cli(["export", "--checkpoint", _checkpoint(tmp_path / "best.pt"), "--out", tmp_path / "m.pt2"]),
+                          "needs torch 2.6", torch.__version__)
+    assert not (tmp_path / "m.pt2").exists()
+
+
+@EXPORTS
 @pytest.mark.skipif(HAS_ONNX, reason="the onnx extra is installed here")
 def test_onnx_without_its_packages_is_one_line(tmp_path):
     assert_one_error_line(run_cli(["export", "--checkpoint", _checkpoint(tmp_path / "best.pt"), "--out", tmp_path / "m.onnx"]),

@@ -20,6 +20,7 @@ from dgl_graphtx.models import build_model
 from dgl_graphtx.models.levels import LevelOptions, LevelOutputs
 from dgl_graphtx.training import Trainer, TrainConfig
 from dgl_graphtx.training.levels import fit_level_statistics, level_loss, level_metrics, predict_levels
+from dgl_graphtx.training.fast_steps import COMPILES_THE_STEP
 
 
 def _charges_file(path, count=40):
@@ -101,6 +102,7 @@ def test_a_model_learns_atom_and_bond_targets_and_watches_their_metric(tmp_path)
                                                                                      abs=2e-3)
 
 
+@pytest.mark.skipif(not COMPILES_THE_STEP, reason="step_mode 'compiled' needs torch 2.6 or newer")
 def test_padded_step_modes_are_refused_for_levels_and_auto_steps_eagerly(tmp_path):
     """A padded batch's slots hold one molecule each and no atom labels: a model of atom-level
     targets (or of rows of several molecules) trains on unpadded batches."""

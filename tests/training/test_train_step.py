@@ -2,6 +2,8 @@
 it dispatches), for every preset, and decides on the device to skip a non-finite step."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -16,13 +18,24 @@ from dgl_graphtx.models import build_model, get_preset
 from dgl_graphtx.models.presets import PRESETS
 from dgl_graphtx.nn.dense_blocks import BlockGeometry
 from dgl_graphtx.testing import HostSyncError, OperationCounter, assert_no_host_sync
-from dgl_graphtx.training.adamw import adamw
-from dgl_graphtx.training.fast_steps import CompiledStep
+from dgl_graphtx.training.adamw import adamw, has_fused_adamw
+from dgl_graphtx.training.fast_steps import COMPILES_THE_STEP, CompiledStep, resolve_step_mode
 from dgl_graphtx.training.step_tally import StepTally
 from dgl_graphtx.training.train_step import TrainStep
 from dgl_graphtx.training import TrainConfig, Trainer
 from dgl_graphtx.training import trainer as trainer_module
 from dgl_graphtx.training.trainer import masked_loss
+
+#: The fused AdamW decides a skip on the device; torch before 2.4 has none for the CPU and reads the
+#: decision (on CUDA every supported torch has the fused kernel).
+DECIDED_ON_THE_DEVICE = pytest.mark.skipif(not has_fused_adamw("cpu"), reason="no fused CPU AdamW before torch 2.4")
+COMPILES = pytest.mark.skipif(not COMPILES_THE_STEP, reason="torch.compile of the whole step needs torch 2.6 or newer")
+
+
+def _guarded(step, batch):
+    """``step(batch)`` under the read-back guard where the fused AdamW decides on the device."""
+    return assert_no_host_sync(step, batch) if has_fused_adamw("cpu") else step(batch)
+
 
 EVERY_PRESET = [(model, name) for model, names in sorted(PRESETS.items()) for name in sorted(names)]
 
@@ -57,6 +70,7 @@ def _step(preset, grad_clip: float = 0.0) -> TrainStep:
     return TrainStep(model, loss, list(model.parameters()), optimizer, grad_clip)
 
 
+@DECIDED_ON_THE_DEVICE
 @pytest.mark.parametrize("model, name", EVERY_PRESET, ids=[f"{m}-{n}" for m, n in EVERY_PRESET])
 def test_a_training_step_of_every_preset_reads_nothing_back(model, name):
     preset, (first, second) = _batches(model, name)
@@ -85,7 +99,7 @@ def test_a_non_finite_step_is_skipped_on_the_device_and_the_next_one_taken():
     weights = {k: v.clone() for k, v in step.module.state_dict().items() if "running" not in k and "batches" not in k}
     steps_taken = [s["step"].clone() for s in step.optimizer.state.values()]
     poisoned = second._replace(labels=second.labels * float("nan"), mask=torch.ones_like(second.mask))
-    result = assert_no_host_sync(step, poisoned)
+    result = _guarded(step, poisoned)
     assert result.skipped and result.loss_not_finite
     after = step.module.state_dict()
     assert all(torch.equal(after[k], v) for k, v in weights.items())  # no update, weight decay included
@@ -100,11 +114,12 @@ def test_a_non_finite_gradient_skips_the_step_with_the_loss_finite():
     step = _step(preset)
     step(first)
     handle = step.module.head.weight.register_hook(lambda grad: grad * float("inf"))
-    result = assert_no_host_sync(step, second)
+    result = _guarded(step, second)
     handle.remove()
     assert result.skipped and not result.loss_not_finite and not torch.isfinite(result.grad_norm)
 
 
+@COMPILES
 @pytest.mark.parametrize("model, name", [("gradformer", "molhiv"), ("grpe", "tiny"), ("moire", "2d")],
                          ids=["gradformer-molhiv", "grpe-tiny", "moire-2d"])
 def test_the_step_traces_as_one_graph_with_the_gradients_of_the_eager_step(model, name):
@@ -134,6 +149,7 @@ def test_the_step_traces_as_one_graph_with_the_gradients_of_the_eager_step(model
         torch.testing.assert_close(got, expected, rtol=0, atol=1e-12)
 
 
+@COMPILES
 def test_a_compiled_step_on_padded_batches_takes_the_eager_steps_path():
     """CompiledStep (the forward and loss traced once per padded shape) trains like the eager step:
     the same losses and weights over steps of two buckets (aot_eager runs the traced graphs op by
@@ -161,6 +177,7 @@ def test_a_compiled_step_on_padded_batches_takes_the_eager_steps_path():
     assert step.shapes == {}
 
 
+@COMPILES
 def test_a_trainer_with_compiled_steps_trains_on_padded_size_buckets(monkeypatch):
     """step_mode='compiled': batches from size buckets padded to their shapes (one compiled graph
     per shape), every molecule trained on once per epoch, the epoch's mean loss over real molecules."""
@@ -188,6 +205,7 @@ def test_a_trainer_with_compiled_steps_trains_on_padded_size_buckets(monkeypatch
     assert 40 - len(loader.batch_sampler.buckets.upper) <= sum(seen) <= 40  # a bucket's last single molecule waits
 
 
+@COMPILES
 def test_a_trainer_with_its_own_loss_is_refused_padded_steps():
     """A subclass that changes the loss (as masked-atom pretraining does) may read what padding adds:
     the padded step modes are refused for it, naming the way out."""
@@ -202,3 +220,9 @@ def test_a_trainer_with_its_own_loss_is_refused_padded_steps():
     config = TrainConfig(epochs=1, batch_size=4, progress=False, device="cpu", step_mode="compiled")
     with pytest.raises(ConfigError, match="OwnLoss's own loss or module .* use step_mode 'eager'"):
         OwnLoss(build_model(preset.model), config).fit(data)
+
+
+@pytest.mark.skipif(COMPILES_THE_STEP, reason="this torch compiles the step")
+def test_a_compiled_step_on_a_torch_that_cannot_compile_it_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=f"needs torch 2.6 or newer.*{re.escape(torch.__version__)}.*'eager'"):
+        resolve_step_mode("compiled", torch.device("cpu"))
