@@ -14,7 +14,7 @@ def adamw(groups: List[Dict[str, Any]], lr: float, weight_decay: float, device: 
 
     Example:
         >>> opt = adamw([{"params": [torch.nn.Parameter(torch.ones(2))]}], lr=0.1, weight_decay=0.0, device="cpu")
-        >>> opt.defaults["fused"] == has_fused_adamw("cpu")
+        >>> bool(opt.defaults["fused"]) == has_fused_adamw("cpu")
         True
     """
     fused = has_fused_adamw(torch.device(device).type)
