@@ -17,6 +17,9 @@ import torch
 from dgllife.model import AttentiveFPPredictor
 from torch import nn
 
+from dgl_graphtx.models.levels import LevelOptions
+from dgl_graphtx.models.molecule_sets import MoleculeSetOptions
+
 #: Widths of dgllife's canonical atom and bond features (``FeaturizerConfig(atom_features="canonical")``).
 CANONICAL_ATOM_FEATURES, CANONICAL_BOND_FEATURES = 74, 12
 
@@ -28,7 +31,7 @@ class AttentiveFPBaseline(nn.Module):
                  num_tasks: int = 1, graph_feat_size: int = 200, dropout: float = 0.1, task: str = "regression") -> None:
         super().__init__()
         self.config = SimpleNamespace(task=task, num_tasks=num_tasks, prediction_width=num_tasks,
-                                      uncertainty_head="none")
+                                      uncertainty_head="none", levels=LevelOptions(), molecules=MoleculeSetOptions())
         self.net = AttentiveFPPredictor(node_feat_size, edge_feat_size, num_layers=2, num_timesteps=2,
                                         graph_feat_size=graph_feat_size, n_tasks=num_tasks, dropout=dropout)
         self.register_buffer("target_mean", torch.zeros(num_tasks))
