@@ -232,10 +232,23 @@ def readme_markdown(frame: pd.DataFrame) -> str:
         lines.append(f"| {name} ({test[test.set == name]['metric'].iloc[0]}) | " + " | ".join(cells) + " |")
     ace = frame[(frame.half == "test") & (frame.family == "moleculeace")]
     if not ace.empty:
-        means = {t: ace[ace.tool == t].groupby("set")["value"].mean() for t in tools}
-        cells = [f"{v.mean():.3f}" + ("" if len(v) == 15 else f" ({len(v)} sets)") if len(v) else "-" for v in means.values()]
+        cells = [_moleculeace_cell(ace[ace.tool == t]) for t in tools]
         lines.append("| MoleculeACE test half, mean of 15 (rmse) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _moleculeace_cell(runs: pd.DataFrame) -> str:
+    """A tool's mean over the MoleculeACE sets it ran (each set's mean over its seeds), saying how
+    many sets and seeds where it is short of 15 sets and 3 seeds."""
+    if runs.empty:
+        return "-"
+    by_set = runs.groupby("set")
+    seeds = by_set["seed"].nunique()
+    notes = [f"{len(seeds)} sets"] if len(seeds) != 15 else []
+    if seeds.min() < 3:
+        span = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+        notes.append(f"{span} seed" + ("" if span == "1" else "s"))
+    return f"{by_set['value'].mean().mean():.3f}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def write_report(store: Store, docs: bool) -> int:

@@ -114,4 +114,4 @@ def test_readme_table_holds_the_test_halves_only():
                                      ("CHEMBL2047_EC50", "test", "moleculeace", "rmse", "default", 0.9)]]
     text = report.readme_markdown(pd.DataFrame(rows))
     assert "FreeSolv" not in text and "| Solubility (rmse) | **1.000** | - | - | 1.500 | - |" in text
-    assert "| MoleculeACE test half, mean of 15 (rmse) | 0.800 (2 sets) | - | - | - | - |" in text
+    assert "| MoleculeACE test half, mean of 15 (rmse) | 0.800 (2 sets, 1 seed) | - | - | - | - |" in text
