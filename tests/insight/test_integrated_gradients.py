@@ -152,3 +152,25 @@ def test_a_molecule_gets_the_same_contributions_alone_and_in_any_batch(compute):
     torch.testing.assert_close(together.atoms[n2:n2 + n0], alone.atoms, rtol=0, atol=1e-5)
     torch.testing.assert_close(together.baseline[1:2], alone.baseline, rtol=0, atol=1e-5)
 
+
+
+def test_an_explanation_computes_no_weight_gradient_and_leaves_the_parameters_as_they_were():
+    """The pass runs with the parameters frozen (the lean layers' backward then skips the weight
+    products ``grad^T x``, whose inner dimension is the batch's atoms) and gives them back as they
+    were: asking for gradients, none accumulated; one frozen by the user stays frozen."""
+    model, graphs, relations = _model_and_graphs("gradformer")
+    first = next(model.parameters())
+    first.requires_grad_(False)
+    graph, relation = repeated_batch(graphs, relations, [0, 1], 4)
+    weights = {tuple(p.shape) for p in model.parameters() if p.dim() == 2}
+    products = []
+    original = torch.Tensor.mm
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.Tensor, "mm", lambda self, other: products.append((tuple(self.shape), tuple(other.shape)))
+                      or original(self, other))
+        integrated_gradients(model, graph, relation, steps=4)
+    assert not first.requires_grad and all(p.requires_grad for p in list(model.parameters())[1:])
+    assert all(p.grad is None for p in model.parameters())
+    assert products  # the lean layers' products were seen
+    atoms = graph.num_nodes()
+    assert not [(a, b) for a, b in products if a[1] == atoms and (a[0], b[1]) in weights]
