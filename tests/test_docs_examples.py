@@ -37,6 +37,7 @@ from dgl_graphtx.cli import main as cli_main
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.inference.export import export_model
 from dgl_graphtx.models import get_preset
+from dgl_graphtx.nn.tracing import CAN_EXPORT
 from dgl_graphtx.runs import train_and_evaluate
 from dgl_graphtx.training import TrainConfig
 
@@ -97,10 +98,6 @@ def examples() -> List[Example]:
 
 
 EXAMPLES = examples()
-
-
-#: torch.export of the library's models needs torch 2.6; examples of exported files are skipped before it.
-CAN_EXPORT = torch.__version__ >= "2.6"
 
 
 def prepare(folder: Path) -> None:

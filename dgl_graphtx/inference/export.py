@@ -40,8 +40,10 @@ from ..featurize import MoleculeFeaturizer
 from ..featurize.descriptors import MorganCounts, get_generator
 from ..featurize.molecule import KERNEL_FINGERPRINTS
 from ..models import MoleculeModel
+from ..nn import graph_ops as ops
 from ..nn.dense_blocks import BlockGeometry
 from ..nn.graph_tensors import GraphLike, GraphTensors
+from ..nn.tracing import CAN_EXPORT
 from . import portable
 from .checkpoint_paths import single_checkpoint
 
@@ -110,8 +112,7 @@ def plain_inputs(graph: GraphLike, relation_graph: GraphLike) -> Tuple[torch.Ten
     graph, relation = (g if isinstance(g, GraphTensors) else GraphTensors.from_graph(g) for g in (graph, relation_graph))
     walk = graph.ndata["rwse"] if "rwse" in graph.ndata else torch.zeros(graph.num_nodes(), 0)
     counts = graph.batch_num_nodes()
-    first = torch.cumsum(counts, 0) - counts
-    kernel = (graph.ndata[KERNEL_FINGERPRINTS][first].float() if KERNEL_FINGERPRINTS in graph.ndata
+    kernel = (graph.ndata[KERNEL_FINGERPRINTS][ops.first_nodes(graph)].float() if KERNEL_FINGERPRINTS in graph.ndata
               else torch.zeros(len(counts), 0))
     return (graph.ndata["feat"], walk, *graph.edges(), graph.edata["feat"], *relation.edges(), relation.edata["spd"],
             relation.edata["bond"], kernel, graph.node_graph, counts, torch.arange(int(counts.max())))
@@ -230,7 +231,7 @@ def export_model(checkpoint: PathLike, out: PathLike) -> ExportSummary:
     problem = unsupported(loaded)
     if problem:
         raise ConfigError(f"cannot export {path}: {problem}")
-    if not hasattr(torch.compiler, "is_exporting"):  # after the model's own refusals, which a newer torch does not lift
+    if not CAN_EXPORT:  # after the model's own refusals, which a newer torch does not lift
         raise ConfigError(f"dgl-graphtx export needs torch 2.6 or newer (torch.compiler.is_exporting); this is torch {torch.__version__}")
     model = loaded.model.cpu().float().eval()
     smiles = [str(s) for s in pd.read_csv(freesolv_path())["smiles"][:CHECK_MOLECULES]]

@@ -6,6 +6,8 @@ import torch
 #: ``torch.compiler.is_exporting`` (torch 2.6 on), looked up once: torch.compile before 2.3 cannot
 #: trace the lookup of a missing attribute.
 _IS_EXPORTING = getattr(torch.compiler, "is_exporting", None)
+#: Whether this torch can export the library's models (``torch.compiler.is_exporting``: torch 2.6 on).
+CAN_EXPORT = _IS_EXPORTING is not None
 
 
 def exporting() -> bool:

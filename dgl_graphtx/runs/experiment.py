@@ -322,12 +322,13 @@ def _write_outputs(experiment: Experiment, run: RunFolder, result: TrainResult, 
                          **({"calibration": len(part.indices)} if part is not None else {})}}
     if kernel is not None:
         summary["fingerprint_kernel"] = kernel_summary(kernel)
-        _store_model(out, model)  # the calibration below stores it again, with its calibration
     if tested.calibration is not None and part is not None and tested.with_uncertainty is not None:
         calibrated_on = part.record()
         summary["uncertainty"] = _uncertainty_summary(experiment, tested, calibrated_on)
         atomic_to_csv(tested.calibration_table, out / "calibration_predictions.csv", index=False)
         _store_calibration(out, model, experiment.plan.uncertainty, tested.calibration, calibrated_on, tested.near)
+    elif kernel is not None:  # the fitted kernel into best.pt (the calibration's rewrite stores it too)
+        _store_model(out, model)
     atomic_write_text(json.dumps(summary, indent=2, allow_nan=False), out / "metrics.json")
 
 

@@ -20,6 +20,8 @@ from .hooks import ProcessHooks
 LossFunction = Callable[[torch.Tensor, MoleculeBatch, Optional[torch.Tensor]], torch.Tensor]
 #: ``forward_loss(batch, rows)``: the training loss of a batch (:meth:`TrainStep.forward_loss`).
 ForwardLoss = Callable[[MoleculeBatch, Optional[torch.Tensor]], torch.Tensor]
+#: ``torch.nn.utils.get_total_norm`` (torch 2.6 on), looked up once rather than every step.
+_GET_TOTAL_NORM = getattr(torch.nn.utils, "get_total_norm", None)
 
 
 class StepResult(NamedTuple):
@@ -111,8 +113,8 @@ def total_norm(tensors: List[torch.Tensor]) -> torch.Tensor:
         >>> total_norm([torch.tensor([3.0]), torch.tensor([4.0])])
         tensor(5.)
     """
-    if hasattr(torch.nn.utils, "get_total_norm"):
-        return torch.nn.utils.get_total_norm(tensors, foreach=True)
+    if _GET_TOTAL_NORM is not None:
+        return _GET_TOTAL_NORM(tensors, foreach=True)
     if not tensors:
         return torch.tensor(0.0)
     return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(tensors)))

@@ -29,6 +29,7 @@ from dgl_graphtx.inference import Predictor
 from dgl_graphtx.inference import portable
 from dgl_graphtx.inference.export import export_model, plain_inputs
 from dgl_graphtx.models.kernel import FingerprintKernel, fit_fingerprint_kernel
+from dgl_graphtx.nn.tracing import CAN_EXPORT
 from dgl_graphtx.relation_graph import RelationConfig
 from dgl_graphtx.runs.config import DEFAULT_KERNEL
 from benchmarks.common.molecules import zinc_like_smiles
@@ -39,7 +40,7 @@ UNUSUAL = ["C", "[Na+].[Cl-]", "CC.O", "F/C=C/F", "C[C@H](N)C(=O)O", "N[C@@H](C)
            "O=[N+]([O-])c1ccccc1", "[2H]C([2H])O", "[CH2]C", "[Fe+2]", "B(O)O", "C1=CC=CC=C1", "C[S@@](=O)c1ccccc1"]
 SAVED = Path(__file__).resolve().parents[1] / "data" / "saved_before_registry"
 #: torch.export of these models needs torch.compiler.is_exporting (torch 2.6); older torch is refused in one line.
-EXPORTS = pytest.mark.skipif(torch.__version__ < "2.6", reason="torch.export of these models needs torch 2.6 or newer")
+EXPORTS = pytest.mark.skipif(not CAN_EXPORT, reason="torch.export of these models needs torch 2.6 or newer")
 HAS_ONNX = all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxscript", "onnxruntime"))
 #: Run in a fresh interpreter beside the exported files: DGL, dgllife, OGB and this package cannot be imported there.
 WITHOUT_THE_LIBRARY = """
@@ -184,7 +185,7 @@ def test_the_onnx_file_predicts_like_the_checkpoint(tmp_path):
     assert all(np.array_equal(runs[0], run) for run in runs[1:])
 
 
-@pytest.mark.skipif(torch.__version__ >= "2.6", reason="this torch exports")
+@pytest.mark.skipif(CAN_EXPORT, reason="this torch exports")
 def test_a_torch_older_than_2_6_is_refused_in_one_line(tmp_path):
     assert_one_error_line(run_cli(["export", "--checkpoint", _checkpoint(tmp_path / "best.pt"), "--out", tmp_path / "m.pt2"]),
                           "needs torch 2.6", torch.__version__)
