@@ -66,6 +66,19 @@ def test_the_blend_is_what_the_test_predictions_hold(kernel_run):
     assert np.abs(weight * network + (1 - weight) * kernel - tested["expt_pred"].to_numpy()).max() < 1e-4
 
 
+def test_a_calibrated_run_stores_its_kernel_with_the_calibration(data, tmp_path):
+    """With an uncertainty method, best.pt is written once after training, by the calibration,
+    and holds the kernel too: predict gives the test predictions of the run."""
+    out = tmp_path / "mve"
+    code, _, stderr = run_cli(["train", data, "--targets", "expt", "--out", out, "--uncertainty", "mve", *COMMON])
+    assert code == 0, stderr
+    stored = load_checkpoint(out / "best.pt")
+    assert stored.model.kernel is not None and stored.meta.extra.uncertainty["calibration"]
+    tested = pd.read_csv(out / "test_predictions.csv")
+    predicted = Predictor(out / "best.pt").predict(list(tested.smiles))
+    assert np.abs(predicted["expt_pred"].to_numpy() - tested["expt_pred"].to_numpy()).max() < 1e-5
+
+
 def test_kernel_none_trains_the_network_alone(data, tmp_path):
     code, stdout, stderr = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "n", "--kernel", "none", *COMMON])
     assert code == 0, stderr
