@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from rdkit import Chem, rdBase
 import dgl
-from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer, mol_to_bigraph
+from dgllife.utils import CanonicalAtomFeaturizer, CanonicalBondFeaturizer
 
 from ..errors import ConfigError, InvalidMoleculeError
 from ..logs import progress as progress_bar
@@ -18,6 +18,7 @@ from .components import combine_row
 from .config import FeaturizerConfig, SizeLimits
 from .conformer import has_3d_conformer, molecule_coordinates
 from .ogb_features import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS, OGBAtomFeaturizer, OGBBondFeaturizer, ogb_feature_value
+from .walks import random_walk_landing
 
 
 
@@ -227,6 +228,21 @@ def canonical_atom_order(mol: Chem.Mol) -> Tuple[Chem.Mol, List[int]]:
     return canonical, order
 
 
+def bond_graph(mol: Chem.Mol) -> dgl.DGLGraph:
+    """The molecule's atoms as nodes and its bonds as edges in both directions (int64 ids), in
+    dgllife's order (``mol_to_bigraph``): bond ``i`` from atom ``u`` to ``v`` is edges ``2i``
+    (``u -> v``) and ``2i + 1`` (``v -> u``).
+
+    Example:
+        >>> g = bond_graph(Chem.MolFromSmiles("CCO"))
+        >>> [t.tolist() for t in g.edges()]
+        [[0, 1, 1, 2], [1, 0, 2, 1]]
+    """
+    ends = np.array([(bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()) for bond in mol.GetBonds()], dtype=np.int64).reshape(-1, 2)
+    src, dst = torch.from_numpy(ends.reshape(-1)), torch.from_numpy(np.ascontiguousarray(ends[:, ::-1]).reshape(-1))
+    return dgl.graph((src, dst), num_nodes=mol.GetNumAtoms(), idtype=torch.int64)
+
+
 def describe_molecule(molecule: object) -> str:
     """Text naming an input in reports and tables: the SMILES as given, a molecule's SMILES, or
     the ``repr`` of anything else.
@@ -353,13 +369,8 @@ class MoleculeFeaturizer:
     def molecular_graph(self, molecule: MoleculeLike) -> dgl.DGLGraph:
         """The featurized molecular graph (bonds in both directions, dgllife order)."""
         mol, input_atom = self.prepare(molecule)
-        graph = mol_to_bigraph(
-            mol,
-            node_featurizer=self._atoms,
-            edge_featurizer=None,
-            canonical_atom_order=False,
-        )
-        graph = graph.long()
+        graph = bond_graph(mol)
+        graph.ndata.update(self._atoms(mol))
         ogb_bonds = self._ogb_bonds(mol)["feat"]
         bond_feats = ogb_bonds if self._bonds is self._ogb_bonds else self._dense_bond_features(mol)
         graph.edata["feat"] = bond_feats
@@ -369,7 +380,7 @@ class MoleculeFeaturizer:
             coords = molecule_coordinates(mol, self.config.coordinates, self.config.embed_seed, self.config.mmff)
             graph.ndata["pos"] = torch.from_numpy(coords.astype(np.float32))
         if self.config.rwse_steps:
-            graph.ndata["rwse"] = dgl.random_walk_pe(graph, self.config.rwse_steps)
+            graph.ndata["rwse"] = random_walk_landing(graph.num_nodes(), *(ends.numpy() for ends in graph.edges()), self.config.rwse_steps)
         return graph
 
     def _dense_bond_features(self, mol: Chem.Mol) -> torch.Tensor:

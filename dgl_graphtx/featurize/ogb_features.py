@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 from ogb.utils.features import (
     allowable_features,
@@ -68,7 +69,7 @@ class _OGBFeaturizer:
         raise NotImplementedError
 
     def __call__(self, mol: Chem.Mol) -> Dict[str, torch.Tensor]:
-        feats = torch.tensor(self.rows(mol), dtype=torch.int64).reshape(-1, len(self.dims))
+        feats = torch.from_numpy(np.array(self.rows(mol), dtype=np.int64).reshape(-1, len(self.dims)))
         return {self.field: feats}
 
 
@@ -88,10 +89,14 @@ class OGBAtomFeaturizer(_OGBFeaturizer):
     dims = OGB_ATOM_FEATURE_DIMS
 
     def rows(self, mol: Chem.Mol) -> List[List[int]]:
-        rows = [atom_to_feature_vector(atom) for atom in mol.GetAtoms()]
-        for row, atom in zip(rows, mol.GetAtoms()):
-            row[1] = cip_category(atom)
-        return rows
+        return [_atom_row(atom) for atom in mol.GetAtoms()]
+
+
+def _atom_row(atom: Chem.Atom) -> List[int]:
+    """OGB's atom categories, with the CIP label as the chirality (:func:`cip_category`)."""
+    row = atom_to_feature_vector(atom)
+    row[1] = cip_category(atom)
+    return row
 
 
 #: Chirality categories of the atom features (same slots as OGB's CW / CCW / OTHER).
