@@ -8,11 +8,11 @@ from ..errors import ConfigError
 from ..featurize import SizeLimits
 from ..inference.explain import MAX_STEPS, ExplainSettings
 from ..inference.prediction_job import PredictionJob, run_prediction
-from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE
+from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE, Predictor
 from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
 from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_row_options, add_threads_option, bounded,
-                     molecule_columns, print_table, verbosity)
+                     library_default, molecule_columns, print_table, verbosity)
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help=f"molecules with more relation-graph edges get NaN and an error (default: {SizeLimits.max_relation_edges})")
     predict.add_argument("--chunk-size", type=bounded(int, 1), default=CHUNK_SIZE,
                          help=f"molecules featurized and written per step; memory does not grow with the input (default: {CHUNK_SIZE})")
+    workers = library_default(Predictor, "workers")
+    predict.add_argument("--workers", type=bounded(int, 1), default=workers,
+                         help=f"processes featurizing the molecules (default: {workers}; up to the number of cores: "
+                              "featurization is most of a prediction's time on the CPU)")
     predict.add_argument("--uncertainty", choices=[m for m in METHODS if uncertainty_method(m).std != "members"], default=None,
                          help="uncertainty method (default: the one the checkpoint was trained with): adds <target>_std, and "
                               "<target>_lo/_hi when the checkpoint holds a calibration for it; mc_dropout works with any model")
@@ -75,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     explain = (ExplainSettings(args.explain_target, args.explain_steps or DEFAULT_STEPS, args.explain_baseline or "auto")
                if args.explain else None)
     options = dict(device=args.device, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
-                   chunk_size=args.chunk_size, uncertainty=args.uncertainty, mc_samples=args.mc_samples, explain=explain)
+                   chunk_size=args.chunk_size, workers=args.workers, uncertainty=args.uncertainty, mc_samples=args.mc_samples,
+                   explain=explain)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
                         delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols,

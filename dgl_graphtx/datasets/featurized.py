@@ -6,12 +6,19 @@ into two :class:`~dgl_graphtx.datasets.PackedGraphs`, in input order.
 """
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, List, NamedTuple, Optional
 
+from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer, featurize_each
 from ..featurize.molecule import MoleculeLike
+from ..logs import progress as progress_bar
 from .packed import PackedGraphs
+from .worker_pool import close_shared_pool, shared_pool
 
+#: Fewest molecules a process featurizes at a time when :func:`featurize_and_pack` has several
+#: workers (fewer molecules than two parts are featurized in this process).
+PART_SIZE = 64
 #: Called with ``(row, reason)`` for each molecule that could not be featurized, as soon as it fails.
 ErrorHandler = Callable[[int, str], None]
 
@@ -33,10 +40,13 @@ class Featurized(NamedTuple):
 
 
 def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optional[MoleculeLike]],
-                       progress: bool = False, on_error: Optional[ErrorHandler] = None) -> Featurized:
+                       progress: bool = False, on_error: Optional[ErrorHandler] = None, workers: int = 1) -> Featurized:
     """Featurize every molecule (see :func:`~dgl_graphtx.featurize.featurize_each`) and pack the
     graphs of those that worked. ``on_error(row, reason)`` hears of each failure as it happens
-    (raise from it to stop at the first one).
+    (raise from it to stop at the first one). ``workers`` > 1 featurizes parts of at least
+    :data:`PART_SIZE` molecules in that many processes (:func:`~dgl_graphtx.datasets.worker_pool.shared_pool`,
+    kept for the next call), with the same result; ``on_error`` then hears of the failures of each
+    part, in row order, when the part is done.
 
     Example:
         >>> seen = []
@@ -44,6 +54,10 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
         >>> seen, done.rows, done.relations.num_edges.tolist()
         ([(0, 'empty SMILES')], [1], [1])
     """
+    if workers > 1:
+        molecules = list(molecules)
+        if len(molecules) >= 2 * PART_SIZE:
+            return _featurized_in_parts(featurizer, molecules, progress, on_error, workers)
     errors: List[Optional[str]] = []
     graphs, relations, rows = [], [], []
     for row, featurized, error in featurize_each(featurizer, molecules, progress):
@@ -59,3 +73,34 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
     if not rows:
         return Featurized(errors, rows, None, None)
     return Featurized(errors, rows, PackedGraphs.from_graphs(graphs), PackedGraphs.from_graphs(relations))
+
+
+def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optional[MoleculeLike]], progress: bool,
+                         on_error: Optional[ErrorHandler], workers: int) -> Featurized:
+    """:func:`featurize_and_pack` in a pool of ``workers`` processes, a few parts per worker."""
+    count = min(4 * workers, len(molecules) // PART_SIZE)
+    bounds = [len(molecules) * i // count for i in range(count + 1)]
+    pool = shared_pool(workers)
+    futures = [pool.executor.submit(featurize_and_pack, featurizer, molecules[start:stop]) for start, stop in zip(bounds, bounds[1:])]
+    errors: List[Optional[str]] = []
+    rows: List[int] = []
+    packed: List[Featurized] = []
+    for start, future in zip(bounds, progress_bar(futures, "featurizing", "part", enabled=progress)):
+        try:
+            part = future.result()
+        except BrokenProcessPool:
+            close_shared_pool()  # a broken pool takes no more work: the next call starts a new one
+            raise ConfigError("a featurizing process ended abruptly (out of memory, killed, or started from a script whose "
+                              "work is not under `if __name__ == \"__main__\":`, which Python's processes re-run): fix that, "
+                              "or featurize with workers=1") from None
+        for offset, error in enumerate(part.errors):
+            if error is not None and on_error is not None:
+                on_error(start + offset, error)
+        errors.extend(part.errors)
+        rows.extend(start + row for row in part.rows)
+        if part.graphs is not None:
+            packed.append(part)
+    if not packed:
+        return Featurized(errors, rows, None, None)
+    graphs, relations = (PackedGraphs.joined([getattr(part, name) for part in packed]) for name in ("graphs", "relations"))
+    return Featurized(errors, rows, graphs, relations)

@@ -94,6 +94,31 @@ class PackedGraphs:
             edata={k: torch.cat([g.edata[k] for g in graphs]) for k in ekeys},
         )
 
+    @classmethod
+    def joined(cls, parts: Sequence["PackedGraphs"]) -> "PackedGraphs":
+        """The graphs of ``parts``, one after the other (all must share feature keys and dtypes).
+
+        Example:
+            >>> import dgl
+            >>> gs = [dgl.graph(([0], [1]), num_nodes=2), dgl.graph(([0, 1], [1, 2]), num_nodes=3)]
+            >>> PackedGraphs.joined([PackedGraphs.from_graphs(gs[:1]), PackedGraphs.from_graphs(gs[1:])]).num_nodes.tolist()
+            [2, 3]
+        """
+        if not parts:
+            raise ValueError("cannot join zero packed graphs")
+        first = parts[0]
+        for i, part in enumerate(parts):
+            if part.ndata.keys() != first.ndata.keys() or part.edata.keys() != first.edata.keys():
+                raise ValueError(f"packed graphs {i} have feature keys different from packed graphs 0")
+        return cls(
+            num_nodes=torch.cat([p.num_nodes for p in parts]),
+            num_edges=torch.cat([p.num_edges for p in parts]),
+            src=torch.cat([p.src for p in parts]),
+            dst=torch.cat([p.dst for p in parts]),
+            ndata={k: torch.cat([p.ndata[k] for p in parts]) for k in first.ndata},
+            edata={k: torch.cat([p.edata[k] for p in parts]) for k in first.edata},
+        )
+
     def __len__(self) -> int:
         return len(self.num_nodes)
 

@@ -2,7 +2,7 @@
 over it.
 
 :func:`featurize_to_store` splits the molecules into shards of ``shard_size`` rows and featurizes
-them in ``workers`` processes (``concurrent.futures``, started by a fork server); each shard is written
+them in ``workers`` processes (:class:`~dgl_graphtx.datasets.worker_pool.FeaturizingPool`); each shard is written
 atomically to ``DIR/shards/`` the moment it is done, under a name holding the SHA-256 of its index
 and its bytes, so a killed run resumes from the finished shards, and a shard whose content no
 longer matches its name (a flipped byte, a cut file, another shard's file copied in its place) is
@@ -29,13 +29,10 @@ import hashlib
 import io
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 import sys
-import threading
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from multiprocessing.connection import Connection
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -53,6 +50,7 @@ from .cache import cache_key
 from .featurized import featurize_and_pack
 from .molecule_dataset import MoleculeDataset, coerce_targets, _content_fingerprint, featurization_settings
 from .readers import read_molecules
+from .worker_pool import FeaturizingPool
 from .report import InputReport, RowIssue
 from ..saved_files import open_npy, read_json, read_torch
 
@@ -220,53 +218,21 @@ def _consolidate(root: Path, num_shards: int, total_rows: int, manifest: Dict[st
     shutil.rmtree(root / "shards")
 
 
-def _start_worker(command_alive: Connection) -> None:
-    """Initializer of a featurizing process: one torch thread, and an end with the command that
-    started it (see :func:`_exit_with_command`)."""
-    torch.set_num_threads(1)
-    threading.Thread(target=_exit_with_command, args=(command_alive,), daemon=True).start()
-
-
-def _exit_with_command(command_alive: Connection) -> None:
-    """Wait until the command's end of the pipe closes, which the kernel does when the command
-    ends, however it ends (SIGKILL included), then end this worker at once: no shard is written
-    for a command that is gone. The fork server and the resource tracker, which run while some
-    process holds their pipes, end with the last worker."""
-    try:
-        command_alive.recv()
-    except EOFError:
-        pass
-    os._exit(1)
-
-
 def _run_shards(jobs: List[Tuple[Any, ...]], workers: int, bar: tqdm) -> None:
     if workers == 1:
         for job in jobs:
             bar.update(_featurize_shard(*job))
         return
-    # fork after torch/OpenMP start-up is unsafe; a fork server that imported the library once
-    # (before any thread started) forks workers quickly; spawn where there is no fork server
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload([__name__])
-    command_alive, held = context.Pipe(duplex=False)  # the workers read; this process alone holds the other end
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                                 initargs=(command_alive,)) as pool:
-            pending = set()
-            queue = iter(jobs)
-            for job in queue:  # keep a bounded number of shards in flight
-                pending.add(pool.submit(_featurize_shard, *job))
-                if len(pending) >= 2 * workers:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        bar.update(future.result())
-            for future in pending:
-                bar.update(future.result())
-    finally:
-        held.close()
-        command_alive.close()
+    with FeaturizingPool(workers) as pool:
+        pending = set()
+        for job in jobs:  # keep a bounded number of shards in flight
+            pending.add(pool.executor.submit(_featurize_shard, *job))
+            if len(pending) >= 2 * workers:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    bar.update(future.result())
+        for future in pending:
+            bar.update(future.result())
 
 
 def featurize_to_store(

@@ -156,6 +156,9 @@ class Predictor:
         molecule_columns: for a model of several molecules per row, the columns of a file holding
             each row's molecules, and those holding their mixture weights (of a file, or of the
             ``features`` of :meth:`predict`); default: those the model was trained with.
+        workers: processes featurizing each chunk (the same results; featurization is most of a
+            prediction's time on the CPU); the processes start once and serve every later chunk.
+            A script that uses more than one must run under ``if __name__ == "__main__":``.
 
     Example:
         >>> import tempfile
@@ -183,8 +186,10 @@ class Predictor:
         atom_function: Optional[AtomFunction] = None,
         explain: Optional[ExplainSettings] = None,
         molecule_columns: Optional[MoleculeColumns] = None,
+        workers: int = 1,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
+        check_number("workers", workers, 1, integer=True)
         check_number("batch_edges", batch_edges, 1, integer=True)
         check_number("chunk_size", chunk_size, 1, integer=True)
         if not isinstance(limits, SizeLimits):
@@ -212,6 +217,7 @@ class Predictor:
         self.batch_size = batch_size
         self.batch_edges = batch_edges
         self.chunk_size = chunk_size
+        self.workers = workers
         self.extras = FittedExtraFeatures.from_dict(extras.extra_features) if extras.extra_features else None
         #: The columns the model's rows of several molecules were read from in training, those it reads them
         #: from now (``molecule_columns``, else the same), and its atom- and bond-level targets.
@@ -455,7 +461,7 @@ class Predictor:
         """The featurized molecules with their extra features and row values (mixture weights,
         constrained atom sums), and per input row why values were masked or left out (as at
         training time), if any were."""
-        done = featurize_and_pack(self.featurizer, molecules)
+        done = featurize_and_pack(self.featurizer, molecules, workers=self.workers)
         if done.graphs is not None:  # once per chunk, on the host: a GPU would only assert deep in an embedding
             self.model.check_inputs(done.graphs)
         masked: List[Optional[str]] = [None] * len(molecules)

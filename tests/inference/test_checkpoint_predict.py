@@ -144,6 +144,15 @@ def test_predictions_do_not_depend_on_batch_size(trained):
                                atol=1e-6)
 
 
+def test_predictions_do_not_depend_on_featurizing_workers(trained):
+    _, _, out = trained
+    inputs = (QUERY + [INVALID["syntax"]]) * 40  # parts of at least 64 molecules go to the two processes
+    one = Predictor(out / "best.pt", device="cpu").predict(inputs)
+    two = Predictor(out / "best.pt", device="cpu", workers=2, chunk_size=150).predict(inputs)
+    pd.testing.assert_frame_equal(two, one)
+    assert one["error"].notna().sum() == 40
+
+
 @pytest.mark.parametrize("container", [pd.Series, np.array], ids=["series", "ndarray"])
 def test_predict_accepts_series_and_arrays(trained, container):
     _, _, out = trained

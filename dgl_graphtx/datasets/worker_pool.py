@@ -1,0 +1,103 @@
+"""Featurizing processes: pools started by a fork server, whose workers end with the process that
+started them, however it ends.
+
+:class:`FeaturizingPool` is one pool; :func:`shared_pool` keeps one for the whole process, which
+prediction reuses chunk after chunk (starting processes costs about a second each).
+"""
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Optional, Type
+
+import torch
+
+from ..errors import ConfigError
+
+
+class FeaturizingPool:
+    """``workers`` processes with one torch thread each, started by a fork server that imported
+    the library once (spawned where there is none: forking after torch's threads started is
+    unsafe). A worker ends as soon as the process that made the pool ends, SIGKILL included, so
+    that no work outlives the command that asked for it.
+
+    Example:
+        >>> with FeaturizingPool(1) as pool:
+        ...     pool.executor.submit(sum, [1, 2]).result()
+        3
+    """
+
+    def __init__(self, workers: int) -> None:
+        if not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
+        self.workers = workers
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        if method == "forkserver":
+            context.set_forkserver_preload(["dgl_graphtx.datasets"])
+        # the workers read one end; this process alone holds the other, which the kernel closes when it ends
+        self._alive, self._held = context.Pipe(duplex=False)
+        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                                            initargs=(self._alive,))
+
+    def close(self) -> None:
+        """Stop the workers (pending work is cancelled) and release the pipe."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self._held.close()
+        self._alive.close()
+
+    def __enter__(self) -> "FeaturizingPool":
+        return self
+
+    def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException], trace: Optional[TracebackType]) -> None:
+        self.close()
+
+
+_shared: Optional[FeaturizingPool] = None
+
+
+def shared_pool(workers: int) -> FeaturizingPool:
+    """This process's pool of ``workers`` featurizing processes, started on first use and kept
+    until the process exits (or a pool of another size is asked for, which replaces it).
+
+    Example:
+        >>> shared_pool(1) is shared_pool(1)
+        True
+    """
+    global _shared
+    if _shared is None or _shared.workers != workers:
+        close_shared_pool()
+        _shared = FeaturizingPool(workers)
+    return _shared
+
+
+@atexit.register
+def close_shared_pool() -> None:
+    """Stop the pool of :func:`shared_pool`, if one runs."""
+    global _shared
+    if _shared is not None:
+        _shared.close()
+        _shared = None
+
+
+def _start_worker(command_alive: Connection) -> None:
+    """Initializer of a featurizing process: one torch thread, and an end with the process that
+    started it (see :func:`_exit_with_command`)."""
+    torch.set_num_threads(1)
+    threading.Thread(target=_exit_with_command, args=(command_alive,), daemon=True).start()
+
+
+def _exit_with_command(command_alive: Connection) -> None:
+    """Wait until the command's end of the pipe closes, which the kernel does when the command
+    ends, however it ends (SIGKILL included), then end this worker at once. The fork server and
+    the resource tracker, which run while some process holds their pipes, end with the last worker."""
+    try:
+        command_alive.recv()
+    except EOFError:
+        pass
+    os._exit(1)
