@@ -83,25 +83,29 @@ def parse_smiles(smiles: str) -> Chem.Mol:
     if not text:
         raise InvalidMoleculeError("empty SMILES")
     with rdBase.BlockLogs():
-        mol = Chem.MolFromSmiles(text, sanitize=False)
-        if mol is None:
-            raise InvalidMoleculeError("SMILES syntax error (RDKit could not parse it)")
-        problems = Chem.DetectChemistryProblems(mol)
-        if problems:
-            raise InvalidMoleculeError(problems[0].Message())
-        try:
-            Chem.SanitizeMol(mol)
-        except Exception as err:  # RDKit raises several unrelated exception types here
-            raise InvalidMoleculeError(f"RDKit sanitization failed: {err}") from None
-        # The step-by-step parse above only diagnoses problems. The molecule returned is RDKit's
-        # standard parse, which also removes explicit [H] atoms (hydrogens are nodes only with
-        # explicit_hydrogens=True) and perceives stereochemistry (E/Z bonds, chiral centres).
+        # RDKit's standard parse: sanitized, explicit [H] atoms removed (hydrogens are nodes only
+        # with explicit_hydrogens=True), stereochemistry perceived (E/Z bonds, chiral centres)
         mol = Chem.MolFromSmiles(text)
         if mol is None:
-            raise InvalidMoleculeError("RDKit could not parse this SMILES (hydrogen removal or stereo perception failed)")
+            raise InvalidMoleculeError(_parse_failure(text))
     if mol.GetNumAtoms() == 0:
         raise InvalidMoleculeError("molecule has no atoms")
     return mol
+
+
+def _parse_failure(text: str) -> str:
+    """Why RDKit's standard parse of ``text`` failed, found step by step (logs blocked by the caller)."""
+    mol = Chem.MolFromSmiles(text, sanitize=False)
+    if mol is None:
+        return "SMILES syntax error (RDKit could not parse it)"
+    problems = Chem.DetectChemistryProblems(mol)
+    if problems:
+        return problems[0].Message()
+    try:
+        Chem.SanitizeMol(mol)
+    except Exception as err:  # RDKit raises several unrelated exception types here
+        return f"RDKit sanitization failed: {err}"
+    return "RDKit could not parse this SMILES (hydrogen removal or stereo perception failed)"
 
 
 def heavy_atoms_written(smiles: str) -> int:
