@@ -12,7 +12,7 @@ section of docs/benchmarks.md.
 
 Run:  python -m benchmarks.checks.predict_memory --in-memory                         (docs/benchmarks.md)
       OMP_NUM_THREADS=1 python -m benchmarks.checks.predict_memory --source moses --sizes 100000 \\
-          --chunk-size 10000 --presets gradformer/default grpe/tiny                     (docs/scaling.md)
+          --chunk-size 10000 --presets gradformer/default grpe/tiny --workers 1 2        (docs/scaling.md)
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ from benchmarks.common.report import REPO, environment_line
 from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
 from dgl_graphtx.models import build_model, get_preset
 
-COLUMNS = [("smiles", "SMILES"), ("preset", "preset"), ("mode", "mode"), ("chunk", "chunk size"), ("seconds", "seconds"),
+COLUMNS = [("smiles", "SMILES"), ("preset", "preset"), ("mode", "mode"), ("chunk", "chunk size"), ("workers", "workers"),
+           ("seconds", "seconds"),
            ("rate", "molecules/s"), ("peak_mib", "peak RSS (MiB)"), ("first_mib", "RSS after 1st chunk"),
            ("last_mib", "RSS after last chunk"), ("load", "load avg")]
 
@@ -58,10 +59,10 @@ def job(argv: Sequence[str]) -> None:
     print(json.dumps({"code": code, "peak_mib": peak_mb(), "first_mib": after_chunks[0], "last_mib": after_chunks[-1]}))
 
 
-def run_predict(checkpoint: Path, inputs: Path, output: Path, chunk: int, device: str) -> Dict[str, float]:
-    """One ``predict`` process: its wall seconds and memory."""
+def run_predict(checkpoint: Path, inputs: Path, output: Path, chunk: int, device: str, workers: int = 1) -> Dict[str, float]:
+    """One ``predict`` process (featurizing in ``workers`` processes): its wall seconds and memory (of the main process)."""
     argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(inputs), "--output", str(output), "--device", device,
-            "--chunk-size", str(chunk), "--no-progress"]
+            "--chunk-size", str(chunk), "--no-progress", *(["--workers", str(workers)] if workers > 1 else [])]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "benchmarks.checks.predict_memory", "--job", *argv], capture_output=True, text=True,
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] = None) -> int:
     parser.add_argument("--chunk-size", type=int, default=4096, help="molecules per streamed chunk")
     parser.add_argument("--in-memory", action="store_true", help="also the smallest input in one chunk")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1], help="featurizing processes of predict (a row each)")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.chunk_size = [300, 900], 128
@@ -95,15 +97,17 @@ def main(argv: Sequence[str] = None) -> int:
             for size in args.sizes:
                 inputs, output = Path(tmp) / f"in{size}.csv", Path(tmp) / "out.csv"
                 pd.DataFrame({"smiles": repeat_to(pool, size)}).to_csv(inputs, index=False)
-                in_memory = [("all in memory", size)] * (args.in_memory and size == min(args.sizes))
-                for mode, chunk in [("streaming", args.chunk_size), *in_memory]:
-                    found = run_predict(checkpoint, inputs, output, chunk, args.device)
+                in_memory = [("all in memory", size, 1)] * (args.in_memory and size == min(args.sizes))
+                for mode, chunk, workers in [*(("streaming", args.chunk_size, w) for w in args.workers), *in_memory]:
+                    found = run_predict(checkpoint, inputs, output, chunk, args.device, workers)
                     if found["code"] != 0 or len(pd.read_csv(output)) != size:
                         raise SystemExit(f"predict of {size} SMILES failed or lost rows")
-                    rows.append({"smiles": size, "preset": name, "mode": mode, "chunk": chunk, **found, "rate": size / found["seconds"],
+                    rows.append({"smiles": size, "preset": name, "mode": mode, "chunk": chunk, "workers": workers, **found,
+                                 "rate": size / found["seconds"],
                                  "load": os.getloadavg()[0]})
                     print(rows[-1], flush=True)
-    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming" and r["preset"] == args.presets[0]}
+    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming" and r["preset"] == args.presets[0]
+                 and r["workers"] == args.workers[0]}
     summary = (f"Peak memory of streaming prediction, {max(streaming):,} vs {min(streaming):,} SMILES: "
                f"{streaming[max(streaming)] / streaming[min(streaming)]:.2f}x for {max(streaming) // min(streaming)}x the input.")
     print(summary)

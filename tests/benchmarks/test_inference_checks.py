@@ -36,10 +36,11 @@ def test_the_inference_speed_check_runs_quickly(tmp_path):
 
 
 def test_the_prediction_check_streams_the_command_line(tmp_path):
-    assert predict_memory.main(["--quick", "--in-memory", "--csv", str(tmp_path / "p.csv")]) == 0
+    assert predict_memory.main(["--quick", "--in-memory", "--workers", "1", "2", "--csv", str(tmp_path / "p.csv")]) == 0
     table = pd.read_csv(tmp_path / "p.csv")
-    assert table[["smiles", "mode", "chunk"]].values.tolist() == [[300, "streaming", 128], [300, "all in memory", 300],
-                                                                 [900, "streaming", 128]]
+    assert table[["smiles", "mode", "chunk", "workers"]].values.tolist() == [
+        [300, "streaming", 128, 1], [300, "streaming", 128, 2], [300, "all in memory", 300, 1], [900, "streaming", 128, 1],
+        [900, "streaming", 128, 2]]
     assert (table["code"] == 0).all() and (table["first_mib"] <= table["peak_mib"] + 1).all()  # RSS after a chunk within the peak
 
 
