@@ -1,9 +1,12 @@
-"""Running a tool's command as a child process: one thread, its output to a log file, and the
-CPU time (user + system) it and its own children used."""
+"""Running a tool's command as a child process: one thread, its output to a log file, the CPU
+time (user + system) it and its own children used, and an end with the suite (on Linux the kernel
+stops the child when the suite's process ends, however it ends)."""
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -46,6 +49,15 @@ def executable(name: str, venv: Optional[Path] = None) -> str:
     return str(path)
 
 
+#: ``prctl`` option: the signal the kernel sends a process when its parent ends.
+PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent() -> None:
+    """Run in the child before its command: SIGTERM when the suite's process ends (Linux)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class ChildFailed(RuntimeError):
     """A tool's command exited with an error; the message holds the end of its log."""
 
@@ -58,7 +70,8 @@ def run_child(command: List[str], log: Path, extra_env: Optional[Dict[str, str]]
     with log.open("w") as handle:
         handle.write(" ".join(command) + "\n\n")
         handle.flush()
-        code = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env).returncode
+        code = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                              preexec_fn=_end_with_parent if sys.platform.startswith("linux") else None).returncode
     usage = Usage(children_cpu() - cpu, time.perf_counter() - wall)
     if code != 0:
         tail = "\n".join(log.read_text().splitlines()[-15:])

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -130,3 +136,28 @@ def test_the_suite_s_ledger_is_its_branch_s_worktree_and_main_keeps_the_digests(
     assert suite.DIGESTS.is_file()  # committed on main
     elsewhere = suite.store_for(suite.parse_args(["--report", "--results", str(tmp_path / "timing")]))
     assert elsewhere.ledger.parent == elsewhere.digests.parent == tmp_path / "timing"
+
+
+def test_a_tools_process_ends_with_the_suites(tmp_path):
+    """The suite stopped (here its stand-in, SIGKILLed) leaves no training behind."""
+    pid_file, tool, suite_script = tmp_path / "child.pid", tmp_path / "tool.py", tmp_path / "suite.py"
+    tool.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    suite_script.write_text("import sys\nfrom pathlib import Path\nfrom benchmarks.suite.children import run_child\n"
+                            f"run_child([sys.executable, {str(tool)!r}], Path({str(tmp_path / 'log.txt')!r}))\n")
+    root = Path(__file__).resolve().parents[2]
+    suite = subprocess.Popen([sys.executable, str(suite_script)], env={**os.environ, "PYTHONPATH": str(root)})
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    suite.send_signal(signal.SIGKILL)
+    suite.wait()
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the tool's process outlived the suite")
