@@ -7,7 +7,10 @@ into two :class:`~dgl_graphtx.datasets.PackedGraphs`, in input order.
 from __future__ import annotations
 
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Callable, Iterable, List, NamedTuple, Optional
+
+from rdkit import Chem
 
 from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer, featurize_each
@@ -81,7 +84,8 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
     count = min(4 * workers, len(molecules) // PART_SIZE)
     bounds = [len(molecules) * i // count for i in range(count + 1)]
     pool = shared_pool(workers)
-    futures = [pool.executor.submit(featurize_and_pack, featurizer, molecules[start:stop]) for start, stop in zip(bounds, bounds[1:])]
+    futures = [pool.executor.submit(_featurize_part, featurizer, [_sendable(m) for m in molecules[start:stop]])
+               for start, stop in zip(bounds, bounds[1:])]
     errors: List[Optional[str]] = []
     rows: List[int] = []
     packed: List[Featurized] = []
@@ -104,3 +108,34 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
         return Featurized(errors, rows, None, None)
     graphs, relations = (PackedGraphs.joined([getattr(part, name) for part in packed]) for name in ("graphs", "relations"))
     return Featurized(errors, rows, graphs, relations)
+
+
+@dataclass(frozen=True)
+class _MolBytes:
+    """An RDKit molecule as it crosses to a featurizing process: RDKit's own pickle drops the
+    properties and rounds the coordinates to float32 unless told otherwise."""
+
+    data: bytes
+
+
+def _sendable(molecule: Optional[MoleculeLike]) -> object:
+    """``molecule`` with every RDKit molecule in it (a row may hold several) as :class:`_MolBytes`."""
+    if isinstance(molecule, Chem.Mol):
+        return _MolBytes(molecule.ToBinary(Chem.PropertyPickleOptions.AllProps | Chem.PropertyPickleOptions.CoordsAsDouble))
+    if isinstance(molecule, tuple):
+        return tuple(_sendable(part) for part in molecule)
+    return molecule
+
+
+def _received(molecule: object) -> Optional[MoleculeLike]:
+    """The inverse of :func:`_sendable`."""
+    if isinstance(molecule, _MolBytes):
+        return Chem.Mol(molecule.data)
+    if isinstance(molecule, tuple):
+        return tuple(_received(part) for part in molecule)
+    return molecule  # type: ignore[return-value]  # a SMILES string, a rejected molecule or None
+
+
+def _featurize_part(featurizer: MoleculeFeaturizer, part: List[object]) -> Featurized:
+    """What a featurizing process runs: :func:`featurize_and_pack` of its part."""
+    return featurize_and_pack(featurizer, [_received(m) for m in part])

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from dgl_graphtx.datasets import PackedGraphs, featurize_and_pack
+from dgl_graphtx.datasets import PackedGraphs, example_sdf_path, featurize_and_pack, read_molecules
 from dgl_graphtx.datasets.featurized import PART_SIZE
 from dgl_graphtx.datasets.worker_pool import FeaturizingPool, close_shared_pool, shared_pool
 from dgl_graphtx.errors import ConfigError
@@ -48,6 +48,21 @@ def test_two_workers_give_what_one_process_gives(config):
     two = featurize_and_pack(featurizer, iter(molecules), on_error=lambda row, why: heard_two.append((row, why)), workers=2)
     assert two.rows == one.rows and two.errors == one.errors
     assert heard_two == heard_one and len(heard_one) == sum(e is not None for e in one.errors) > 0
+    _assert_same_packed(two.graphs, one.graphs)
+    _assert_same_packed(two.relations, one.relations)
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["molecules", "rows of two"])
+def test_molecules_from_a_file_cross_with_their_coordinates_exact(rows):
+    """RDKit's default pickle rounds coordinates to float32: hydrogens placed from them would move."""
+    featurizer = MoleculeFeaturizer(FeaturizerConfig(explicit_hydrogens=True, coordinates="conformer"),
+                                    RelationConfig("radius", radius=4.0))
+    records = list(read_molecules(example_sdf_path()).molecules)
+    molecules = [records[i % len(records)] for i in range(2 * PART_SIZE)]
+    if rows:
+        molecules = [(molecule, records[0]) for molecule in molecules]
+    one, two = featurize_and_pack(featurizer, molecules), featurize_and_pack(featurizer, molecules, workers=2)
+    assert two.rows == one.rows == list(range(len(molecules))) and two.errors == one.errors
     _assert_same_packed(two.graphs, one.graphs)
     _assert_same_packed(two.relations, one.relations)
 
