@@ -6,6 +6,7 @@ into two :class:`~dgl_graphtx.datasets.PackedGraphs`, in input order.
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, NamedTuple, Optional
@@ -89,25 +90,34 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
     errors: List[Optional[str]] = []
     rows: List[int] = []
     packed: List[Featurized] = []
-    for start, future in zip(bounds, progress_bar(futures, "featurizing", "part", enabled=progress)):
-        try:
-            part = future.result()
-        except BrokenProcessPool:
-            close_shared_pool()  # a broken pool takes no more work: the next call starts a new one
-            raise ConfigError("a featurizing process ended abruptly (out of memory, killed, or started from a script whose "
-                              "work is not under `if __name__ == \"__main__\":`, which Python's processes re-run): fix that, "
-                              "or featurize with workers=1") from None
-        for offset, error in enumerate(part.errors):
-            if error is not None and on_error is not None:
-                on_error(start + offset, error)
-        errors.extend(part.errors)
-        rows.extend(start + row for row in part.rows)
-        if part.graphs is not None:
-            packed.append(part)
+    try:
+        for start, future in zip(bounds, progress_bar(futures, "featurizing", "part", enabled=progress)):
+            part = _result(future)
+            for offset, error in enumerate(part.errors):
+                if error is not None and on_error is not None:
+                    on_error(start + offset, error)
+            errors.extend(part.errors)
+            rows.extend(start + row for row in part.rows)
+            if part.graphs is not None:
+                packed.append(part)
+    finally:  # stopped by on_error or an interrupt: the parts not started are not featurized
+        for future in futures:
+            future.cancel()
     if not packed:
         return Featurized(errors, rows, None, None)
     graphs, relations = (PackedGraphs.joined([getattr(part, name) for part in packed]) for name in ("graphs", "relations"))
     return Featurized(errors, rows, graphs, relations)
+
+
+def _result(future: "Future[Featurized]") -> Featurized:
+    """The part a featurizing process returned; one clear error if the process died."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        close_shared_pool()  # a broken pool takes no more work: the next call starts a new one
+        raise ConfigError("a featurizing process ended abruptly (out of memory, killed, or started from a script whose "
+                          "work is not under `if __name__ == \"__main__\":`, which Python's processes re-run): fix that, "
+                          "or featurize with workers=1") from None
 
 
 @dataclass(frozen=True)

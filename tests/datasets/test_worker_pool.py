@@ -106,3 +106,15 @@ def test_a_process_that_dies_gives_one_clear_error_and_the_next_call_works():
         featurize_and_pack(_DyingFeaturizer(), GOOD * PART_SIZE, workers=2)
     done = featurize_and_pack(MoleculeFeaturizer(), GOOD * PART_SIZE, workers=2)  # a new pool
     assert done.rows == list(range(len(GOOD) * PART_SIZE))
+
+
+def test_an_error_handler_that_raises_stops_the_work_at_the_first_failure():
+    heard = []
+
+    def stop(row, why):
+        heard.append(row)
+        raise ValueError(f"row {row}: {why}")
+
+    with pytest.raises(ValueError, match="row 3: empty SMILES"):
+        featurize_and_pack(MoleculeFeaturizer(), _molecules(8 * PART_SIZE), on_error=stop, workers=2)
+    assert heard == [3]
