@@ -140,7 +140,7 @@ def _sendable(molecule: Optional[MoleculeLike]) -> object:
 def _received(molecule: object) -> Optional[MoleculeLike]:
     """The inverse of :func:`_sendable`."""
     if isinstance(molecule, _MolBytes):
-        return Chem.Mol(molecule.data)
+        return Chem.Mol(molecule.data)  # type: ignore[call-overload]  # RDKit's stubs type its binary form as str; it is bytes
     if isinstance(molecule, tuple):
         return tuple(_received(part) for part in molecule)
     return molecule  # type: ignore[return-value]  # a SMILES string, a rejected molecule or None

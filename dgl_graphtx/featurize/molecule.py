@@ -384,7 +384,8 @@ class MoleculeFeaturizer:
             coords = molecule_coordinates(mol, self.config.coordinates, self.config.embed_seed, self.config.mmff)
             graph.ndata["pos"] = torch.from_numpy(coords.astype(np.float32))
         if self.config.rwse_steps:
-            graph.ndata["rwse"] = random_walk_landing(graph.num_nodes(), *(ends.numpy() for ends in graph.edges()), self.config.rwse_steps)
+            src, dst = (ends.numpy() for ends in graph.edges())
+            graph.ndata["rwse"] = random_walk_landing(graph.num_nodes(), src, dst, self.config.rwse_steps)
         return graph
 
     def _dense_bond_features(self, mol: Chem.Mol) -> torch.Tensor:
