@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..logs import progress as progress_bar
+from ..validation import check_number
 from .packed import PackedGraphs
 from .worker_pool import close_shared_pool, shared_pool
 
@@ -58,7 +59,7 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
         >>> seen, done.rows, done.relations.num_edges.tolist()
         ([(0, 'empty SMILES')], [1], [1])
     """
-    if workers > 1:
+    if check_number("workers", workers, 1, integer=True) > 1:
         molecules = list(molecules)
         if len(molecules) >= 2 * PART_SIZE:
             return _featurized_in_parts(featurizer, molecules, progress, on_error, workers)

@@ -17,7 +17,7 @@ from typing import Optional, Type
 
 import torch
 
-from ..errors import ConfigError
+from ..validation import check_number
 
 
 class FeaturizingPool:
@@ -33,9 +33,7 @@ class FeaturizingPool:
     """
 
     def __init__(self, workers: int) -> None:
-        if not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
-        self.workers = workers
+        self.workers = int(check_number("workers", workers, 1, integer=True))
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
         if method == "forkserver":

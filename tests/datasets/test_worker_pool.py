@@ -24,13 +24,14 @@ def _molecules(count: int):
 
 
 def _assert_same_packed(got: PackedGraphs, expected: PackedGraphs) -> None:
+    found = got.state_dict()
     for key, value in expected.state_dict().items():
         if isinstance(value, dict):
-            assert value.keys() == got.state_dict()[key].keys()
+            assert value.keys() == found[key].keys()
             for name, column in value.items():
-                assert torch.equal(got.state_dict()[key][name], column), name
+                assert torch.equal(found[key][name], column), name
         else:
-            assert torch.equal(got.state_dict()[key], value), key
+            assert torch.equal(found[key], value), key
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -92,6 +93,8 @@ def test_the_shared_pool_is_kept_and_replaced_for_another_size():
     assert second is not first and second.workers == 1
     with pytest.raises(ConfigError, match="workers"):
         FeaturizingPool(0)
+    with pytest.raises(ConfigError, match="workers"):
+        featurize_and_pack(MoleculeFeaturizer(), GOOD, workers=0)
 
 
 class _DyingFeaturizer(MoleculeFeaturizer):
