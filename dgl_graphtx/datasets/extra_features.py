@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import numpy as np
 import pandas as pd
 import torch
-from rdkit import Chem
+from rdkit import Chem, rdBase
 
 from ..errors import ConfigError
 from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names, kernel_fingerprints
@@ -260,6 +260,9 @@ class FittedExtraFeatures:
     spec: ExtraFeatures
     molecule_scaler: Optional[FeatureScaler] = None
     atom_scaler: Optional[FeatureScaler] = None
+    #: The RDKit release the features were computed with when the scalers were fitted ("" when
+    #: a checkpoint written before it was recorded).
+    rdkit_version: str = rdBase.rdkitVersion
 
     def attach(self, graphs: PackedGraphs, molecule_raw: Optional[np.ndarray], atom_raw: Optional[np.ndarray]) -> None:
         """Scale raw values and put them on ``graphs`` (every graph taken out then carries them)."""
@@ -271,16 +274,17 @@ class FittedExtraFeatures:
             graphs.ndata[EXTRA_ATOM_FEATURES] = torch.from_numpy(self.atom_scaler.transform(atom_raw))
 
     def compute_and_attach(self, graphs: PackedGraphs, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame],
-                           ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True
-                           ) -> MaskNotes:
+                           ids: Sequence[str], atom_function: Optional[AtomFunction] = None, molecule_level: bool = True,
+                           workers: int = 1) -> MaskNotes:
         """Compute the raw features of ``molecules`` (graph ``i`` of ``graphs``) and attach them
         (only the atom-level ones without ``molecule_level``); the values masked, as at training
-        time (:func:`masked_out_of_range`), by molecule."""
+        time (:func:`masked_out_of_range`), by molecule. ``workers`` > 1 computes the generators
+        in that many processes (see :func:`~dgl_graphtx.featurize.descriptors.compute_features`)."""
         notes: MaskNotes = []
         if self.spec.kernel and molecule_level:
-            graphs.graph_data[KERNEL_FINGERPRINTS] = torch.from_numpy(kernel_fingerprints(self.spec.kernel, molecules))
+            graphs.graph_data[KERNEL_FINGERPRINTS] = torch.from_numpy(kernel_fingerprints(self.spec.kernel, molecules, workers))
         if self.molecule_scaler is not None and molecule_level:
-            raw, masked = molecule_values(self.spec, molecules, frame, ids)
+            raw, masked = molecule_values(self.spec, molecules, frame, ids, workers)
             graphs.graph_data[EXTRA_MOLECULE_FEATURES] = torch.from_numpy(self.molecule_scaler.transform(raw))
             notes += masked
         if self.atom_scaler is not None:
@@ -293,14 +297,25 @@ class FittedExtraFeatures:
         """Plain dict (JSON- and ``weights_only``-safe)."""
         return {"spec": self.spec.to_dict(),
                 "molecule_scaler": self.molecule_scaler.to_dict() if self.molecule_scaler else None,
-                "atom_scaler": self.atom_scaler.to_dict() if self.atom_scaler else None}
+                "atom_scaler": self.atom_scaler.to_dict() if self.atom_scaler else None,
+                "rdkit_version": self.rdkit_version}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "FittedExtraFeatures":
-        """Inverse of :meth:`to_dict`."""
-        return cls(ExtraFeatures.from_dict(data["spec"]),
-                   FeatureScaler.from_dict(data["molecule_scaler"]) if data.get("molecule_scaler") else None,
-                   FeatureScaler.from_dict(data["atom_scaler"]) if data.get("atom_scaler") else None)
+        """Inverse of :meth:`to_dict`; a :class:`~dgl_graphtx.errors.ConfigError` when this RDKit
+        names the generators' features otherwise than the one the model was trained with (RDKit
+        adds descriptors from release to release)."""
+        fitted = cls(ExtraFeatures.from_dict(data["spec"]),
+                     FeatureScaler.from_dict(data["molecule_scaler"]) if data.get("molecule_scaler") else None,
+                     FeatureScaler.from_dict(data["atom_scaler"]) if data.get("atom_scaler") else None,
+                     str(data.get("rdkit_version", "")))
+        if fitted.molecule_scaler is not None and fitted.molecule_scaler.names != fitted.spec.molecule_names:
+            trained, here = fitted.molecule_scaler.names, fitted.spec.molecule_names
+            missing, extra = [n for n in trained if n not in here], [n for n in here if n not in trained]
+            raise ConfigError(f"the model reads {len(trained)} molecule-level features ({', '.join(fitted.spec.generators)}) and "
+                              f"RDKit {rdBase.rdkitVersion} gives {len(here)} (missing {missing[:3]}, new {extra[:3]}): predict "
+                              f"with the RDKit release the model was trained with ({fitted.rdkit_version or 'not recorded'})")
+        return fitted
 
 
 @dataclass

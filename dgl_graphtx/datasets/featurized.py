@@ -6,24 +6,14 @@ into two :class:`~dgl_graphtx.datasets.PackedGraphs`, in input order.
 """
 from __future__ import annotations
 
-from concurrent.futures import Future
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from typing import Callable, Iterable, List, NamedTuple, Optional
+from typing import Callable, Iterable, List, NamedTuple, Optional, cast
 
-from rdkit import Chem
-
-from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..logs import progress as progress_bar
 from ..validation import check_number
+from ..worker_pool import PART_SIZE, part_bounds, part_result, received, sendable, shared_pool
 from .packed import PackedGraphs
-from .worker_pool import close_shared_pool, shared_pool
-
-#: Fewest molecules a process featurizes at a time when :func:`featurize_and_pack` has several
-#: workers (fewer molecules than two parts are featurized in this process).
-PART_SIZE = 64
 #: Called with ``(row, reason)`` for each molecule that could not be featurized, as soon as it fails.
 ErrorHandler = Callable[[int, str], None]
 
@@ -49,7 +39,7 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
     """Featurize every molecule (see :func:`~dgl_graphtx.featurize.featurize_each`) and pack the
     graphs of those that worked. ``on_error(row, reason)`` hears of each failure as it happens
     (raise from it to stop at the first one). ``workers`` > 1 featurizes parts of at least
-    :data:`PART_SIZE` molecules in that many processes (:func:`~dgl_graphtx.datasets.worker_pool.shared_pool`,
+    :data:`PART_SIZE` molecules in that many processes (:func:`~dgl_graphtx.worker_pool.shared_pool`,
     kept for the next call), with the same result; ``on_error`` then hears of the failures of each
     part, in row order, when the part is done.
 
@@ -83,17 +73,16 @@ def featurize_and_pack(featurizer: MoleculeFeaturizer, molecules: Iterable[Optio
 def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optional[MoleculeLike]], progress: bool,
                          on_error: Optional[ErrorHandler], workers: int) -> Featurized:
     """:func:`featurize_and_pack` in a pool of ``workers`` processes, a few parts per worker."""
-    count = min(4 * workers, len(molecules) // PART_SIZE)
-    bounds = [len(molecules) * i // count for i in range(count + 1)]
+    bounds = part_bounds(len(molecules), workers)
     pool = shared_pool(workers)
-    futures = [pool.executor.submit(_featurize_part, featurizer, [_sendable(m) for m in molecules[start:stop]])
+    futures = [pool.executor.submit(_featurize_part, featurizer, [sendable(m) for m in molecules[start:stop]])
                for start, stop in zip(bounds, bounds[1:])]
     errors: List[Optional[str]] = []
     rows: List[int] = []
     packed: List[Featurized] = []
     try:
         for start, future in zip(bounds, progress_bar(futures, "featurizing", "part", enabled=progress)):
-            part = _result(future)
+            part = part_result(future)
             for offset, error in enumerate(part.errors):
                 if error is not None and on_error is not None:
                     on_error(start + offset, error)
@@ -110,43 +99,6 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
     return Featurized(errors, rows, graphs, relations)
 
 
-def _result(future: "Future[Featurized]") -> Featurized:
-    """The part a featurizing process returned; one clear error if the process died."""
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        close_shared_pool()  # a broken pool takes no more work: the next call starts a new one
-        raise ConfigError("a featurizing process ended abruptly (out of memory, killed, or started from a script whose "
-                          "work is not under `if __name__ == \"__main__\":`, which Python's processes re-run): fix that, "
-                          "or featurize with workers=1") from None
-
-
-@dataclass(frozen=True)
-class _MolBytes:
-    """An RDKit molecule as it crosses to a featurizing process: RDKit's own pickle drops the
-    properties and rounds the coordinates to float32 unless told otherwise."""
-
-    data: bytes
-
-
-def _sendable(molecule: Optional[MoleculeLike]) -> object:
-    """``molecule`` with every RDKit molecule in it (a row may hold several) as :class:`_MolBytes`."""
-    if isinstance(molecule, Chem.Mol):
-        return _MolBytes(molecule.ToBinary(Chem.PropertyPickleOptions.AllProps | Chem.PropertyPickleOptions.CoordsAsDouble))
-    if isinstance(molecule, tuple):
-        return tuple(_sendable(part) for part in molecule)
-    return molecule
-
-
-def _received(molecule: object) -> Optional[MoleculeLike]:
-    """The inverse of :func:`_sendable`."""
-    if isinstance(molecule, _MolBytes):
-        return Chem.Mol(molecule.data)  # type: ignore[call-overload]  # RDKit's stubs type its binary form as str; it is bytes
-    if isinstance(molecule, tuple):
-        return tuple(_received(part) for part in molecule)
-    return molecule  # type: ignore[return-value]  # a SMILES string, a rejected molecule or None
-
-
 def _featurize_part(featurizer: MoleculeFeaturizer, part: List[object]) -> Featurized:
     """What a featurizing process runs: :func:`featurize_and_pack` of its part."""
-    return featurize_and_pack(featurizer, [_received(m) for m in part])
+    return featurize_and_pack(featurizer, [cast(Optional[MoleculeLike], received(m)) for m in part])

@@ -2,7 +2,7 @@
 over it.
 
 :func:`featurize_to_store` splits the molecules into shards of ``shard_size`` rows and featurizes
-them in ``workers`` processes (:class:`~dgl_graphtx.datasets.worker_pool.FeaturizingPool`); each shard is written
+them in ``workers`` processes (:class:`~dgl_graphtx.worker_pool.FeaturizingPool`); each shard is written
 atomically to ``DIR/shards/`` the moment it is done, under a name holding the SHA-256 of its index
 and its bytes, so a killed run resumes from the finished shards, and a shard whose content no
 longer matches its name (a flipped byte, a cut file, another shard's file copied in its place) is
@@ -50,7 +50,7 @@ from .cache import cache_key
 from .featurized import featurize_and_pack
 from .molecule_dataset import MoleculeDataset, coerce_targets, _content_fingerprint, featurization_settings
 from .readers import read_molecules
-from .worker_pool import FeaturizingPool
+from ..worker_pool import FeaturizingPool
 from .report import InputReport, RowIssue
 from ..saved_files import open_npy, read_json, read_torch
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
 
@@ -23,6 +22,7 @@ from rdkit import rdBase
 from rdkit.Chem import Descriptors, rdFingerprintGenerator
 
 from ..errors import ConfigError, InvalidMoleculeError
+from ..worker_pool import part_bounds, part_result, received, sendable, shared_pool
 from .molecule import MoleculeLike, to_heavy_atom_mol
 
 SCALING_METHODS = ("standard", "robust")
@@ -164,10 +164,13 @@ def _compute_rows(specs: Tuple[str, ...], molecules: Sequence[MoleculeLike]) -> 
 
 
 def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], workers: int = 1,
-                     chunk_size: int = 1000, first_row: int = 0) -> np.ndarray:
+                     chunk_size: Optional[int] = None, first_row: int = 0) -> np.ndarray:
     """Features ``[M, F]`` (float64) of ``molecules`` from the generators ``specs``, in the
     column order of :func:`feature_names`; NaN where a value cannot be computed (see the module
-    notes). ``workers > 1`` computes chunks in that many processes.
+    notes). ``workers > 1`` computes parts in that many processes (the pool of
+    :func:`~dgl_graphtx.worker_pool.shared_pool`, kept for the next call): parts of ``chunk_size``
+    molecules, by default a few parts per process (:func:`~dgl_graphtx.worker_pool.part_bounds`).
+    A script that uses more than one must run under ``if __name__ == "__main__":``.
 
     Raises :class:`~dgl_graphtx.errors.InvalidMoleculeError` naming the first unreadable molecule
     by its row, counted from ``first_row`` (the position of ``molecules`` in a larger corpus).
@@ -178,10 +181,19 @@ def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], wo
     """
     specs = tuple(specs)
     molecules = list(molecules)
-    if workers > 1 and len(molecules) > chunk_size:
-        chunks = [molecules[i:i + chunk_size] for i in range(0, len(molecules), chunk_size)]
-        with ProcessPoolExecutor(workers) as pool:
-            parts = list(pool.map(_compute_rows, [specs] * len(chunks), chunks))
+    if chunk_size is not None:
+        bounds = list(range(0, len(molecules), chunk_size)) + [len(molecules)]
+    else:
+        bounds = part_bounds(len(molecules), workers)
+    if workers > 1 and len(bounds) > 2:
+        pool = shared_pool(workers)
+        futures = [pool.executor.submit(_compute_part, specs, [sendable(m) for m in molecules[start:stop]])
+                   for start, stop in zip(bounds, bounds[1:])]
+        try:
+            parts = [part_result(future) for future in futures]
+        finally:  # an interrupt: the parts not started are not computed
+            for future in futures:
+                future.cancel()
     else:
         parts = [_compute_rows(specs, molecules)]
     values = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, len(feature_names(specs))))
@@ -190,6 +202,11 @@ def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], wo
     if bad is not None:
         raise InvalidMoleculeError(f"molecule {first_row + bad} ({molecules[bad]!r}) cannot be read for feature generators: {errors[bad]}")
     return values
+
+
+def _compute_part(specs: Tuple[str, ...], part: List[object]) -> Tuple[np.ndarray, List[Optional[str]]]:
+    """What a worker runs: :func:`_compute_rows` of a part sent by :func:`compute_features`."""
+    return _compute_rows(specs, [received(m) for m in part])  # type: ignore[misc]
 
 
 @dataclass

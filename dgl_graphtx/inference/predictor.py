@@ -156,8 +156,9 @@ class Predictor:
         molecule_columns: for a model of several molecules per row, the columns of a file holding
             each row's molecules, and those holding their mixture weights (of a file, or of the
             ``features`` of :meth:`predict`); default: those the model was trained with.
-        workers: processes featurizing each chunk (the same results; featurization is most of a
-            prediction's time on the CPU); the processes start once and serve every later chunk.
+        workers: processes featurizing each chunk, graphs and extra features (such as the default's
+            RDKit descriptors) alike (the same results; featurization is most of a prediction's
+            time on the CPU); the processes start once and serve every later chunk.
             A script that uses more than one must run under ``if __name__ == "__main__":``.
 
     Example:
@@ -472,7 +473,7 @@ class Predictor:
             chosen = features.iloc[done.rows].reset_index(drop=True) if features is not None else None
             notes = self.extras.compute_and_attach(done.graphs, [molecules[r] for r in done.rows], chosen,
                                                    [describe_molecule(molecules[r]) for r in done.rows], self.atom_function,
-                                                   molecule_level)
+                                                   molecule_level, self.workers)
             for position, reason in notes:
                 row = done.rows[position]
                 masked[row] = reason if masked[row] is None else f"{masked[row]}; {reason}"

@@ -108,3 +108,17 @@ def test_scaler_rejects_mismatched_widths():
         scaler.transform(np.zeros((1, 3)))
     with pytest.raises(ConfigError, match="feature scaling must be one of"):
         FeatureScaler.fit(np.zeros((2, 2)), ["a", "b"], method="minmax")
+
+
+def test_workers_compute_parts_in_the_shared_pool_with_molecules_intact():
+    """Parts go to the shared featurizing pool (a few per process by default); RDKit molecules
+    cross with their coordinates, and an unreadable molecule is named by its row."""
+    from dgl_graphtx import worker_pool
+    mols = [Chem.AddHs(Chem.MolFromSmiles(s)) for s in MOLECULES] * 40
+    for mol in mols[:4]:
+        AllChem.EmbedMolecule(mol, randomSeed=1)
+    specs = ["rdkit2d", "morgan_counts:radius=1:size=16"]
+    np.testing.assert_array_equal(compute_features(specs, mols, workers=2), compute_features(specs, mols))
+    assert worker_pool._shared is not None and worker_pool._shared.workers == 2
+    with pytest.raises(InvalidMoleculeError, match="molecule 160 "):
+        compute_features(specs, MOLECULES * 40 + ["C1CC("], workers=2)

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from dgl_graphtx.datasets import PackedGraphs, example_sdf_path, featurize_and_pack, read_molecules
-from dgl_graphtx.datasets.featurized import PART_SIZE
-from dgl_graphtx.datasets.worker_pool import FeaturizingPool, close_shared_pool, shared_pool
+from dgl_graphtx.worker_pool import PART_SIZE
+from dgl_graphtx.worker_pool import FeaturizingPool, close_shared_pool, shared_pool
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
 from dgl_graphtx.relation_graph import RelationConfig

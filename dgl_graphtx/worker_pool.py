@@ -2,7 +2,9 @@
 started them, however it ends.
 
 :class:`FeaturizingPool` is one pool; :func:`shared_pool` keeps one for the whole process, which
-prediction reuses chunk after chunk (starting processes costs about a second each).
+prediction reuses chunk after chunk (starting processes costs about a second each) for graphs and
+extra features alike. :func:`part_bounds` cuts work into parts, :func:`sendable` and
+:func:`received` carry RDKit molecules across intact, :func:`part_result` reads a part back.
 """
 from __future__ import annotations
 
@@ -10,14 +12,23 @@ import atexit
 import multiprocessing
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import TracebackType
-from typing import Optional, Type
+from typing import List, Optional, Type, TypeVar
 
 import torch
+from rdkit import Chem
 
-from ..validation import check_number
+from .errors import ConfigError
+from .validation import check_number
+
+#: Fewest molecules a process works on at a time (fewer molecules than two parts stay in the
+#: process that asked).
+PART_SIZE = 64
+Part = TypeVar("Part")
 
 
 class FeaturizingPool:
@@ -81,6 +92,66 @@ def close_shared_pool() -> None:
     if _shared is not None:
         _shared.close()
         _shared = None
+
+
+def part_bounds(total: int, workers: int, least: int = PART_SIZE) -> List[int]:
+    """Bounds ``[0, ..., total]`` of the parts ``total`` molecules are cut into for ``workers``
+    processes: a few parts per process (so that a slow part does not leave the others idle), each
+    of at least ``least`` molecules; one part when there are fewer than two such parts.
+
+    Example:
+        >>> part_bounds(1000, 2), part_bounds(100, 2)
+        ([0, 125, 250, 375, 500, 625, 750, 875, 1000], [0, 100])
+    """
+    count = max(1, min(4 * workers, total // least))
+    return [total * i // count for i in range(count + 1)]
+
+
+def part_result(future: "Future[Part]") -> Part:
+    """What a worker returned for a part; one clear error if the process died (the shared pool,
+    which takes no more work then, is closed so that the next call starts a new one)."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        close_shared_pool()
+        raise ConfigError("a featurizing process ended abruptly (out of memory, killed, or started from a script whose "
+                          "work is not under `if __name__ == \"__main__\":`, which Python's processes re-run): fix that, "
+                          "or use workers=1") from None
+
+
+@dataclass(frozen=True)
+class _MolBytes:
+    """An RDKit molecule as it crosses to a featurizing process: RDKit's own pickle drops the
+    properties and rounds the coordinates to float32 unless told otherwise."""
+
+    data: bytes
+
+
+def sendable(molecule: object) -> object:
+    """``molecule`` ready to cross to a worker: every RDKit molecule in it (a row may hold a tuple
+    of several) with its properties and double-precision coordinates (undone by :func:`received`).
+
+    Example:
+        >>> from rdkit import Chem
+        >>> mol = Chem.MolFromSmiles("CO")
+        >>> mol.SetProp("name", "methanol")
+        >>> received(sendable(mol)).GetProp("name"), received(sendable(("C", mol)))[0]
+        ('methanol', 'C')
+    """
+    if isinstance(molecule, Chem.Mol):
+        return _MolBytes(molecule.ToBinary(Chem.PropertyPickleOptions.AllProps | Chem.PropertyPickleOptions.CoordsAsDouble))
+    if isinstance(molecule, tuple):
+        return tuple(sendable(part) for part in molecule)
+    return molecule
+
+
+def received(molecule: object) -> object:
+    """The inverse of :func:`sendable`."""
+    if isinstance(molecule, _MolBytes):
+        return Chem.Mol(molecule.data)  # type: ignore[call-overload]  # RDKit's stubs type its binary form as str; it is bytes
+    if isinstance(molecule, tuple):
+        return tuple(received(part) for part in molecule)
+    return molecule
 
 
 def _start_worker(command_alive: Connection) -> None:
