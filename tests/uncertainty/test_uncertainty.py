@@ -395,3 +395,17 @@ def test_classification_gets_a_temperature_and_mc_dropout_std():
     table = result.test_predictions
     assert list(table.columns) == ["row", "smiles", "soluble", "soluble_pred", "soluble_std"]
     assert table["soluble_pred"].between(0, 1).all() and (table["soluble_std"] > 0).all()
+
+
+def test_a_method_without_spread_on_the_calibration_part_is_one_clear_error():
+    """An ensemble whose members agree exactly (the fingerprint kernel carries every member when
+    the blend gives the network weight 0) has std 0 everywhere: the error says why and what to do,
+    instead of z-scaling's bare complaint; one label with spread is enough to calibrate."""
+    labels, mean, std = np.array([[1.0], [2.0], [3.0]]), np.array([[1.5], [1.5], [2.5]]), np.zeros((3, 1))
+    with pytest.raises(ConfigError, match=r"ensemble uncertainty predicts no spread .* target 0.*members agree exactly.*"
+                                          r"--kernel none"):
+        fit_regression_calibration("ensemble", labels, mean, std, 0.9)
+    with pytest.raises(ConfigError, match=r"mve uncertainty predicts no spread .* target 0, so it cannot be calibrated$"):
+        fit_regression_calibration("mve", labels, mean, std, 0.9)
+    std[1, 0] = 0.5
+    assert fit_regression_calibration("ensemble", labels, mean, std, 0.9).z_scale == [pytest.approx(1.0)]
