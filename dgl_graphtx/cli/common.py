@@ -228,9 +228,11 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
     ("--layer-lr-decay", "train.layer_lr_decay", dict(help="layer-wise learning-rate decay of the backbone in (0, 1]: block i "
                                                       "of L learns at g**(L+1-i) times the backbone's rate (default: "
                                                       f"{TrainConfig.layer_lr_decay:g}, off)")),
-    ("--features-generators", "data.features_generators", dict(help="molecule-level extra features read by the head, "
-                                                               "comma-separated: rdkit2d, morgan_counts[:radius=R:size=N] (see "
-                                                               "docs/features.md)")),
+    ("--features-generators", "data.features_generators", dict(metavar="auto|none|LIST", help="molecule-level extra features "
+                                                               "read by the head, comma-separated: rdkit2d, "
+                                                               "morgan_counts[:radius=R:size=N] (see docs/features.md); auto: "
+                                                               "rdkit2d wherever --kernel auto fits the kernel, none otherwise "
+                                                               "(default: auto)")),
     ("--kernel", "data.kernel", dict(metavar="auto|none|SPEC", help="the fingerprint kernel fitted beside the network and "
                                      "blended with it by a weight chosen on the validation part: auto (Morgan counts, "
                                      "radius 2, 2,048 bins, for molecule files with regression or binary targets), none, "

@@ -67,6 +67,10 @@ DERIVED_MODEL_SECTIONS = {"molecules": ("count", "weighted"), "levels": ("atom_t
 EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
 #: The fingerprint kernel of ``data.kernel=auto`` (see :mod:`dgl_graphtx.models.kernel`).
 DEFAULT_KERNEL = "morgan_counts:radius=2:size=2048"
+#: The extra features of ``data.features_generators=auto`` where the kernel's ``auto`` applies:
+#: RDKit's 2-D descriptors (chosen on the development halves, docs/decisions/descriptors-beside-kernel.md).
+DEFAULT_GENERATORS = ("rdkit2d",)
+AUTO, NONE = "auto", "none"
 #: ``(a, b)``: fields that must agree; the one the user set wins, ``a`` when neither was set.
 LINKED_FIELDS = (("model.virtual_node", "relation.virtual_node"), ("model.rwse_steps", "featurizer.rwse_steps"))
 
@@ -116,7 +120,10 @@ class DataConfig:
         group_col: column of group names that cross-validation folds keep together.
         weight_col: column of per-molecule loss weights (blank: 1).
         features_generators: molecule-level extra feature generators (``rdkit2d``,
-            ``morgan_counts``; see docs/features.md).
+            ``morgan_counts``; see docs/features.md), ``none``, or ``auto`` (the default): RDKit's
+            2-D descriptors (:data:`DEFAULT_GENERATORS`) wherever the fingerprint kernel's
+            ``auto`` applies and the readout reads them (not ``atomwise``), none otherwise;
+            :func:`resolve_run_config` resolves ``auto``.
         features_cols: input columns (or SD properties) used as molecule-level extra features.
         atom_properties: SDF atom properties used as atom-level extra features.
         features_scaling: ``standard`` or ``robust`` scaling of the extra features.
@@ -162,7 +169,7 @@ class DataConfig:
     cv: int = 0
     group_col: Optional[str] = None
     weight_col: Optional[str] = None
-    features_generators: Tuple[str, ...] = ()
+    features_generators: Tuple[str, ...] = ("auto",)
     features_cols: Tuple[str, ...] = ()
     atom_properties: Tuple[str, ...] = ()
     features_scaling: str = "standard"
@@ -177,7 +184,11 @@ class DataConfig:
     atom_sums: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.extra_features  # checks the generator specs and the scaling
+        if len(self.features_generators) > 1 and set(self.features_generators) & {AUTO, NONE}:
+            raise ConfigError(f"data.features_generators={','.join(self.features_generators)}: give auto, none, or a list "
+                              "of generators, not a mix")
+        ExtraFeatures(self._generators, self.features_cols, self.atom_properties,
+                      scaling=self.features_scaling)  # checks the generator specs and the scaling
         self.molecule_columns  # checks the molecule columns, reactions and mixture weights
         self.level_targets  # checks the atom and bond targets and their sums
         if self.kernel not in ("auto", "none"):
@@ -238,10 +249,24 @@ class DataConfig:
         """The atom- and bond-level targets these settings ask for (checked once)."""
         return LevelTargets(self.atom_targets, self.bond_targets, self.atom_index, self.atom_sums)
 
+    @property
+    def _generators(self) -> Tuple[str, ...]:
+        """The generators named (``auto`` and ``none`` name none)."""
+        return () if self.features_generators in ((AUTO,), (NONE,)) else self.features_generators
+
     @functools.cached_property
     def extra_features(self) -> ExtraFeatures:
-        """The extra features these settings ask for (checked once, when the settings are made)."""
-        return ExtraFeatures(self.features_generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
+        """The extra features these settings ask for, once ``auto`` is resolved (see
+        :func:`resolve_run_config`).
+
+        Example:
+            >>> DataConfig(features_generators=("rdkit2d",)).extra_features.generators
+            ('rdkit2d',)
+        """
+        if self.features_generators == (AUTO,):
+            raise ConfigError("data.features_generators=auto depends on the run's task; resolve it with resolve_run_config, "
+                              "or name the generators (or none)")
+        return ExtraFeatures(self._generators, self.features_cols, self.atom_properties, scaling=self.features_scaling)
 
     @property
     def dataset_cache(self) -> Optional[str]:
@@ -336,14 +361,11 @@ class RunConfig:
             ''
         """
         data = self.data
-        if data.kernel == "none":
+        if data.kernel == NONE:
             return ""
-        if data.kernel != "auto":
+        if data.kernel != AUTO:
             return data.kernel
-        fits = (not data.is_qm9 and not (data.path is not None and is_store(data.path)) and data.weight_col is None
-                and self.model.task in ("regression", "classification") and self.train.loss != "bounded_mse"
-                and bool(data.targets) and not data.molecule_columns.several)
-        return DEFAULT_KERNEL if fits else ""
+        return DEFAULT_KERNEL if _defaults_apply(data, self.model.task, self.train.loss) else ""
 
     @property
     def extra_features(self) -> ExtraFeatures:
@@ -593,7 +615,7 @@ def resolve_run_config(
         else:
             _set(resolved, second, _get(resolved, first)[1])
 
-    data = DataConfig(**resolved["data"])
+    data = _resolve_generators(DataConfig(**resolved["data"]), resolved["model"], resolved["train"]["loss"])
     _resolve_extra_feature_widths(resolved["model"], user.get("model", {}), data)
     uncertainty = UncertaintyConfig(**resolved["uncertainty"])
     featurizer = FeaturizerConfig(**resolved["featurizer"])
@@ -620,6 +642,25 @@ def apply_threads(config: RunConfig) -> RunConfig:
         1
     """
     return config.with_threads(set_threads(config.train.threads))
+
+
+def _defaults_apply(data: DataConfig, task: str, loss: str) -> bool:
+    """Whether the ``auto`` kernel and extra features apply: a molecule file (not QM9, not a store)
+    with molecule-level regression or binary-classification targets, unweighted and uncensored, of
+    one molecule per row."""
+    return (not data.is_qm9 and not (data.path is not None and is_store(data.path)) and data.weight_col is None
+            and task in ("regression", "classification") and loss != "bounded_mse"
+            and bool(data.targets) and not data.molecule_columns.several)
+
+
+def _resolve_generators(data: DataConfig, model: Mapping[str, Any], loss: str) -> DataConfig:
+    """``data`` with ``features_generators`` ``auto`` replaced by the generators it stands for:
+    :data:`DEFAULT_GENERATORS` where :func:`_defaults_apply` and the ``model`` (its settings as
+    resolved so far) reads molecule-level features (the atomwise readout does not), none otherwise."""
+    if data.features_generators != (AUTO,):
+        return data
+    reads = model.get("readout") != "atomwise" and _defaults_apply(data, model["task"], loss)
+    return dataclasses.replace(data, features_generators=DEFAULT_GENERATORS if reads else ())
 
 
 def _resolve_extra_feature_widths(model: Dict[str, Any], given: Mapping[str, Any], data: DataConfig) -> None:

@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from rdkit import Chem
+from rdkit import Chem, rdBase
 
 from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
 from dgl_graphtx.datasets import ExtraFeatures, add_extra_features
-from dgl_graphtx.datasets.extra_features import sdf_atom_properties
+from dgl_graphtx.datasets.extra_features import FittedExtraFeatures, sdf_atom_properties
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import smiles_to_graphs
-from dgl_graphtx.featurize.descriptors import FeatureScaler, compute_features
+from dgl_graphtx.featurize.descriptors import FeatureScaler, compute_features, feature_names
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.models import get_preset
 from dgl_graphtx.runs import train_and_evaluate
@@ -207,7 +207,8 @@ def test_feature_values_beyond_float32_are_masked_and_reported(frame, tmp_path):
     table.to_csv(csv, index=False)
     out = tmp_path / "run"
     code, _, err = run_cli_without_runtime_warnings(["train", csv, "--targets", "expt", "--split-col", "part", "--out", out,
-                                                     "--features-cols", "feat", "--model", "vanilla", "--epochs", "1",
+                                                     "--features-cols", "feat", "--features-generators", "none",
+                                                     "--model", "vanilla", "--epochs", "1",
                                                      "--no-cache", "--device", "cpu", "--set", "model.num_layers=1",
                                                      "model.hidden_dim=16", "model.num_heads=2"])
     assert code == 0, err
@@ -285,3 +286,19 @@ def test_a_feature_column_blank_in_every_row_is_refused_before_featurizing(frame
                                    "--model", "vanilla", "--epochs", "1", "--no-progress"]),
                           "feature column 'calc'", str(csv), "blank in all 40 rows")
     assert not (tmp_path / "run" / "best.pt").exists()
+
+
+def test_a_model_whose_descriptors_this_rdkit_names_otherwise_is_refused_when_loaded():
+    """RDKit adds descriptors from release to release (210 in 2023.09, 217 in 2026.09): a model
+    fitted on another release's list is refused in one line naming both releases, before any
+    prediction, instead of failing on a shape deep in a chunk (or reading shifted columns)."""
+    names = feature_names(["rdkit2d"])
+    values = np.random.default_rng(0).normal(size=(5, len(names)))
+    fitted = FittedExtraFeatures(ExtraFeatures(generators=("rdkit2d",)), FeatureScaler.fit(values, names))
+    stored = fitted.to_dict()
+    assert stored["rdkit_version"] == rdBase.rdkitVersion and FittedExtraFeatures.from_dict(stored) == fitted
+    older = FeatureScaler.fit(values[:, 1:], names[1:]).to_dict()  # a release without the first descriptor
+    with pytest.raises(ConfigError, match=rf"reads {len(names) - 1} molecule-level features \(rdkit2d\) and RDKit "
+                                          rf"{rdBase.rdkitVersion} gives {len(names)} \(missing \[\], new \['{names[0]}'\]\).*"
+                                          r"trained with \(2023.09.6\)"):
+        FittedExtraFeatures.from_dict({**stored, "molecule_scaler": older, "rdkit_version": "2023.09.6"})

@@ -14,7 +14,7 @@ import torch
 from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import freesolv
-from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+from dgl_graphtx.featurize.descriptors import feature_names, kernel_fingerprints
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs.config import DEFAULT_KERNEL, resolve_run_config
 
@@ -86,18 +86,23 @@ def test_kernel_none_trains_the_network_alone(data, tmp_path):
     assert load_checkpoint(tmp_path / "n" / "best.pt").model.kernel is None and "fingerprint kernel" not in stdout
 
 
-@pytest.mark.parametrize("overrides,expected", [
-    ([], DEFAULT_KERNEL),
-    (["data.kernel=morgan_counts:radius=3:size=1024"], "morgan_counts:radius=3:size=1024"),
-    (["data.kernel=none"], ""),
-    (["model.task=classification"], DEFAULT_KERNEL),
-    (["model.task=multiclass"], ""),
-    (["train.loss=bounded_mse"], ""),
-    (["data.weight_col=w"], ""),
+@pytest.mark.parametrize("overrides,expected,descriptors", [
+    ([], DEFAULT_KERNEL, True),
+    (["data.kernel=morgan_counts:radius=3:size=1024"], "morgan_counts:radius=3:size=1024", True),
+    (["data.kernel=none"], "", True),  # the kernel's setting leaves the auto extra features alone
+    (["model.task=classification"], DEFAULT_KERNEL, True),
+    (["model.task=multiclass"], "", False),
+    (["train.loss=bounded_mse"], "", False),
+    (["data.weight_col=w"], "", False),
+    (["preset.model=moire", "preset.name=3d-energy"], DEFAULT_KERNEL, False),  # an atomwise readout reads no descriptors
 ])
-def test_auto_resolves_for_the_runs_it_can_serve(overrides, expected):
+def test_auto_resolves_for_the_runs_it_can_serve(overrides, expected, descriptors):
     config = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", *overrides])
     assert config.kernel == expected and config.extra_features.kernel == expected
+    # the auto extra features serve the runs the auto kernel serves: RDKit's descriptors there, none otherwise
+    generators = ("rdkit2d",) if descriptors else ()
+    assert config.extra_features.generators == generators
+    assert config.model.molecule_features == len(feature_names(generators))
 
 
 def test_qm9_gets_no_kernel_unless_asked_and_then_one_line(tmp_path):
@@ -109,3 +114,17 @@ def test_qm9_gets_no_kernel_unless_asked_and_then_one_line(tmp_path):
 def test_a_kernel_spec_that_is_no_count_fingerprint_is_one_line(data, tmp_path):
     assert_one_error_line(run_cli(["train", data, "--targets", "expt", "--kernel", "rdkit2d", "--out", tmp_path / "r", *COMMON]),
                           "count fingerprints", "morgan_counts")
+
+
+def test_a_default_run_reads_descriptors_and_predicts_them_in_worker_processes(kernel_run, data):
+    """The default run's head reads RDKit's 2-D descriptors (data.features_generators=auto); a
+    prediction with two featurizing processes computes them (and the kernel's counts) there, with
+    the same result as one process, failures in place."""
+    out, _ = kernel_run
+    extras = load_checkpoint(out / "best.pt").meta.extra.extra_features
+    assert extras["spec"]["generators"] == ["rdkit2d"] and extras["spec"]["kernel"] == DEFAULT_KERNEL
+    smiles = list(freesolv().smiles[:150]) + ["C1CC("]
+    one = Predictor(out / "best.pt", device="cpu").predict(smiles)
+    two = Predictor(out / "best.pt", device="cpu", workers=2).predict(smiles)
+    pd.testing.assert_frame_equal(two, one)
+    assert one["expt_pred"].notna().sum() == 150 and one["error"].notna().tolist()[-1]

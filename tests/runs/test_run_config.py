@@ -23,6 +23,10 @@ from dgl_graphtx.runs import DataConfig, EnsembleConfig, PresetChoice, resolve_r
 from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS, DERIVED_MODEL_SECTIONS
 from dgl_graphtx.training import TrainConfig
 from cli_runner import run_cli
+from dgl_graphtx.featurize.descriptors import feature_names
+
+#: The width of the descriptors ``data.features_generators=auto`` gives a molecule file with targets.
+DESCRIPTORS = len(feature_names(["rdkit2d"]))
 
 #: key -> (text given to --set, expected value, companion overrides needed for a valid config)
 ALTERNATIVES = {
@@ -213,7 +217,8 @@ def test_toml_and_yaml_agree_and_match_get_preset(tmp_path):
     a, b = resolve_run_config(toml), resolve_run_config(yml)
     assert a == b
     reference = get_preset("moire", "3d", num_tasks=2)
-    assert a.model == dataclasses.replace(reference.model, moire=dataclasses.replace(reference.model.moire, focus="cauchy"))
+    assert a.model == dataclasses.replace(reference.model, moire=dataclasses.replace(reference.model.moire, focus="cauchy"),
+                                          molecule_features=DESCRIPTORS)  # data.features_generators=auto: rdkit2d
     assert a.featurizer == reference.featurizer
     assert a.relation == RelationConfig("hops", hops=3)
 
@@ -221,7 +226,7 @@ def test_toml_and_yaml_agree_and_match_get_preset(tmp_path):
 def test_derived_and_linked_fields():
     run = resolve_run_config(overrides=["featurizer.atom_features=canonical", "data.targets=a,b,c"])
     ref = get_preset(DEFAULT_MODEL, num_tasks=3, atom_features="canonical")
-    assert run.model == ref.model and run.featurizer == ref.featurizer
+    assert run.model == dataclasses.replace(ref.model, molecule_features=DESCRIPTORS) and run.featurizer == ref.featurizer
     assert resolve_run_config(overrides=["model.rwse_steps=8"]).featurizer.rwse_steps == 8
     assert resolve_run_config(overrides=["featurizer.rwse_steps=8"]).model.rwse_steps == 8
     run = resolve_run_config(overrides=["relation.virtual_node=false", "model.readout=mean"])
@@ -372,3 +377,22 @@ def test_a_run_without_data_or_backbone_is_a_config_error_in_the_library_too():
         load_training_data(run)  # was a TypeError from os.fspath(None)
     with pytest.raises(ConfigError, match="train.from_pretrained"):
         pretrained_run_config(run)
+
+
+def test_auto_features_resolve_once_and_config_yaml_keeps_the_resolved_list(tmp_path):
+    """``auto`` becomes the generators it stands for when the run is resolved; config.yaml records
+    that list, so a run read back has the same features whatever later defaults say, and a file
+    written before ``auto`` existed (an empty list) keeps meaning none."""
+    run = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"])
+    assert run.data.features_generators == ("rdkit2d",) and run.model.molecule_features == DESCRIPTORS
+    saved = tmp_path / "config.yaml"
+    saved.write_text(yaml.safe_dump({"data": {"path": "d.csv", "targets": ["y"], "features_generators": ["rdkit2d"]}}))
+    assert resolve_run_config(saved).data == run.data
+    saved.write_text(yaml.safe_dump({"data": {"path": "d.csv", "targets": ["y"], "features_generators": []}}))
+    assert resolve_run_config(saved).model.molecule_features == 0
+    off = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "data.features_generators=none"])
+    assert off.extra_features.generators == () and off.model.molecule_features == 0
+    with pytest.raises(ConfigError, match="auto, none, or a list"):
+        resolve_run_config(overrides=["data.targets=y", "data.features_generators=auto,rdkit2d"])
+    with pytest.raises(ConfigError, match="resolve it with resolve_run_config"):
+        DataConfig().extra_features
