@@ -13,6 +13,7 @@ section of docs/benchmarks.md.
 Run:  python -m benchmarks.checks.predict_memory --in-memory                         (docs/benchmarks.md)
       OMP_NUM_THREADS=1 python -m benchmarks.checks.predict_memory --source moses --sizes 100000 \\
           --chunk-size 10000 --presets gradformer/default grpe/tiny --workers 1 2        (docs/scaling.md)
+      ... --checkpoints runs/a/best.pt runs/b/best.pt   (trained models: their extra features are computed)
 """
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def main(argv: Sequence[str] = None) -> int:
     parser.add_argument("--in-memory", action="store_true", help="also the smallest input in one chunk")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--workers", type=int, nargs="+", default=[1], help="featurizing processes of predict (a row each)")
+    parser.add_argument("--checkpoints", nargs="+", type=Path, default=[],
+                        help="trained checkpoints to predict with instead of the presets' random weights (a default run's "
+                             "best.pt: its descriptors and kernel counts are computed too); each row is named by its folder")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.chunk_size = [300, 900], 128
@@ -89,11 +93,14 @@ def main(argv: Sequence[str] = None) -> int:
     pool = freesolv_smiles()[0] if args.source == "freesolv" else moses_smiles(count=None)[: max(args.sizes)]
     rows: List[Dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.presets:
-            preset = get_preset(*name.split("/"))
-            torch.manual_seed(0)
-            checkpoint = save_checkpoint(Path(tmp) / "model.pt", build_model(preset.model),
-                                         CheckpointMeta(preset.featurizer, preset.relation, ["y"] * preset.model.num_tasks))
+        models = ([(path.parent.name, path) for path in args.checkpoints]
+                  or [(name, Path(tmp) / f"{i}.pt") for i, name in enumerate(args.presets)])
+        for name, checkpoint in models:
+            if not args.checkpoints:
+                preset = get_preset(*name.split("/"))
+                torch.manual_seed(0)
+                save_checkpoint(checkpoint, build_model(preset.model),
+                                CheckpointMeta(preset.featurizer, preset.relation, ["y"] * preset.model.num_tasks))
             for size in args.sizes:
                 inputs, output = Path(tmp) / f"in{size}.csv", Path(tmp) / "out.csv"
                 pd.DataFrame({"smiles": repeat_to(pool, size)}).to_csv(inputs, index=False)
@@ -106,7 +113,7 @@ def main(argv: Sequence[str] = None) -> int:
                                  "rate": size / found["seconds"],
                                  "load": os.getloadavg()[0]})
                     print(rows[-1], flush=True)
-    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming" and r["preset"] == args.presets[0]
+    streaming = {r["smiles"]: r["peak_mib"] for r in rows if r["mode"] == "streaming" and r["preset"] == models[0][0]
                  and r["workers"] == args.workers[0]}
     summary = (f"Peak memory of streaming prediction, {max(streaming):,} vs {min(streaming):,} SMILES: "
                f"{streaming[max(streaming)] / streaming[min(streaming)]:.2f}x for {max(streaming) // min(streaming)}x the input.")
