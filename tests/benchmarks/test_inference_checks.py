@@ -44,6 +44,17 @@ def test_the_prediction_check_streams_the_command_line(tmp_path):
     assert (table["code"] == 0).all() and (table["first_mib"] <= table["peak_mib"] + 1).all()  # RSS after a chunk within the peak
 
 
+def test_the_prediction_check_times_given_checkpoints_named_by_their_folders(tmp_path):
+    from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+    from dgl_graphtx.models import build_model, get_preset
+    preset = get_preset("vanilla", num_layers=1, hidden_dim=16, num_heads=2)
+    checkpoint = save_checkpoint(tmp_path / "my-model" / "best.pt", build_model(preset.model),
+                                 CheckpointMeta(preset.featurizer, preset.relation, ["y"]))
+    assert predict_memory.main(["--quick", "--checkpoints", str(checkpoint), "--csv", str(tmp_path / "p.csv")]) == 0
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert table[["smiles", "preset", "code"]].values.tolist() == [[300, "my-model", 0], [900, "my-model", 0]]
+
+
 def test_the_faithfulness_check_runs_quickly(tmp_path):
     assert explain_faithfulness.main(["--quick", "--out", str(tmp_path), "--csv", str(tmp_path / "f.csv")]) == 0
     table = pd.read_csv(tmp_path / "f.csv")
