@@ -28,6 +28,10 @@ from .molecule import MoleculeLike, to_heavy_atom_mol
 SCALING_METHODS = ("standard", "robust")
 
 
+#: RDKit descriptors that are extremes of the E-state indices (each takes ``force``: recompute them).
+ESTATE_EXTREMES = frozenset({"MaxEStateIndex", "MinEStateIndex", "MaxAbsEStateIndex", "MinAbsEStateIndex"})
+
+
 @dataclass(frozen=True)
 class RDKit2D:
     """All RDKit 2-D descriptors of ``rdkit.Chem.Descriptors._descList`` (in its order; 217 with
@@ -46,12 +50,19 @@ class RDKit2D:
         return [name for name, _ in Descriptors._descList]
 
     def compute(self, molecule: MoleculeLike) -> np.ndarray:
-        """One float64 row; NaN where RDKit fails or returns a non-finite value."""
+        """One float64 row; NaN where RDKit fails or returns a non-finite value. The four E-state
+        extremes share one computation of the molecule's E-state indices (RDKit's functions
+        recompute them each time unless told not to; the values are the same)."""
         mol = to_heavy_atom_mol(molecule)
         row = np.full(len(Descriptors._descList), np.nan)
-        for column, (_, function) in enumerate(Descriptors._descList):
+        estate_computed = False
+        for column, (name, function) in enumerate(Descriptors._descList):
             try:
-                value = float(function(mol))
+                if name in ESTATE_EXTREMES:
+                    fresh, estate_computed = not estate_computed, True
+                    value = float(function(mol, force=fresh))
+                else:
+                    value = float(function(mol))
             except Exception:  # RDKit raises assorted errors for molecules a descriptor cannot handle
                 continue
             row[column] = value if math.isfinite(value) else np.nan

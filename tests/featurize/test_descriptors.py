@@ -34,6 +34,17 @@ def test_rdkit2d_equals_rdkit_descriptors():
         np.testing.assert_array_equal(ours[row], expected)
 
 
+def test_rdkit2d_computes_the_e_state_indices_afresh_for_each_molecule():
+    """The four E-state extremes share one computation per molecule; indices an earlier call left
+    on a molecule object (RDKit keeps them as ``_eStateIndices``) are never read."""
+    mol = Chem.MolFromSmiles("c1ccccc1O")
+    mol._eStateIndices = np.array([100.0, -100.0])  # stale values from elsewhere
+    row = RDKit2D().compute(mol)
+    names = feature_names(["rdkit2d"])
+    for name in ("MaxEStateIndex", "MinEStateIndex", "MaxAbsEStateIndex", "MinAbsEStateIndex"):
+        assert row[names.index(name)] == dict(Descriptors._descList)[name](Chem.MolFromSmiles("c1ccccc1O")), name
+
+
 def test_rdkit2d_of_sd_record_with_explicit_hydrogens_equals_smiles():
     mol = Chem.AddHs(Chem.MolFromSmiles("c1ccccc1O"))
     # equal up to the rounding of sums taken in another atom order (partial charges)
