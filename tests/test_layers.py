@@ -24,7 +24,7 @@ ROOT = "dgl_graphtx"
 #: foundation, whose modules are small and use each other.
 LAYERS: List[Set[str]] = [
     {"__init__", "_version", "_dgl_env", "_ogb", "errors", "logs", "atomic_io", "saved_files", "progressive_csv", "checksums", "validation",
-     "devices", "threads", "env_info"},
+     "devices", "threads", "env_info", "worker_pool"},
     {"relation_graph"},
     {"nn", "featurize", "uncertainty"},
     {"datasets", "models", "testing"},
