@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union, cast
 
 import numpy as np
 from rdkit import rdBase
@@ -217,7 +217,7 @@ def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], wo
 
 def _compute_part(specs: Tuple[str, ...], part: List[object]) -> Tuple[np.ndarray, List[Optional[str]]]:
     """What a worker runs: :func:`_compute_rows` of a part sent by :func:`compute_features`."""
-    return _compute_rows(specs, [received(m) for m in part])  # type: ignore[misc]
+    return _compute_rows(specs, [cast(MoleculeLike, received(m)) for m in part])
 
 
 @dataclass

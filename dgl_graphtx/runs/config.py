@@ -169,12 +169,12 @@ class DataConfig:
     cv: int = 0
     group_col: Optional[str] = None
     weight_col: Optional[str] = None
-    features_generators: Tuple[str, ...] = ("auto",)
+    features_generators: Tuple[str, ...] = (AUTO,)
     features_cols: Tuple[str, ...] = ()
     atom_properties: Tuple[str, ...] = ()
     features_scaling: str = "standard"
     max_atoms: int = SizeLimits.max_atoms
-    kernel: str = "auto"
+    kernel: str = AUTO
     smiles_cols: Tuple[str, ...] = ()
     reaction_cols: Tuple[str, ...] = ()
     mixture_weights: Tuple[str, ...] = ()
@@ -191,7 +191,7 @@ class DataConfig:
                       scaling=self.features_scaling)  # checks the generator specs and the scaling
         self.molecule_columns  # checks the molecule columns, reactions and mixture weights
         self.level_targets  # checks the atom and bond targets and their sums
-        if self.kernel not in ("auto", "none"):
+        if self.kernel not in (AUTO, NONE):
             ExtraFeatures(kernel=self.kernel)  # checks the spec
             if not self.targets and self.level_targets.any:
                 raise ConfigError(f"the fingerprint kernel (--kernel {self.kernel}) predicts molecule-level targets, and the run "
