@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
@@ -30,9 +31,12 @@ import pandas as pd
 import torch
 from rdkit import Chem, rdBase
 
-from ..errors import ConfigError
+from ..atomic_io import atomic_savez, describe_os_error
+from ..errors import ConfigError, DamagedFileError
 from ..featurize.descriptors import SCALING_METHODS, FeatureScaler, compute_features, feature_names, kernel_fingerprints
 from ..featurize.molecule import EXTRA_ATOM_FEATURES, EXTRA_MOLECULE_FEATURES, KERNEL_FINGERPRINTS, MoleculeLike, prepare_input, to_mol
+from ..saved_files import read_npz
+from .cache import cache_key
 from .float32_range import FLOAT32_MAX
 from .packed import PackedGraphs
 from .report import FEATURE_MASKED, RowIssue
@@ -217,14 +221,54 @@ def masked_out_of_range(values: np.ndarray, names: Sequence[str], owners: Option
 
 
 def molecule_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], frame: Optional[pd.DataFrame] = None,
-                    ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input"
-                    ) -> Tuple[np.ndarray, MaskNotes]:
+                    ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input",
+                    cache: Optional[Path] = None) -> Tuple[np.ndarray, MaskNotes]:
     """Raw molecule-level features ``[M, F]`` (generators, then the user columns of ``frame``),
-    out-of-range values masked (:func:`masked_out_of_range`), and the notes of the masking."""
+    out-of-range values masked (:func:`masked_out_of_range`), and the notes of the masking; the
+    generators' values read from, or else written to, the file ``cache`` when one is named."""
     ids = list(ids) if ids is not None else [str(m) for m in molecules]
-    generated = compute_features(spec.generators, molecules, workers=workers)
+    generated = _generated(spec.generators, molecules, workers, cache)
     return masked_out_of_range(np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1),
                                spec.molecule_names)
+
+
+#: What becomes of a damaged file of cached generator values.
+RECOMPUTE = "computing the features again"
+
+
+def _generated(specs: Tuple[str, ...], molecules: Sequence[MoleculeLike], workers: int, cache: Optional[Path]) -> np.ndarray:
+    """:func:`~dgl_graphtx.featurize.descriptors.compute_features` of ``molecules``, read from the
+    file ``cache`` when it holds them (a damaged or foreign file is computed again, with a warning)
+    and written to it otherwise (a cache that cannot be written is only a warning)."""
+    width = len(feature_names(specs))
+    if cache is not None and cache.exists():
+        try:
+            stored = read_npz(cache, RECOMPUTE, ["values"])
+            assert stored is not None  # not optional
+            if stored["values"].shape == (len(molecules), width):
+                logger.info("extra features read from the cache %s", cache)
+                return stored["values"]
+            raise DamagedFileError(f"{cache} holds {stored['values'].shape} values, not {(len(molecules), width)}; {RECOMPUTE}")
+        except DamagedFileError as err:
+            logger.warning("%s", err)
+    values = compute_features(specs, molecules, workers=workers)
+    if cache is not None and specs:
+        try:
+            atomic_savez(cache, values=values)
+        except OSError as err:
+            logger.warning("extra features not cached (%s)", describe_os_error(err))
+    return values
+
+
+def features_cache(dataset: Any, spec: ExtraFeatures) -> Optional[Path]:
+    """The file caching the generators' values of ``dataset`` beside its featurized molecules
+    (``None`` when the dataset is not cached or ``spec`` names no generator): keyed by the
+    dataset's own cache file (its inputs and featurizer), the generators and RDKit's release."""
+    cache_file = getattr(dataset, "cache_file", None)
+    if cache_file is None or not spec.generators:
+        return None
+    key = cache_key({"dataset": cache_file.name, "generators": list(spec.generators), "rdkit": rdBase.rdkitVersion})
+    return Path(cache_file).with_name(f"features-{key}.npz")
 
 
 def atom_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], graphs: PackedGraphs,
@@ -361,7 +405,7 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Op
     notes: MaskNotes = []
     mol_raw = atom_raw = None
     if spec.molecule_names:
-        mol_raw, masked = molecule_values(spec, chosen, part, ids, workers, source)
+        mol_raw, masked = molecule_values(spec, chosen, part, ids, workers, source, features_cache(dataset, spec))
         notes += masked
     if atom_function is not None and spec.atom_function is None:
         probe = to_mol(chosen[0])

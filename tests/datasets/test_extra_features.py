@@ -302,3 +302,33 @@ def test_a_model_whose_descriptors_this_rdkit_names_otherwise_is_refused_when_lo
                                           rf"{rdBase.rdkitVersion} gives {len(names)} \(missing \[\], new \['{names[0]}'\]\).*"
                                           r"trained with \(2023.09.6\)"):
         FittedExtraFeatures.from_dict({**stored, "molecule_scaler": older, "rdkit_version": "2023.09.6"})
+
+
+def test_generator_values_are_cached_beside_the_featurized_molecules(frame, tmp_path, monkeypatch, caplog):
+    """A rerun (a resume, each trial of a search) reads the descriptors from the cache instead of
+    computing them again: the same values; another generator gets its own file; a damaged file is
+    computed again with a warning; a dataset that is not cached caches nothing."""
+    from dgl_graphtx.datasets import extra_features
+    calls = []
+    compute = extra_features.compute_features
+    monkeypatch.setattr(extra_features, "compute_features", lambda specs, *a, **k: calls.append(specs) or compute(specs, *a, **k))
+    smiles, spec = list(frame["smiles"][:8]), ExtraFeatures(generators=("rdkit2d",))
+
+    def values(generators=spec, cache_dir=tmp_path):
+        dataset = MoleculeDataset.from_dataframe(frame[:8], target_cols=["expt"], cache_dir=cache_dir, progress=False)
+        return add_extra_features(dataset, generators, smiles).molecule
+
+    first = values()
+    cached = list(tmp_path.glob("features-*.npz"))
+    assert len(calls) == 1 and len(cached) == 1
+    np.testing.assert_array_equal(values(), first)
+    assert len(calls) == 1  # read back, not computed
+    values(ExtraFeatures(generators=("morgan_counts:radius=1:size=8",)))
+    assert len(calls) == 2 and len(list(tmp_path.glob("features-*.npz"))) == 2
+    cached[0].write_bytes(b"not an archive")
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        np.testing.assert_array_equal(values(), first)
+    assert len(calls) == 3 and "computing the features again" in caplog.text
+    before = sorted(tmp_path.iterdir())
+    values(cache_dir=None)
+    assert len(calls) == 4 and sorted(tmp_path.iterdir()) == before
