@@ -3,8 +3,8 @@ started them, however it ends.
 
 :class:`FeaturizingPool` is one pool; :func:`shared_pool` keeps one for the whole process, which
 prediction reuses chunk after chunk (starting processes costs about a second each) for graphs and
-extra features alike. :func:`part_bounds` cuts work into parts, :func:`sendable` and
-:func:`received` carry RDKit molecules across intact, :func:`part_result` reads a part back.
+extra features alike. :func:`part_bounds` cuts work into parts, :func:`parts_in_processes` runs a
+function over them, :func:`sendable` and :func:`received` carry RDKit molecules across intact.
 """
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import TracebackType
-from typing import List, Optional, Type, TypeVar
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Type, TypeVar
 
 import torch
 from rdkit import Chem
@@ -107,7 +108,31 @@ def part_bounds(total: int, workers: int, least: int = PART_SIZE) -> List[int]:
     return [total * i // count for i in range(count + 1)]
 
 
-def part_result(future: "Future[Part]") -> Part:
+@contextmanager
+def parts_in_processes(workers: int, function: Callable[[Any, List[object]], Part], argument: Any,
+                       molecules: Sequence[Any], bounds: Sequence[int]) -> Iterator[Iterator[Part]]:
+    """``function(argument, part)`` for each part ``molecules[bounds[i]:bounds[i + 1]]`` (its
+    molecules :func:`sendable`; ``function`` undoes that with :func:`received`) in the pool of
+    :func:`shared_pool`; the results come in part order. Leaving the block early (an error, an
+    interrupt) cancels the parts not started.
+
+    Example:
+        >>> import operator
+        >>> with parts_in_processes(1, operator.add, ["head"], ["a", "b", "c"], [0, 2, 3]) as parts:
+        ...     list(parts)
+        [['head', 'a', 'b'], ['head', 'c']]
+    """
+    pool = shared_pool(workers)
+    futures = [pool.executor.submit(function, argument, [sendable(m) for m in molecules[start:stop]])
+               for start, stop in zip(bounds, bounds[1:])]
+    try:
+        yield (_part_result(future) for future in futures)
+    finally:
+        for future in futures:
+            future.cancel()
+
+
+def _part_result(future: "Future[Part]") -> Part:
     """What a worker returned for a part; one clear error if the process died (the shared pool,
     which takes no more work then, is closed so that the next call starts a new one)."""
     try:

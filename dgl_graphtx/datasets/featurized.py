@@ -12,7 +12,7 @@ from ..featurize import MoleculeFeaturizer, featurize_each
 from ..featurize.molecule import MoleculeLike
 from ..logs import progress as progress_bar
 from ..validation import check_number
-from ..worker_pool import PART_SIZE, part_bounds, part_result, received, sendable, shared_pool
+from ..worker_pool import PART_SIZE, part_bounds, parts_in_processes, received
 from .packed import PackedGraphs
 #: Called with ``(row, reason)`` for each molecule that could not be featurized, as soon as it fails.
 ErrorHandler = Callable[[int, str], None]
@@ -74,15 +74,12 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
                          on_error: Optional[ErrorHandler], workers: int) -> Featurized:
     """:func:`featurize_and_pack` in a pool of ``workers`` processes, a few parts per worker."""
     bounds = part_bounds(len(molecules), workers)
-    pool = shared_pool(workers)
-    futures = [pool.executor.submit(_featurize_part, featurizer, [sendable(m) for m in molecules[start:stop]])
-               for start, stop in zip(bounds, bounds[1:])]
     errors: List[Optional[str]] = []
     rows: List[int] = []
     packed: List[Featurized] = []
-    try:
-        for start, future in zip(bounds, progress_bar(futures, "featurizing", "part", enabled=progress)):
-            part = part_result(future)
+    # stopped by on_error or an interrupt: the parts not started are not featurized
+    with parts_in_processes(workers, _featurize_part, featurizer, molecules, bounds) as parts:
+        for start, part in zip(bounds, progress_bar(parts, "featurizing", "part", enabled=progress, total=len(bounds) - 1)):
             for offset, error in enumerate(part.errors):
                 if error is not None and on_error is not None:
                     on_error(start + offset, error)
@@ -90,9 +87,6 @@ def _featurized_in_parts(featurizer: MoleculeFeaturizer, molecules: List[Optiona
             rows.extend(start + row for row in part.rows)
             if part.graphs is not None:
                 packed.append(part)
-    finally:  # stopped by on_error or an interrupt: the parts not started are not featurized
-        for future in futures:
-            future.cancel()
     if not packed:
         return Featurized(errors, rows, None, None)
     graphs, relations = (PackedGraphs.joined([getattr(part, name) for part in packed]) for name in ("graphs", "relations"))

@@ -22,7 +22,7 @@ from rdkit import rdBase
 from rdkit.Chem import Descriptors, rdFingerprintGenerator
 
 from ..errors import ConfigError, InvalidMoleculeError
-from ..worker_pool import part_bounds, part_result, received, sendable, shared_pool
+from ..worker_pool import part_bounds, parts_in_processes, received
 from .molecule import MoleculeLike, to_heavy_atom_mol
 
 SCALING_METHODS = ("standard", "robust")
@@ -197,14 +197,8 @@ def compute_features(specs: Sequence[str], molecules: Sequence[MoleculeLike], wo
     else:
         bounds = part_bounds(len(molecules), workers)
     if workers > 1 and len(bounds) > 2:
-        pool = shared_pool(workers)
-        futures = [pool.executor.submit(_compute_part, specs, [sendable(m) for m in molecules[start:stop]])
-                   for start, stop in zip(bounds, bounds[1:])]
-        try:
-            parts = [part_result(future) for future in futures]
-        finally:  # an interrupt: the parts not started are not computed
-            for future in futures:
-                future.cancel()
+        with parts_in_processes(workers, _compute_part, specs, molecules, bounds) as results:
+            parts = list(results)
     else:
         parts = [_compute_rows(specs, molecules)]
     values = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, len(feature_names(specs))))
