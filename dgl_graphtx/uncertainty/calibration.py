@@ -128,15 +128,14 @@ class Calibration:
         return std, mean - half, mean + half
 
 
-def _check_spread(method: str, target: int, residuals: np.ndarray, std: np.ndarray) -> None:
-    """One clear error when the method predicts no spread on any calibration label of ``target``."""
-    if (np.isfinite(residuals) & np.isfinite(std) & (std > 0)).any():
-        return
+def _no_spread(method: str, target: int) -> str:
+    """Why ``method`` cannot be calibrated on ``target`` when :func:`fit_z_scale` finds no label
+    with spread, and, for an ensemble, what to do."""
     why = (": the ensemble's members agree exactly, as they do when the fingerprint kernel carries every member's "
            "prediction (network weight 0); train with --kernel none, or use --uncertainty mve"
            if uncertainty_method(method).std == "members" else "")
-    raise ConfigError(f"the {method} uncertainty predicts no spread (std 0 or missing) on any calibration label of target "
-                      f"{target}, so it cannot be calibrated{why}")
+    return (f"the {method} uncertainty predicts no spread (std 0 or missing) on any calibration label of target "
+            f"{target}, so it cannot be calibrated{why}")
 
 
 def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray, std: Optional[np.ndarray],
@@ -159,8 +158,10 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
     for t in range(labels.shape[1]):
         scaled = None
         if std is not None:
-            _check_spread(method, t, labels[:, t] - mean[:, t], std[:, t])
-            scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
+            try:
+                scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
+            except ConfigError:  # no calibration label with spread
+                raise ConfigError(_no_spread(method, t)) from None
             scaled = std[:, t] * scales[-1] if normalised else None
         scores.append(out_of_fold_scores(labels[:, t], mean[:, t], scaled))
     quantiles = [conformal_quantile(target_scores, coverage) for target_scores in scores]
