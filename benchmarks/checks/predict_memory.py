@@ -17,6 +17,7 @@ Run:  python -m benchmarks.checks.predict_memory --in-memory                    
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 import pandas as pd
 import torch
@@ -71,6 +72,20 @@ def run_predict(checkpoint: Path, inputs: Path, output: Path, chunk: int, device
     return {"seconds": time.perf_counter() - start, **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
+def _models(args: argparse.Namespace, folder: Path) -> List[Tuple[str, Path]]:
+    """``(name, checkpoint)`` of each model timed: the given checkpoints, named by their folders,
+    else a checkpoint of each preset with random weights, written to ``folder``."""
+    if args.checkpoints:
+        return [(path.parent.name, path) for path in args.checkpoints]
+    models = []
+    for index, name in enumerate(args.presets):
+        preset = get_preset(*name.split("/"))
+        torch.manual_seed(0)
+        models.append((name, save_checkpoint(folder / f"{index}.pt", build_model(preset.model),
+                                             CheckpointMeta(preset.featurizer, preset.relation, ["y"] * preset.model.num_tasks))))
+    return models
+
+
 def main(argv: Sequence[str] = None) -> int:
     if argv is None and sys.argv[1:2] == ["--job"]:
         job(sys.argv[2:])
@@ -93,14 +108,8 @@ def main(argv: Sequence[str] = None) -> int:
     pool = freesolv_smiles()[0] if args.source == "freesolv" else moses_smiles(count=None)[: max(args.sizes)]
     rows: List[Dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        models = ([(path.parent.name, path) for path in args.checkpoints]
-                  or [(name, Path(tmp) / f"{i}.pt") for i, name in enumerate(args.presets)])
+        models = _models(args, Path(tmp))
         for name, checkpoint in models:
-            if not args.checkpoints:
-                preset = get_preset(*name.split("/"))
-                torch.manual_seed(0)
-                save_checkpoint(checkpoint, build_model(preset.model),
-                                CheckpointMeta(preset.featurizer, preset.relation, ["y"] * preset.model.num_tasks))
             for size in args.sizes:
                 inputs, output = Path(tmp) / f"in{size}.csv", Path(tmp) / "out.csv"
                 pd.DataFrame({"smiles": repeat_to(pool, size)}).to_csv(inputs, index=False)
