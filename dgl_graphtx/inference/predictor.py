@@ -134,7 +134,9 @@ class Predictor:
         checkpoint: a checkpoint written by training, a run folder holding one (its ``best.pt``),
             or an already loaded checkpoint.
         device: ``auto``, ``cpu``, ``cuda``...
-        batch_size: most molecules per forward pass.
+        batch_size: most molecules per forward pass (an explanation's pass holds each of them
+            once per integration step, within ``batch_edges``); molecules of like size are batched
+            together, and the output keeps the input's order.
         limits: per-molecule budgets (atoms, relation-graph edges); molecules above them are
             reported with the reason and NaN.
         batch_edges: most relation-graph edges per forward pass (batches are cut by this budget
@@ -550,10 +552,15 @@ class Predictor:
         return similarity
 
     def _batches(self, done: Featurized, copies: int = 1) -> Iterable[List[int]]:
-        """Consecutive positions of ``done`` grouped by ``batch_size`` and the ``batch_edges`` budget
-        (shared by the ``copies`` of each molecule a batch holds)."""
-        return [] if done.relations is None else EdgeBudgetBatchSampler(
-            done.relations.num_edges, max(1, self.batch_size // copies), max(1, self.batch_edges // copies))
+        """Positions of ``done`` in order of size (relation-graph edges), grouped by ``batch_size``
+        molecules and the ``batch_edges`` budget (shared by the ``copies`` of each molecule a batch
+        holds): molecules of like size share a batch, so the dense attention blocks, padded to a
+        batch's largest molecule, hold little padding. Results are read back by position."""
+        if done.relations is None:
+            return []
+        edges = done.relations.num_edges
+        order = torch.argsort(edges, stable=True).tolist()
+        return EdgeBudgetBatchSampler(edges, self.batch_size, max(1, self.batch_edges // copies), order)
 
     def _predict_batch(self, graph, relation) -> np.ndarray:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""

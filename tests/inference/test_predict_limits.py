@@ -14,6 +14,8 @@ from cli_runner import assert_one_error_line, run_cli_without_runtime_warnings a
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize import SizeLimits
 from dgl_graphtx.inference import Predictor, predict_smiles
+from dgl_graphtx.inference import predictor as predictor_module
+from dgl_graphtx.insight import repeated_batch
 
 NORMAL = list(freesolv_rows(0, 100)["smiles"])
 
@@ -54,6 +56,27 @@ def test_relation_edge_budget(checkpoint):
 def test_batches_cut_by_edge_budget_give_the_same_predictions(checkpoint, reference):
     table = Predictor(checkpoint, device="cpu", batch_size=1000, batch_edges=300).predict(NORMAL)
     np.testing.assert_allclose(table["y_pred"].to_numpy(), reference, rtol=0, atol=1e-5)
+
+
+def test_batches_hold_molecules_of_like_size_and_the_table_keeps_the_input_order(checkpoint, reference, monkeypatch):
+    held = []
+
+    def recorded(graphs, relations, positions, copies=1, *args, **kwargs):
+        held.append((list(positions), copies))
+        return repeated_batch(graphs, relations, positions, copies, *args, **kwargs)
+
+    monkeypatch.setattr(predictor_module, "repeated_batch", recorded)
+    predictor = Predictor(checkpoint, device="cpu", batch_size=8)
+    table = predictor.predict(NORMAL)
+    np.testing.assert_allclose(table["y_pred"].to_numpy(), reference, rtol=0, atol=1e-5)
+    atoms = [Chem.MolFromSmiles(s).GetNumAtoms() for s in NORMAL]
+    sizes = [[atoms[p] for p in positions] for positions, _ in held]
+    assert sorted(p for positions, _ in held for p in positions) == list(range(len(NORMAL)))
+    assert all(max(a) <= min(b) for a, b in zip(sizes, sizes[1:]))  # each batch no larger than the next
+    assert max(map(max, sizes)) > min(map(min, sizes)) and atoms != sorted(atoms)  # sizes differ, the input is unsorted
+    held.clear()
+    predictor.explain(NORMAL[:20], steps=4)  # an explanation's pass holds batch_size molecules, each once per step
+    assert [len(p) for p, copies in held if copies == 4] == [8, 8, 4]
 
 
 def test_out_of_memory_batch_is_split_and_only_the_culprit_fails(checkpoint, reference, monkeypatch):
