@@ -242,9 +242,10 @@ class PortableModel:
 
     def predict(self, smiles: Sequence[str], batch_size: int = 256, block_budget: int = BLOCK_BUDGET) -> Dict[str, Any]:
         """One value per SMILES in each of :attr:`columns` (NaN where it could not be read), and
-        ``error``: ``None``, or why the molecule could not be read. Consecutive molecules share a
-        pass, at most ``batch_size`` of them and ``block_budget`` attention-block slots (molecules
-        times the largest one's atoms squared; a molecule above it alone)."""
+        ``error``: ``None``, or why the molecule could not be read. Molecules of like size share a
+        pass (taken in order of atoms), at most ``batch_size`` of them and ``block_budget``
+        attention-block slots (molecules times the largest one's atoms squared; a molecule above it
+        alone)."""
         values = np.full((len(smiles), len(self.columns)), np.nan)
         errors: List[Optional[str]] = [None] * len(smiles)
         done: List[Tuple[int, Molecule]] = []
@@ -253,13 +254,14 @@ class PortableModel:
                 done.append((row, featurize(text, self.settings)))
             except ValueError as err:
                 errors[row] = str(err)
+        done.sort(key=lambda item: len(item[1].atom_features))  # little padding in the blocks; rows keep their places
         for part in _passes(done, batch_size, block_budget):
             values[[row for row, _ in part]] = self.run(batch([m for _, m in part])).double().numpy()
         return {**{name: values[:, i] for i, name in enumerate(self.columns)}, "error": errors}
 
 
 def _passes(done: List[Tuple[int, Molecule]], batch_size: int, block_budget: int) -> List[List[Tuple[int, Molecule]]]:
-    """``done`` cut into consecutive batches within ``batch_size`` molecules and ``block_budget`` slots."""
+    """``done``, in its order, cut into batches within ``batch_size`` molecules and ``block_budget`` slots."""
     out: List[List[Tuple[int, Molecule]]] = []
     largest = 0
     for item in done:
