@@ -11,8 +11,10 @@ from ..inference.prediction_job import PredictionJob, run_prediction
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE, Predictor
 from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
+from ..runs.distributed import check_processes, launch_local, launched_by_torchrun
+from ..runs.sharded_prediction import predict_in_processes
 from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_row_options, add_threads_option, bounded,
-                     library_default, molecule_columns, print_table, verbosity)
+                     library_default, molecule_columns, print_table, verbosity, without_option)
 from .molecule_io import add_carry_options, add_checkpoint_option
 
 
@@ -65,6 +67,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="--explain: where the integral starts: atom embeddings 0, the molecule's mean atom, or auto "
                               "(mean for pre-LN transformers, zero for GPS models such as Gradformer; docs/insight.md)")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
+    predict.add_argument("--nproc", type=bounded(int, 1), default=1,
+                         help="processes on this machine (torchrun's elastic launcher), each predicting a contiguous shard of "
+                              "the rows on a device of its own (one GPU each where there are GPUs) into a part beside the "
+                              "--output (.csv/.tsv), joined into it in input order at the end (default: 1)")
     predict.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logging_options(predict)
     predict.set_defaults(func=run)
@@ -85,8 +91,14 @@ def run(args: argparse.Namespace) -> int:
     job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
                         delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols,
                         molecule_columns=molecule_columns(args), output=args.output, sdf_output=args.sdf_output,
-                        resume=args.resume, predictor=options, progress=show)
-    done = run_prediction(job)
+                        resume=args.resume, predictor=options, progress=show,
+                        shard=(0, args.nproc) if args.nproc > 1 or launched_by_torchrun() else None)  # checks the output for shards
+    if args.nproc > 1:
+        check_processes(args.nproc, args.device)
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
+    done = predict_in_processes(job) if launched_by_torchrun() else run_prediction(job)
+    if done is None:  # a process of several other than the main one
+        return 0
     if done.table is None:
         print(done.describe())
         return 0

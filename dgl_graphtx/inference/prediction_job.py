@@ -32,6 +32,7 @@ from .checkpoint_paths import resolve_checkpoints
 from .cross_conformal import stored_cv_plus
 from .ensemble import ensemble_chunks, stored_calibration
 from .level_outputs import write_level_sdf
+from .prediction_shards import shard_path, shard_rows, shard_source
 from .predictor import Predictor, with_carried_columns
 from .table_output import table_format, table_separator, write_table
 
@@ -62,6 +63,9 @@ class PredictionJob:
         sdf_output: an ``.sdf`` file of the predicted molecules with the predictions as SD properties
             (atom and bond values as ``atom.dprop`` / ``bond.dprop`` lists).
         resume: continue the ``.partial`` an interrupted run into ``output`` left (``.csv`` / ``.tsv``).
+        shard: ``(index, count)``: predict only shard ``index`` of ``count`` contiguous shards of the
+            input's rows, into its part beside ``output`` (one process of several, see
+            :mod:`~dgl_graphtx.inference.prediction_shards`, which joins the parts).
         predictor: options of every :class:`~dgl_graphtx.inference.Predictor` (``device``,
             ``batch_size``, ``limits``, ``chunk_size``, ``uncertainty``...).
         progress: show a progress bar.
@@ -86,6 +90,7 @@ class PredictionJob:
     resume: bool = False
     predictor: Mapping[str, Any] = field(default_factory=dict)
     progress: bool = False
+    shard: Optional[Tuple[int, int]] = None
 
     def __post_init__(self) -> None:
         if bool(self.smiles) == (self.input is not None):
@@ -98,11 +103,21 @@ class PredictionJob:
             raise ConfigError("--resume continues a .csv/.tsv --output; a .parquet file is written at once")
         if self.sdf_output is not None and self.resume:
             raise ConfigError("--resume continues a .csv/.tsv --output; an --sdf-output is written at once: run without --resume")
+        if self.shard is not None and not (self.streamed and self.sdf_output is None):
+            raise ConfigError("several processes write their rows into one .csv/.tsv --output: give --output FILE.csv "
+                              "(without --sdf-output), or predict in one process")
 
     @property
     def streamed(self) -> bool:
         """Whether the rows go to the output chunk by chunk (a ``.csv`` / ``.tsv`` output)."""
         return self.output is not None and table_format(self.output) != ".parquet"
+
+    @property
+    def written(self) -> Optional[Path]:
+        """The file the rows are streamed to: ``output``, or the part of a ``shard``."""
+        if self.output is None or not self.streamed:
+            return None
+        return Path(self.output) if self.shard is None else shard_path(self.output, *self.shard)
 
     def source(self, checkpoints: Sequence[Path]) -> Dict[str, Any]:
         """What the rows are made from, as recorded beside a streamed output: the input's and
@@ -115,8 +130,9 @@ class PredictionJob:
         explain = options.get("explain")  # ExplainSettings or None
         options["explain"] = None if explain is None else dataclasses.asdict(explain)
         columns = {} if self.molecule_columns is None else {"molecule_columns": self.molecule_columns.to_dict()}
-        return {"input": digest, "checkpoint": [file_sha256(p) for p in checkpoints], "smiles_col": self.smiles_col,
-                "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options, **columns}
+        found = {"input": digest, "checkpoint": [file_sha256(p) for p in checkpoints], "smiles_col": self.smiles_col,
+                 "delimiter": self.delimiter, "id_col": self.id_col, "keep_cols": list(self.keep_cols), **options, **columns}
+        return found if self.shard is None else shard_source(found, *self.shard)
 
 
 @dataclass
@@ -177,8 +193,8 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     if job.predictor.get("explain") is not None and len(paths) > 1:
         raise ConfigError(f"--explain explains one model; {len(paths)} checkpoints were given (an ensemble): give one")
     writer = None
-    if job.output is not None and job.streamed:
-        writer = ProgressiveCSV(job.output, resume=job.resume, sep=table_separator(job.output), source=job.source(paths))
+    if job.written is not None:
+        writer = ProgressiveCSV(job.written, resume=job.resume, sep=table_separator(job.written), source=job.source(paths))
     elif job.output is not None:
         check_writable(job.output)
     predictors = [Predictor(path, molecule_columns=job.molecule_columns, **job.predictor) for path in paths]
@@ -188,8 +204,10 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     for classes in first.class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
     table = read_input(first, job)
-    start = writer.rows_done if writer is not None else 0
-    chunks = _chunks(predictors, job, table, start)
+    total = len(table.molecules) if table is not None else len(job.smiles)
+    first_row, stop = (0, total) if job.shard is None else shard_rows(total, *job.shard)
+    done_before = writer.rows_done if writer is not None else 0
+    chunks = _chunks(predictors, job, table, first_row + done_before, stop)
     if job.sdf_output is not None:
         chunks = _with_sdf(first, job, table, chunks)
     if writer is None:
@@ -203,7 +221,8 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         writer.append(chunk)
         bad, odd = _counts(chunk)
         invalid, unusual = invalid + bad, unusual + odd
-    return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), start, Path(writer.finish()))
+    written = writer.partial if job.shard is not None else Path(writer.finish())  # a shard's part waits to be joined
+    return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, written)
 
 
 def read_input(predictor: Predictor, job: PredictionJob) -> Optional[MoleculeTable]:
@@ -221,9 +240,9 @@ def read_input(predictor: Predictor, job: PredictionJob) -> Optional[MoleculeTab
 def _predict_levels(predictors: List[Predictor], job: PredictionJob) -> PredictionSummary:
     """A model with atom- or bond-level targets: its table, and the long atom and bond tables
     beside ``job.output`` (``<output>_atoms``, ``<output>_bonds``), or returned; written at once."""
-    if len(predictors) > 1 or job.resume:
-        raise ConfigError("atom- and bond-level predictions come from one model, written at once: give one checkpoint, "
-                          "without --resume")
+    if len(predictors) > 1 or job.resume or job.shard is not None:
+        raise ConfigError("atom- and bond-level predictions come from one model in one process, written at once: give one "
+                          "checkpoint, without --resume or --nproc")
     predictor, table = predictors[0], read_input(predictors[0], job)
     molecules = table.molecules if table is not None else list(job.smiles)
     carried = table.carried_columns(job.id_col, job.keep_cols) if table is not None else None
@@ -274,14 +293,15 @@ def _counts(table: pd.DataFrame) -> Tuple[int, int]:
     return int(table["error"].notna().sum()), int(table["warning"].notna().sum())
 
 
-def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[MoleculeTable], start: int) -> Iterator[pd.DataFrame]:
-    """The tables of the input's rows from ``start`` on, one chunk at a time (one empty table with
-    every column when there is no row left)."""
+def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[MoleculeTable], start: int,
+            stop: int) -> Iterator[pd.DataFrame]:
+    """The tables of the input's rows ``start`` to ``stop``, one chunk at a time (one empty table
+    with every column when there is no row left)."""
     molecules = table.molecules if table is not None else list(job.smiles)
-    identifiers = table.identifiers[start:] if table is not None else None
+    identifiers = table.identifiers[start:stop] if table is not None else None
     carried = table.carried_columns(job.id_col, job.keep_cols) if table is not None else None
-    features = table.columns.iloc[start:].reset_index(drop=True) if table is not None else None
-    rest = molecules[start:]
+    features = table.columns.iloc[start:stop].reset_index(drop=True) if table is not None else None
+    rest = molecules[start:stop]
     if len(predictors) > 1:
         calibration, cv_plus = stored_calibration(job.checkpoints), stored_cv_plus(job.checkpoints)
         done = start
@@ -289,7 +309,7 @@ def _chunks(predictors: List[Predictor], job: PredictionJob, table: Optional[Mol
             yield with_carried_columns(chunk, carried, done)
             done += len(chunk)
         return
-    remaining = carried.iloc[start:].reset_index(drop=True) if carried is not None else None
+    remaining = carried.iloc[start:stop].reset_index(drop=True) if carried is not None else None
     if not rest:
         yield predictors[0].predict([], carried=remaining)
         return

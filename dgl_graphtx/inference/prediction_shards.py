@@ -1,0 +1,113 @@
+"""A prediction table made by several processes: the input's rows cut into one contiguous shard
+per process, each shard written beside the output as a resumable part (a
+:class:`~dgl_graphtx.progressive_csv.ProgressiveCSV` ``.partial`` with its record), and the parts
+joined, byte for byte, into the one output, rows in input order.
+
+:func:`~dgl_graphtx.runs.sharded_prediction.predict_in_processes` runs it under torchrun
+(``dgl-graphtx predict --nproc N``): every process predicts its shard (``PredictionJob.shard``),
+waits for the others, and the main one joins the parts. An interrupted run continues with
+``--resume``: every process takes up its own part, and the join checks each part's record (same
+input, checkpoints and settings; every row of the shard written; the bytes unchanged) before it
+writes the output.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Tuple, Union
+
+from ..atomic_io import atomic_path
+from ..errors import OutputError
+from ..progressive_csv import ProgressiveCSV
+
+PathLike = Union[str, Path]
+
+
+def shard_rows(total: int, index: int, count: int) -> Tuple[int, int]:
+    """The rows ``[start, stop)`` of shard ``index`` of ``count`` over ``total`` rows: contiguous,
+    in order, sizes differing by at most one.
+
+    Example:
+        >>> [shard_rows(10, i, 3) for i in range(3)], shard_rows(1, 1, 2)
+        ([(0, 4), (4, 7), (7, 10)], (1, 1))
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index} of {count} does not exist")
+    base, extra = divmod(total, count)
+    start = index * base + min(index, extra)
+    return start, start + base + (index < extra)
+
+
+def shard_path(output: PathLike, index: int, count: int) -> Path:
+    """Where shard ``index`` of ``count`` writes its part of ``output`` (its ``.partial`` and
+    record add their suffixes).
+
+    Example:
+        >>> shard_path("out/p.tsv", 1, 4).as_posix()
+        'out/p.shard-2-of-4.tsv'
+    """
+    path = Path(output)
+    return path.with_name(f"{path.stem}.shard-{index + 1}-of-{count}{path.suffix}")
+
+
+def shard_source(source: Mapping[str, Any], index: int, count: int) -> dict:
+    """The record's ``source`` of a shard's part: the job's, and which shard of how many.
+
+    Example:
+        >>> shard_source({"input": "ab"}, 0, 2)
+        {'input': 'ab', 'shard': [1, 2]}
+    """
+    return {**source, "shard": [index + 1, count]}
+
+
+def join_shards(output: PathLike, sources: Sequence[Mapping[str, Any]], rows: Sequence[int], sep: str) -> Path:
+    """Write ``output`` from the parts of its ``len(sources)`` shards: each part's header checked
+    against the first's and left out after it, every row in order; the parts are removed once the
+    output is in place. Each part is checked as a resume checks it (its record names
+    ``sources[i]``, its bytes match the record's digest) and must hold ``rows[i]`` rows.
+
+    Example:
+        >>> import tempfile, pandas as pd
+        >>> out = Path(tempfile.mkdtemp()) / "p.csv"
+        >>> for i, part in enumerate([pd.DataFrame({"y": [1, 2]}), pd.DataFrame({"y": [3]})]):
+        ...     ProgressiveCSV(shard_path(out, i, 2), source=shard_source({}, i, 2)).append(part)
+        >>> join_shards(out, [shard_source({}, i, 2) for i in range(2)], [2, 1], ",").read_text()
+        'y\\n1\\n2\\n3\\n'
+        >>> sorted(p.name for p in out.parent.iterdir())
+        ['p.csv']
+    """
+    count = len(sources)
+    parts = []
+    for index, (source, expected) in enumerate(zip(sources, rows)):
+        path = shard_path(output, index, count)
+        part = ProgressiveCSV(path, resume=True, sep=sep, source=source) if _partial(path).exists() else None
+        if part is None or part.rows_done != expected:
+            held = 0 if part is None else part.rows_done
+            raise OutputError(f"cannot join the {count} parts of {output}: part {index + 1} ({_partial(path).name}) holds {held} "
+                              f"of its {expected} rows; rerun with --resume to finish it")
+        parts.append(part)
+    header = _first_line(parts[0].partial)
+    for index, part in enumerate(parts[1:], start=2):
+        other = _first_line(part.partial)
+        if other != header:
+            raise OutputError(f"cannot join the parts of {output}: part {index} has other columns than part 1 "
+                              f"({other.decode(errors='replace').strip()!r} vs {header.decode(errors='replace').strip()!r})")
+    with atomic_path(output) as temporary, open(temporary, "wb") as out:
+        out.write(header)
+        for part in parts:
+            with open(part.partial, "rb") as handle:
+                handle.readline()
+                shutil.copyfileobj(handle, out, 1 << 20)
+    for part in parts:
+        part.partial.unlink(missing_ok=True)
+        part.record.unlink(missing_ok=True)
+    return Path(output)
+
+
+def _partial(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.readline()

@@ -1,0 +1,62 @@
+"""One prediction table made by several processes (``dgl-graphtx predict --nproc N``, or the same
+command under torchrun, on one machine or several sharing the output's folder).
+
+Each process predicts a contiguous shard of the input's rows on a device of its own (GPU
+``LOCAL_RANK`` when there are GPUs) into its part beside the output; when every process is done,
+the main one joins the parts into the output, rows in input order
+(:mod:`~dgl_graphtx.inference.prediction_shards`). An interrupted job continues with ``--resume``:
+every process takes up its own part where the record says it stopped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import torch.distributed as dist
+
+from ..inference.checkpoint_paths import resolve_checkpoints
+from ..inference.prediction_job import PredictionJob, PredictionSummary, run_prediction
+from ..inference.prediction_shards import join_shards, shard_source
+from ..inference.table_output import table_separator
+from .distributed import local_device
+
+#: Seconds a process that has finished its shard waits for the others (shards take about equally
+#: long; a failed process stops the whole job through the launcher).
+WAIT_S = 7 * 24 * 3600.0
+
+
+def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional[PredictionSummary]:
+    """This process's shard of ``job`` in a job started by torchrun (``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``...); the main process (rank 0) then joins the parts and returns the whole
+    run's summary, the others ``None``. The processes meet over a ``gloo`` group.
+
+    Example (in a script started with ``torchrun --nproc-per-node 2 script.py``)::
+
+        done = predict_in_processes(PredictionJob(["runs/y/best.pt"], input="screen.smi", output="screen.csv"))
+        if done is not None:
+            print(done.describe())
+    """
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = local_device(job.predictor.get("device", "auto"), int(os.environ.get("LOCAL_RANK", "0")),
+                          int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    mine = dataclasses.replace(job, shard=(rank, world), predictor={**job.predictor, "device": str(device)},
+                               progress=job.progress and rank == 0)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=wait_s))
+    try:
+        summary = run_prediction(mine)
+        found: List[Optional[Tuple[int, int, int, int]]] = [None] * world
+        dist.all_gather_object(found, (summary.rows, summary.invalid, summary.outside_domain, summary.resumed_after))
+        if rank != 0:
+            return None
+        counts = [tuple(item) for item in found if item is not None]
+        assert job.output is not None and len(counts) == world, "every process reports its part of an --output"
+        whole = dataclasses.replace(job, shard=None).source(resolve_checkpoints(job.checkpoints))
+        output = join_shards(job.output, [shard_source(whole, index, world) for index in range(world)],
+                             [rows for rows, *_ in counts], table_separator(job.output))
+        return PredictionSummary(sum(c[0] for c in counts), sum(c[1] for c in counts), sum(c[2] for c in counts), summary.models,
+                                 sum(c[3] for c in counts), Path(output))
+    finally:
+        dist.destroy_process_group()

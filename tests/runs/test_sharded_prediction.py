@@ -1,0 +1,80 @@
+"""``dgl-graphtx predict --nproc 2``, as a user runs it: two processes (torchrun's launcher, CPU,
+gloo) write one table in input order, equal to one process's; mistakes are one line, found before
+the processes start. The shards' own logic: tests/inference/test_prediction_shards.py."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cli_runner import assert_one_error_line, must_not_be_called, run_cli
+from conftest_models import freesolv_rows, tiny_checkpoint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_checkpoint(tmp_path_factory.mktemp("model"), "vanilla", seed=7, num_layers=1)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    smiles = list(freesolv_rows(0, 30)["smiles"])
+    path = tmp_path_factory.mktemp("in") / "in.tsv"
+    pd.DataFrame({"id": [f"m{i:02d}" for i in range(31)], "smiles": smiles[:9] + ["C1CC"] + smiles[9:]}).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def _argv(checkpoint, inputs, output, *more):
+    return ["predict", "--checkpoint", str(checkpoint), "--input", str(inputs), "--id-col", "id", "--device", "cpu",
+            "--chunk-size", "4", "--output", str(output), *more]
+
+
+def test_two_processes_write_one_table_in_input_order(checkpoint, inputs, tmp_path):
+    assert run_cli(_argv(checkpoint, inputs, tmp_path / "one.tsv"))[0] == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
+    job = subprocess.run([sys.executable, "-m", "dgl_graphtx", *_argv(checkpoint, inputs, tmp_path / "two.tsv", "--nproc", "2")],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert job.returncode == 0, job.stderr
+    said = job.stdout.strip().splitlines()[-1]
+    assert said == f"wrote 31 predictions (1 invalid, 0 outside the training domain) to {tmp_path / 'two.tsv'}"
+    one, two = (pd.read_csv(tmp_path / name, sep="\t") for name in ("one.tsv", "two.tsv"))
+    assert two.columns.tolist() == one.columns.tolist() and two["id"].tolist() == one["id"].tolist()
+    assert two["error"].equals(one["error"]) and two["error"].notna().tolist() == [i == 9 for i in range(31)]
+    np.testing.assert_allclose(two["y_pred"], one["y_pred"], rtol=0, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.tsv", "two.tsv"]
+
+
+@pytest.mark.parametrize("mistake", ["no output", "sdf output", "atom targets"])
+def test_mistakes_are_one_line_before_the_processes_start(mistake, checkpoint, inputs, tmp_path, monkeypatch):
+    from dgl_graphtx.cli import predict
+    monkeypatch.setattr(predict, "launch_local", must_not_be_called("the processes were started before the mistake was found"))
+    argv = _argv(checkpoint, inputs, tmp_path / "p.csv", "--nproc", "2")
+    if mistake == "no output":
+        argv = argv[:argv.index("--output")] + argv[argv.index("--output") + 2:]
+        assert_one_error_line(run_cli(argv), "several processes write their rows into one .csv/.tsv --output")
+    elif mistake == "sdf output":
+        assert_one_error_line(run_cli([*argv, "--sdf-output", tmp_path / "p.sdf"]), "without --sdf-output")
+    else:  # found by each process once it has the model: refused in one line there
+        from dgl_graphtx.errors import ConfigError
+        from dgl_graphtx.inference.prediction_job import PredictionJob, run_prediction
+        with pytest.raises(ConfigError, match="atom- and bond-level predictions come from one model in one process"):
+            run_prediction(PredictionJob([_atom_checkpoint(tmp_path)], smiles=["CCO"], output=tmp_path / "a.csv", shard=(0, 2)))
+
+
+def _atom_checkpoint(folder: Path) -> Path:
+    """A tiny model with an atom-level target."""
+    from conftest_models import tiny_preset
+    from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+    from dgl_graphtx.datasets.level_targets import LevelTargets
+    from dgl_graphtx.models import build_model
+    from dgl_graphtx.models.levels import LevelOptions
+    preset = tiny_preset("gradformer", num_tasks=1, levels=LevelOptions(1, 0, ()))
+    meta = CheckpointMeta(preset.featurizer, preset.relation, ["logp"], {"levels": LevelTargets(("q",)).to_dict()})
+    return save_checkpoint(folder / "atoms.pt", build_model(preset.model), meta)
