@@ -8,15 +8,16 @@ import contextlib
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
 
 from .._version import __version__
 from ..checkpoint import load_checkpoint
 from ..datasets import MoleculeDataset
+from ..datasets.extra_features import ExtraFeatures
 from ..devices import resolve_compute
-from ..errors import GraphTxError
+from ..errors import ConfigError, GraphTxError
 from ..inference.backbones import describe_loaded
 from ..logs import log_to_file
 from ..training import ProcessHooks
@@ -74,15 +75,16 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
     if plan.single:
         RunFolder(out_dir, overwrite, resume=resume).check()
         if resume:  # before featurizing: a mismatch is refused at once, config.yaml untouched
-            check_resumable_plan(Path(out_dir), plan)
+            check_resumable_plan(Path(out_dir), plan, config.extra_features)
     else:
         check_run_tree(out_dir, overwrite)
     return plan
 
 
-def check_resumable_plan(out_dir: Path, plan: RunPlan) -> None:
+def check_resumable_plan(out_dir: Path, plan: RunPlan, features: ExtraFeatures = ExtraFeatures()) -> None:
     """Refuse to resume the run in ``out_dir`` when its ``last.pt`` was trained with other
-    training settings than ``plan`` (:func:`~dgl_graphtx.training.resume.check_resume_settings`)
+    training settings than ``plan`` (:func:`~dgl_graphtx.training.resume.check_resume_settings`),
+    other extra features or fingerprint kernel than ``features`` (:func:`check_resumed_features`)
     or other uncertainty settings that choose its calibration molecules
     (:func:`~dgl_graphtx.runs.calibration_part.check_resumed_calibration`). Nothing to check
     when there is no ``last.pt`` yet (the run then starts afresh).
@@ -95,7 +97,40 @@ def check_resumable_plan(out_dir: Path, plan: RunPlan) -> None:
     if path.is_file():
         extra = load_checkpoint(path, map_location="cpu").meta.extra
         check_resume_settings(path, extra.train_config or {}, plan.train)
+        check_resumed_features(path, extra.extra_features, features)
         check_resumed_calibration(path, extra.uncertainty, plan.uncertainty)
+
+
+#: The settings of a run's extra features, by the option (``data.*``) that sets each.
+FEATURE_OPTIONS = {"generators": "features_generators", "columns": "features_cols", "atom_properties": "atom_properties",
+                   "scaling": "features_scaling", "kernel": "kernel"}
+
+
+def check_resumed_features(path: Path, saved: Optional[Dict[str, Any]], features: ExtraFeatures) -> None:
+    """Refuse to resume the run of ``path`` with other extra features, scaling or fingerprint
+    kernel than ``saved`` (the checkpoint's fitted extra features; ``None``: none), naming each
+    option that changed: the features are scaled and the kernel fitted once, on the first start.
+
+    Example:
+        >>> from dgl_graphtx.datasets.extra_features import FittedExtraFeatures
+        >>> saved = FittedExtraFeatures(ExtraFeatures(("rdkit2d",)), None).to_dict()
+        >>> check_resumed_features(Path("last.pt"), saved, ExtraFeatures(("rdkit2d",), scaling="robust"))
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: last.pt was trained with data.features_scaling=standard; resume with the same settings (now robust)
+    """
+    before = ExtraFeatures.from_dict(saved["spec"]) if saved else ExtraFeatures()
+    changed = [(option, getattr(before, name), getattr(features, name)) for name, option in FEATURE_OPTIONS.items()
+               if getattr(before, name) != getattr(features, name)]
+    if changed:
+        raise ConfigError(f"{path} was trained with {', '.join(f'data.{o}={_setting(b)}' for o, b, _ in changed)}; "
+                          f"resume with the same settings (now {', '.join(_setting(n) for _, _, n in changed)})")
+
+
+def _setting(value: Any) -> str:
+    """A feature setting as the command line gives it: a list comma-joined, nothing as ``none``."""
+    text = ",".join(value) if isinstance(value, tuple) else str(value)
+    return text or "none"
 
 
 def train_from_config(config: RunConfig, out_dir: PathLike, overwrite: bool = False, resume: bool = False,

@@ -71,3 +71,20 @@ def test_resume_with_the_same_settings_and_other_threads_is_accepted(data_csv, t
     assert code == 0, err
     assert loads["load"] == 2
     assert yaml.safe_load((out / "config.yaml").read_text())["train"]["threads"] == 2
+
+
+@pytest.mark.parametrize("change, said", [
+    (["--set", "data.features_scaling=robust"], "data.features_scaling=standard; resume with the same settings (now robust)"),
+    (["--kernel", "none"], "data.kernel=morgan_counts:radius=2:size=2048; resume with the same settings (now none)"),
+    (["--features-generators", "none"], "data.features_generators=rdkit2d; resume with the same settings (now none)"),
+])
+def test_resume_with_other_extra_features_or_kernel_fails_before_featurizing(data_csv, tmp_path, loads, change, said):  # noqa: F811
+    """The descriptors are scaled and the kernel fitted on the first start: a resume that changes
+    them would mix two models in one (it resumed silently and gave another test error)."""
+    out = tmp_path / "run"
+    assert _train(data_csv, out, "--epochs", "1")[0] == 0
+    before = (out / "config.yaml").read_text(), (out / "best.pt").read_bytes()
+    assert_one_error_line(_train(data_csv, out, "--epochs", "1", "--resume", *change), said)
+    assert loads == {"load": 1, "featurize": 1}
+    assert ((out / "config.yaml").read_text(), (out / "best.pt").read_bytes()) == before
+    assert _train(data_csv, out, "--epochs", "1", "--resume")[0] == 0  # the same settings resume
