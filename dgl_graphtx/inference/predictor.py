@@ -260,12 +260,8 @@ class Predictor:
         ``features``: a table, one row per input, holding the user feature columns the model was
         trained with (``--features-cols``)."""
         chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
-        if not chunks:
-            empty = pd.DataFrame({"smiles": [], "canonical_smiles": [], **{prediction_column(n): np.zeros(0) for n in self.target_names},
-                                  "error": [], "warning": []})
-            if self.model.levels is not None:
-                add_level_columns(empty, self.level_targets, [])
-            return with_carried_columns(empty, carried, 0)
+        if not chunks:  # no input: the columns a chunk has (uncertainty, explanations, levels), no row
+            return with_carried_columns(self._predict_chunk([], [], None if features is None else features.iloc[:0]), carried, 0)
         return pd.concat(chunks, ignore_index=True)
 
     def predict_chunks(

@@ -72,6 +72,19 @@ def test_explain_adds_per_atom_contributions_that_complete_each_prediction(check
     assert set(atoms["row"]) == set(range(len(MOLECULES)))
 
 
+def test_no_molecule_gives_the_columns_of_explanations_and_no_row(checkpoint, tmp_path):
+    found = Predictor(checkpoint).explain([], target="z")  # was a KeyError
+    assert found.table.columns.tolist() == Predictor(checkpoint).explain(["CO"], target="z").table.columns.tolist()
+    assert len(found.table) == 0 and found.atoms.columns.tolist() == ["row", "smiles", "atom", "element", "contribution"]
+    empty = tmp_path / "empty.csv"
+    empty.write_text("smiles\n")
+    assert run_cli(["predict", "--checkpoint", checkpoint, "--input", empty, "--explain", "--explain-target", "z",
+                    "--output", tmp_path / "x.csv"])[0] == 0
+    assert (tmp_path / "x.csv").read_text().split() == [",".join(found.table.columns)]
+    mc = Predictor(checkpoint, uncertainty="mc_dropout")
+    assert mc.predict([]).columns.tolist() == mc.predict(["CO"]).columns.tolist()  # the std columns too
+
+
 def test_predictions_with_explanations_equal_those_without(checkpoint):
     plain = Predictor(checkpoint).predict(MOLECULES)
     explained = Predictor(checkpoint).explain(MOLECULES).table
