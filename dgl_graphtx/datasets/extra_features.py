@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
@@ -90,8 +91,14 @@ class ExtraFeatures:
         feature_names(self.generators)  # checks the specs
         if self.kernel:
             kernel_fingerprints(self.kernel, [])  # checks the spec
-        if len(set(self.molecule_names)) != len(self.molecule_names):
-            raise ConfigError(f"extra feature names repeat: {self.molecule_names}")
+        twice = sorted(g for g, count in Counter(self.generators).items() if count > 1)
+        if twice:
+            raise ConfigError(f"feature generator {', '.join(twice)} is named more than once: give each generator once")
+        repeated = sorted(n for n, count in Counter(self.molecule_names).items() if count > 1)
+        if repeated:
+            shown = ", ".join(repeated[:5]) + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+            raise ConfigError(f"extra feature names repeat: {shown} (a feature column named like a generated feature, or two "
+                              "generators giving the same features): rename the column or drop a generator")
 
     @property
     def molecule_names(self) -> List[str]:

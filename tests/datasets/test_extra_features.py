@@ -332,3 +332,12 @@ def test_generator_values_are_cached_beside_the_featurized_molecules(frame, tmp_
     before = sorted(tmp_path.iterdir())
     values(cache_dir=None)
     assert len(calls) == 4 and sorted(tmp_path.iterdir()) == before
+
+
+def test_a_generator_named_twice_or_a_column_named_like_a_feature_is_one_short_line():
+    with pytest.raises(ConfigError) as twice:
+        ExtraFeatures(generators=("rdkit2d", "rdkit2d"))
+    assert str(twice.value) == "feature generator rdkit2d is named more than once: give each generator once"
+    with pytest.raises(ConfigError, match=r"extra feature names repeat: MolWt \(a feature column named like") as clash:
+        ExtraFeatures(generators=("rdkit2d",), columns=("MolWt",))
+    assert len(str(clash.value)) < 200  # was every one of the 218 names
