@@ -13,6 +13,7 @@ unless MC dropout averages it), in logits for classification.
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -28,6 +29,8 @@ from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS, chosen_base
 from ..models import MoleculeModel
 from ..nn.graph_tensors import GraphLike
 from ..validation import check_number
+
+logger = logging.getLogger("dgl_graphtx")
 
 #: Most Gauss-Lobatto nodes of an explanation.
 MAX_STEPS = 256
@@ -101,6 +104,9 @@ def explained_output(model: MoleculeModel, target_names: Sequence[str], settings
     if target not in target_names:
         raise ConfigError(f"cannot explain target {target!r}: the model predicts {list(target_names)}")
     column = list(target_names).index(target)
+    if model.kernel is not None and float(model.kernel.weight[column]) == 0.0:
+        logger.warning("the fingerprint kernel makes this model's whole prediction of %r (the network's blend weight is 0): "
+                       "every atom contribution is 0 (train with --kernel none for atom-level explanations)", target)
     baseline = chosen_baseline(model, settings.baseline)
     if config.task != "regression":
         return ExplainedOutput(target, column, settings.steps, baseline, 1.0, 0.0)

@@ -85,6 +85,21 @@ def test_no_molecule_gives_the_columns_of_explanations_and_no_row(checkpoint, tm
     assert mc.predict([]).columns.tolist() == mc.predict(["CO"]).columns.tolist()  # the std columns too
 
 
+def test_explaining_a_target_the_kernel_predicts_alone_says_so(caplog):
+    from dgl_graphtx.inference.explain import ExplainSettings, explained_output
+    from dgl_graphtx.models.kernel import FingerprintKernel
+    model = seeded_model(tiny_preset("gradformer", num_tasks=2), seed=0)
+    kernel = FingerprintKernel(references=3, size=8, tasks=2)
+    kernel.weight.copy_(torch.tensor([0.4, 0.0]))  # the network's blend weight per target
+    model.attach_kernel(kernel)
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        explained_output(model, ["y", "z"], ExplainSettings(target="y"))
+        assert not caplog.records
+        explained_output(model, ["y", "z"], ExplainSettings(target="z"))
+    assert len(caplog.records) == 1 and "makes this model's whole prediction of 'z'" in caplog.records[0].getMessage()
+    assert "--kernel none" in caplog.records[0].getMessage()
+
+
 def test_predictions_with_explanations_equal_those_without(checkpoint):
     plain = Predictor(checkpoint).predict(MOLECULES)
     explained = Predictor(checkpoint).explain(MOLECULES).table
