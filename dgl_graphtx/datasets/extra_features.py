@@ -168,17 +168,36 @@ def column_values(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Se
         if name not in available:
             raise ConfigError(f"feature column {name!r} not found in {source}; available columns: {available}")
     assert frame is not None  # it holds every column (checked above)
+    bad = non_numeric_cells(frame, columns)
+    if bad:
+        row = min(bad)
+        raise ConfigError(f"row {row + 1}, molecule {ids[row]!r}: {bad[row]}")
     out = np.empty((len(frame), len(columns)))
     for col, name in enumerate(columns):
+        out[:, col] = pd.to_numeric(frame[name].reset_index(drop=True), errors="coerce").to_numpy(dtype=np.float64)
+    return out
+
+
+def non_numeric_cells(frame: Optional[pd.DataFrame], columns: Sequence[str]) -> Dict[int, str]:
+    """Per row (position in ``frame``) of a cell in ``columns`` holding text that is not a number,
+    why (its first such column); blanks are missing values, not errors.
+
+    Example:
+        >>> non_numeric_cells(pd.DataFrame({"a": [1, "x", None, " "]}), ["a"])
+        {1: "feature column 'a' holds 'x', not a number; fix or blank it"}
+    """
+    found: Dict[int, str] = {}
+    if frame is None:
+        return found
+    for name in columns:
+        if name not in frame.columns:
+            continue
         raw = frame[name].reset_index(drop=True)
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
         blank = raw.isna().to_numpy() | raw.astype(str).str.strip().isin(["", "nan", "NaN", "NA", "N/A", "None"]).to_numpy()
-        bad = np.flatnonzero(np.isnan(values) & ~blank)
-        if len(bad):
-            row = int(bad[0])
-            raise ConfigError(f"molecule {ids[row]!r}: feature column {name!r} holds {raw.iloc[row]!r}, not a number; fix or blank it")
-        out[:, col] = values
-    return out
+        for row in np.flatnonzero(np.isnan(values) & ~blank).tolist():
+            found.setdefault(row, f"feature column {name!r} holds {raw.iloc[row]!r}, not a number; fix or blank it")
+    return dict(sorted(found.items()))
 
 
 def check_feature_columns(frame: Optional[pd.DataFrame], columns: Sequence[str], ids: Sequence[str], source: str = "the input") -> None:

@@ -22,7 +22,7 @@ from rdkit import Chem
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
 from ..datasets import EdgeBudgetBatchSampler, MoleculeTable, read_molecules
 from ..datasets.class_labels import ClassLabels, class_labels_from_meta
-from ..datasets.extra_features import AtomFunction, FittedExtraFeatures
+from ..datasets.extra_features import AtomFunction, FittedExtraFeatures, non_numeric_cells
 from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.featurized import Featurized, featurize_and_pack
 from ..devices import resolve_compute, resolve_device
@@ -459,8 +459,13 @@ class Predictor:
                    molecule_level: bool = True) -> Tuple[Featurized, List[Optional[str]]]:
         """The featurized molecules with their extra features and row values (mixture weights,
         constrained atom sums), and per input row why values were masked or left out (as at
-        training time), if any were."""
-        done = featurize_and_pack(self.featurizer, molecules, workers=self.workers)
+        training time), if any were. A row whose feature column holds text that is not a number
+        is not predicted; its error says which cell."""
+        unreadable = non_numeric_cells(features, self.extras.spec.columns) if self.extras is not None else {}
+        done = featurize_and_pack(self.featurizer, [None if row in unreadable else m for row, m in enumerate(molecules)],
+                                  workers=self.workers)
+        for row, reason in unreadable.items():
+            done.errors[row] = reason
         if done.graphs is not None:  # once per chunk, on the host: a GPU would only assert deep in an embedding
             self.model.check_inputs(done.graphs)
         masked: List[Optional[str]] = [None] * len(molecules)

@@ -92,6 +92,21 @@ def test_missing_feature_column_is_one_clear_error(frame, trained, tmp_path):
     assert_one_error_line(run_cli(["predict", "--checkpoint", path, "--input", csv]), "feature column 'calc'", "--features-cols")
 
 
+def test_a_feature_cell_that_is_not_a_number_fails_its_row_only(frame, trained, tmp_path):
+    """"No input can stop a run": a text cell in a feature column is that row's error (it stopped
+    the whole prediction, naming the molecule but not the row)."""
+    _, path = trained
+    rows = frame.head(6).copy()
+    rows["calc"] = rows["calc"].astype(object)
+    rows.loc[3, "calc"] = "abc"
+    table = Predictor(path).predict(list(rows["smiles"]), features=rows[["calc"]])
+    assert table["error"].notna().tolist() == [False, False, False, True, False, False]
+    assert table.loc[3, "error"] == "feature column 'calc' holds 'abc', not a number; fix or blank it"
+    assert np.isnan(table.loc[3, "expt_pred"]) and table["expt_pred"].drop(index=3).notna().all()
+    clean = Predictor(path).predict(list(rows["smiles"].drop(index=3)), features=rows[["calc"]].drop(index=3))
+    np.testing.assert_allclose(table["expt_pred"].drop(index=3), clean["expt_pred"], rtol=0, atol=1e-6)
+
+
 def test_cli_trains_and_predicts_with_features(frame, tmp_path):
     csv = tmp_path / "d.csv"
     frame.to_csv(csv, index=False)
