@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -269,21 +270,33 @@ def _generated(specs: Tuple[str, ...], molecules: Sequence[MoleculeLike], worker
     width = len(feature_names(specs))
     if cache is not None and cache.exists():
         try:
-            stored = read_npz(cache, RECOMPUTE, ["values"])
+            stored = read_npz(cache, RECOMPUTE, ["values", "sha256"])
             assert stored is not None  # not optional
-            if stored["values"].shape == (len(molecules), width):
-                logger.info("extra features read from the cache %s", cache)
-                return stored["values"]
-            raise DamagedFileError(f"{cache} holds {stored['values'].shape} values, not {(len(molecules), width)}; {RECOMPUTE}")
+            values = stored["values"]
+            if values.dtype != np.float64 or values.shape != (len(molecules), width):
+                raise DamagedFileError(f"{cache} holds {values.dtype} values of shape {values.shape}, not float64 "
+                                       f"{(len(molecules), width)}; {RECOMPUTE}")
+            if str(stored["sha256"]) != _values_digest(values):
+                raise DamagedFileError(f"{cache} changed after it was written (its values do not match the SHA-256 stored "
+                                       f"with them); {RECOMPUTE}")
+            logger.info("extra features read from the cache %s", cache)
+            return values
         except DamagedFileError as err:
             logger.warning("%s", err)
     values = compute_features(specs, molecules, workers=workers)
     if cache is not None and specs:
         try:
-            atomic_savez(cache, values=values)
+            atomic_savez(cache, values=values, sha256=np.array(_values_digest(values)))
         except OSError as err:
             logger.warning("extra features not cached (%s)", describe_os_error(err))
     return values
+
+
+def _values_digest(values: np.ndarray) -> str:
+    """The SHA-256 of float64 ``values`` (their shape included), stored with a cache of them."""
+    digest = hashlib.sha256(str(values.shape).encode())
+    digest.update(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return digest.hexdigest()
 
 
 def features_cache(dataset: Any, spec: ExtraFeatures) -> Optional[Path]:

@@ -344,9 +344,18 @@ def test_generator_values_are_cached_beside_the_featurized_molecules(frame, tmp_
     with caplog.at_level("WARNING", logger="dgl_graphtx"):
         np.testing.assert_array_equal(values(), first)
     assert len(calls) == 3 and "computing the features again" in caplog.text
+    for edit in ("zeros", "text"):  # a well-formed archive whose values were edited: caught by its digest or dtype
+        stored = dict(np.load(cached[0]))
+        stored["values"] = np.zeros_like(stored["values"]) if edit == "zeros" else stored["values"].astype("U10")
+        np.savez(cached[0], **stored)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="dgl_graphtx"):
+            np.testing.assert_array_equal(values(), first)
+        assert ("changed after it was written" if edit == "zeros" else "not float64") in caplog.text
+    assert len(calls) == 5
     before = sorted(tmp_path.iterdir())
     values(cache_dir=None)
-    assert len(calls) == 4 and sorted(tmp_path.iterdir()) == before
+    assert len(calls) == 6 and sorted(tmp_path.iterdir()) == before
 
 
 def test_a_generator_named_twice_or_a_column_named_like_a_feature_is_one_short_line():
