@@ -167,9 +167,13 @@ class PredictionSummary:
         Example:
             >>> PredictionSummary(5, 2, 0, 1, output=Path("p.csv")).describe()
             'wrote 5 predictions (2 invalid, 0 outside the training domain) to p.csv'
+            >>> PredictionSummary(5, 1, 0, 1, resumed_after=3, output=Path("p.csv")).describe()  # doctest: +NORMALIZE_WHITESPACE
+            'wrote 5 predictions (1 invalid, 0 outside the training domain among the 2 predicted now;
+             resumed after 3 rows already written) to p.csv'
         """
         kind = "ensemble predictions" if self.models > 1 else "predictions"
-        resumed = f"; resumed after {self.resumed_after} rows already written" if self.resumed_after else ""
+        resumed = (f" among the {self.rows - self.resumed_after} predicted now; resumed after {self.resumed_after} rows "
+                   "already written" if self.resumed_after else "")
         side = f"; also {', '.join(str(p) for p in self.side_files)}" if self.side_files else ""
         return (f"wrote {self.rows} {kind} ({self.invalid} invalid, {self.outside_domain} outside the training domain"
                 f"{resumed}) to {self.output}{side}")
