@@ -656,7 +656,10 @@ def _defaults_apply(data: DataConfig, task: str, loss: str) -> bool:
 def _resolve_generators(data: DataConfig, model: Mapping[str, Any], loss: str) -> DataConfig:
     """``data`` with ``features_generators`` ``auto`` replaced by the generators it stands for:
     :data:`DEFAULT_GENERATORS` where :func:`_defaults_apply` and the ``model`` (its settings as
-    resolved so far) reads molecule-level features (the atomwise readout does not), none otherwise."""
+    resolved so far) reads molecule-level features (the atomwise readout does not), none otherwise;
+    ``none`` is recorded as no generator, as ``auto`` resolving to none is."""
+    if data.features_generators == (NONE,):
+        return dataclasses.replace(data, features_generators=())
     if data.features_generators != (AUTO,):
         return data
     reads = model.get("readout") != "atomwise" and _defaults_apply(data, model["task"], loss)

@@ -392,6 +392,7 @@ def test_auto_features_resolve_once_and_config_yaml_keeps_the_resolved_list(tmp_
     assert resolve_run_config(saved).model.molecule_features == 0
     off = resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "data.features_generators=none"])
     assert off.extra_features.generators == () and off.model.molecule_features == 0
+    assert off.data.features_generators == ()  # recorded as [] in config.yaml, as auto resolving to none is
     with pytest.raises(ConfigError, match="auto, none, or a list"):
         resolve_run_config(overrides=["data.targets=y", "data.features_generators=auto,rdkit2d"])
     with pytest.raises(ConfigError, match="resolve it with resolve_run_config"):
