@@ -119,6 +119,7 @@ def test_embed_command_writes_csv_npy_and_atom_states(checkpoint, tmp_path):
                               "--atoms", tmp_path / "a.npz", "--device", "cpu"])
     assert code == 0, err
     assert "wrote 3 embeddings" in stdout and "(1 invalid)" in stdout
+    assert "predicting" not in err  # off a terminal, no progress bar (as predict)
     frame = pd.read_csv(tmp_path / "e.csv")
     dim = expected.molecules.shape[1]
     assert list(frame.columns) == ["smiles", "canonical_smiles", "error"] + [f"e{k}" for k in range(dim)]

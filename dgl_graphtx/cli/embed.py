@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     predictor = load_predictors(args, "embed", pretrained=True, batch_size=args.batch_size)[0]
     table = read_input(args, args.input, predictor) if args.input else None
     molecules, identifiers = (table.molecules, table.identifiers) if table is not None else (args.smiles, None)
-    embeddings = predictor.embed(molecules, atoms=bool(args.atoms), progress=verbosity(args) >= 0, identifiers=identifiers,
+    embeddings = predictor.embed(molecules, atoms=bool(args.atoms), progress=verbosity(args) >= 0 and sys.stderr.isatty(),
+                                 identifiers=identifiers,
                                  carried=carried_columns(args, table))
     if output.suffix.lower() == ".npy":
         output.parent.mkdir(parents=True, exist_ok=True)
