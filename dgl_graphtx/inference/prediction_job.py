@@ -217,6 +217,7 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
     if writer is None:
         whole = pd.concat(list(chunks), ignore_index=True)
         invalid, unusual = _counts(whole)
+        _hint_if_nothing_read(job, len(whole), invalid)
         if job.output is None:
             return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), table=whole)
         return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), output=write_table(whole, job.output))
@@ -225,8 +226,17 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         writer.append(chunk)
         bad, odd = _counts(chunk)
         invalid, unusual = invalid + bad, unusual + odd
+    _hint_if_nothing_read(job, writer.rows_done - done_before, invalid)
     written = writer.partial if job.shard is not None else Path(writer.finish())  # a shard's part waits to be joined
     return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, written)
+
+
+def _hint_if_nothing_read(job: PredictionJob, rows: int, invalid: int) -> None:
+    """A warning when not one of the ``rows`` molecules of a file could be read: most likely the
+    SMILES are in another column than ``--smiles-col`` names."""
+    if job.input is not None and rows > 1 and invalid == rows and job.molecule_columns is None:
+        logger.warning("not one of the %d molecules of %s could be read (each row's error says why): is %r the column of "
+                       "SMILES? (--smiles-col)", rows, job.input, job.smiles_col)
 
 
 def read_input(predictor: Predictor, job: PredictionJob) -> Optional[MoleculeTable]:

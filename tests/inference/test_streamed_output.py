@@ -302,3 +302,16 @@ def test_ensemble_prediction_resumes_exactly(checkpoint, other_checkpoint, input
     assert "resumed after 20 rows" in stdout
     assert (tmp_path / "out.csv").read_text() == whole.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "whole.csv"]  # the record went with the .partial
+
+
+def test_a_file_of_which_no_molecule_is_read_hints_at_the_smiles_column(checkpoint, tmp_path, caplog):
+    names = tmp_path / "names.csv"
+    pd.DataFrame({"smiles": NORMAL[:4], "iupac": ["ethanol", "water", "methane", "benzene"]}).to_csv(names, index=False)
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        code, stdout, err = run_cli(_argv(checkpoint, names, "--smiles-col", "iupac", "--output", tmp_path / "p.csv"))
+    assert code == 0 and "wrote 4 predictions (4 invalid" in stdout
+    assert "not one of the 4 molecules" in caplog.text and "is 'iupac' the column of SMILES? (--smiles-col)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        assert run_cli(_argv(checkpoint, names, "--output", tmp_path / "q.csv"))[0] == 0
+    assert "column of SMILES" not in caplog.text
