@@ -13,6 +13,11 @@ in the file. :meth:`ProgressiveCSV.finish` renames the ``.partial`` to ``path`` 
 
 A character device or FIFO (see :func:`~dgl_graphtx.atomic_io.output_destination`) is written
 through as the rows come; there is nothing to resume there.
+
+While a writer is open it holds a lock on ``<path>.partial.lock`` (:class:`WriterLock`, an
+advisory POSIX lock that ends with the process, so a killed run leaves no lock behind): a second
+run writing the same table is refused in one line instead of both deleting and appending to one
+``.partial``.
 """
 from __future__ import annotations
 
@@ -20,7 +25,13 @@ import hashlib
 import json
 import logging
 import os
+from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Mapping, Optional
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: tables are written without a lock
+    fcntl = None  # type: ignore[assignment]
 
 import pandas as pd
 
@@ -67,6 +78,48 @@ def _append_flushed(path: PathLike, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
+class WriterLock:
+    """The lock of the one process writing the table ``path`` (the file ``<path>.partial.lock``),
+    taken at once or refused with :class:`~dgl_graphtx.errors.OutputError`; :meth:`release` gives it
+    up and removes the file. The same process may take it again (a resume in the same session).
+
+    Example:
+        >>> import tempfile
+        >>> lock = WriterLock(Path(tempfile.mkdtemp()) / "p.csv")
+        >>> lock.file.name, lock.file.exists()
+        ('p.csv.partial.lock', True)
+        >>> lock.release(); lock.file.exists()
+        False
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        self.file = Path(path).with_name(Path(path).name + ".partial.lock")
+        self._fd: Optional[int] = None
+        if fcntl is None:
+            return
+        try:
+            self._fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._close()
+            raise OutputError(f"{path} is being written by another run (it holds {self.file.name}); wait for it to finish, "
+                              "or write to another file") from None
+        except OSError as err:
+            self._close()
+            raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
+
+    def release(self) -> None:
+        """Give the lock up and remove its file."""
+        if self._fd is not None:
+            self.file.unlink(missing_ok=True)
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 class ProgressiveCSV:
     """A CSV written chunk by chunk, resumable after an interruption (see the module's notes).
 
@@ -105,15 +158,20 @@ class ProgressiveCSV:
         self._columns: Optional[List[str]] = None
         self._content = hashlib.sha256()
         self._stream: Optional[BinaryIO] = None
-        if self.through:
-            if resume:
-                raise OutputError(f"cannot resume into {self.path}: it is a character device or FIFO, written through as the "
-                                  "rows come, so there is nothing to continue; drop --resume")
-        elif resume and self.partial.exists():
-            self._continue()
-        else:
-            self.partial.unlink(missing_ok=True)
-            self.record.unlink(missing_ok=True)
+        self._lock = None if self.through else WriterLock(self.path)
+        try:
+            if self.through:
+                if resume:
+                    raise OutputError(f"cannot resume into {self.path}: it is a character device or FIFO, written through as "
+                                      "the rows come, so there is nothing to continue; drop --resume")
+            elif resume and self.partial.exists():
+                self._continue()
+            else:
+                self.partial.unlink(missing_ok=True)
+                self.record.unlink(missing_ok=True)
+        except BaseException:
+            self.close()
+            raise
 
     def _continue(self) -> None:
         """Take up the rows the record of ``.partial`` counts (the ``.partial`` is cut back to them)."""
@@ -211,4 +269,12 @@ class ProgressiveCSV:
         except OSError as err:
             raise OutputError(f"cannot write {self.path}: {describe_os_error(err)}; the rows are in {self.partial}") from None
         self.record.unlink(missing_ok=True)
+        self.close()
         return self.path
+
+    def close(self) -> None:
+        """Give up the writer's lock, leaving the ``.partial`` and its record as they are (a part
+        that another process joins, or rows to resume)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

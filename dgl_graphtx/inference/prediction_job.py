@@ -201,9 +201,22 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         writer = ProgressiveCSV(job.written, resume=job.resume, sep=table_separator(job.written), source=job.source(paths))
     elif job.output is not None:
         check_writable(job.output)
+    try:
+        return _predict(job, paths, writer)
+    except BaseException:  # the rows written stay for --resume, the writer's lock goes
+        if writer is not None:
+            writer.close()
+        raise
+
+
+def _predict(job: PredictionJob, paths: Sequence[Path], writer: Optional[ProgressiveCSV]) -> PredictionSummary:
+    """:func:`run_prediction` once its output is checked: the models loaded, the rows predicted
+    and written (streamed by ``writer``, else at once)."""
     predictors = [Predictor(path, molecule_columns=job.molecule_columns, **job.predictor) for path in paths]
     first = predictors[0]
     if first.model.levels is not None:
+        if writer is not None:
+            writer.close()
         return _predict_levels(predictors, job)
     for classes in first.class_labels:
         logger.info("%s is the probability of class %r (%r is 0)", classes.target, classes.positive, classes.negative)
@@ -227,7 +240,10 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         bad, odd = _counts(chunk)
         invalid, unusual = invalid + bad, unusual + odd
     _hint_if_nothing_read(job, writer.rows_done - done_before, invalid)
-    written = writer.partial if job.shard is not None else Path(writer.finish())  # a shard's part waits to be joined
+    if job.shard is not None:  # a shard's part waits to be joined
+        writer.close()
+        return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, writer.partial)
+    written = Path(writer.finish())
     return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, written)
 
 

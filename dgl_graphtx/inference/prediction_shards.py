@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Tuple, Union
+from typing import Any, List, Mapping, Sequence, Tuple, Union
 
 from ..atomic_io import atomic_path
 from ..errors import OutputError
-from ..progressive_csv import ProgressiveCSV
+from ..progressive_csv import ProgressiveCSV, WriterLock
 
 PathLike = Union[str, Path]
 
@@ -77,31 +77,45 @@ def join_shards(output: PathLike, sources: Sequence[Mapping[str, Any]], rows: Se
         ['p.csv']
     """
     count = len(sources)
-    parts = []
-    for index, (source, expected) in enumerate(zip(sources, rows)):
-        path = shard_path(output, index, count)
-        part = ProgressiveCSV(path, resume=True, sep=sep, source=source) if _partial(path).exists() else None
-        if part is None or part.rows_done != expected:
-            held = 0 if part is None else part.rows_done
-            raise OutputError(f"cannot join the {count} parts of {output}: part {index + 1} ({_partial(path).name}) holds {held} "
-                              f"of its {expected} rows; rerun with --resume to finish it")
-        parts.append(part)
-    header = _first_line(parts[0].partial)
-    for index, part in enumerate(parts[1:], start=2):
-        other = _first_line(part.partial)
+    parts: List[ProgressiveCSV] = []
+    try:
+        for index, (source, expected) in enumerate(zip(sources, rows)):
+            path = shard_path(output, index, count)
+            if _partial(path).exists():
+                parts.append(ProgressiveCSV(path, resume=True, sep=sep, source=source))
+            held = parts[-1].rows_done if len(parts) == index + 1 else 0
+            if held != expected:
+                raise OutputError(f"cannot join the {count} parts of {output}: part {index + 1} ({_partial(path).name}) holds "
+                                  f"{held} of its {expected} rows; rerun with --resume to finish it")
+        _write_joined(output, [part.partial for part in parts])
+        for part in parts:
+            part.partial.unlink(missing_ok=True)
+            part.record.unlink(missing_ok=True)
+    finally:
+        for part in parts:
+            part.close()
+    return Path(output)
+
+
+def _write_joined(output: PathLike, partials: Sequence[Path]) -> None:
+    """``output`` (atomically, under its writer's lock): the first part's header, then every
+    part's rows; a part whose header differs is refused."""
+    header = _first_line(partials[0])
+    for index, partial in enumerate(partials[1:], start=2):
+        other = _first_line(partial)
         if other != header:
             raise OutputError(f"cannot join the parts of {output}: part {index} has other columns than part 1 "
                               f"({other.decode(errors='replace').strip()!r} vs {header.decode(errors='replace').strip()!r})")
-    with atomic_path(output) as temporary, open(temporary, "wb") as out:
-        out.write(header)
-        for part in parts:
-            with open(part.partial, "rb") as handle:
-                handle.readline()
-                shutil.copyfileobj(handle, out, 1 << 20)
-    for part in parts:
-        part.partial.unlink(missing_ok=True)
-        part.record.unlink(missing_ok=True)
-    return Path(output)
+    lock = WriterLock(output)  # no other run writes the output meanwhile
+    try:
+        with atomic_path(output) as temporary, open(temporary, "wb") as out:
+            out.write(header)
+            for partial in partials:
+                with open(partial, "rb") as handle:
+                    handle.readline()
+                    shutil.copyfileobj(handle, out, 1 << 20)
+    finally:
+        lock.release()
 
 
 def _partial(path: Path) -> Path:

@@ -315,3 +315,30 @@ def test_a_file_of_which_no_molecule_is_read_hints_at_the_smiles_column(checkpoi
     with caplog.at_level("WARNING", logger="dgl_graphtx"):
         assert run_cli(_argv(checkpoint, names, "--output", tmp_path / "q.csv"))[0] == 0
     assert "column of SMILES" not in caplog.text
+
+
+def test_a_second_run_writing_the_same_output_is_refused_while_the_first_writes(checkpoint, inputs, tmp_path):
+    """Two runs into one --output each deleted and appended to the same .partial and both said
+    they succeeded (a 3,000-row output came out as 400 lines without a header): the writer holds
+    a lock, so the second is one line; the first finishes intact; a killed writer leaves no lock."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from dgl_graphtx.progressive_csv import ProgressiveCSV
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    hold = ("import sys, time, pandas as pd; from dgl_graphtx.progressive_csv import ProgressiveCSV; "
+            "w = ProgressiveCSV(sys.argv[1]); w.append(pd.DataFrame({'a': [1]})); print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "out.csv")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert_one_error_line(run_cli(_argv(checkpoint, inputs, "--output", tmp_path / "out.csv")),
+                              "out.csv is being written by another run", "write to another file")
+        assert (tmp_path / "out.csv.partial").read_text() == "a\n1\n"  # the first run's rows are untouched
+    finally:
+        holder.kill()
+        holder.wait()
+    writer = ProgressiveCSV(tmp_path / "out.csv", resume=True, source={})  # the killed holder's lock is gone with it
+    assert writer.rows_done == 1
+    writer.finish()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
