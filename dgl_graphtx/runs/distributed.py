@@ -21,6 +21,7 @@ import datetime
 import logging
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,6 +99,37 @@ def report_user_error(message: str, grace_s: float = USER_ERROR_GRACE_S) -> int:
         time.sleep(grace_s)
     print(f"error: {message}", file=sys.stderr)
     return USER_ERROR_EXIT
+
+
+#: Seconds between a process's looks at whether its launcher is still there (:func:`end_with_launcher`).
+LAUNCHER_POLL_S = 0.5
+#: The environment variable through which :func:`launch_local` tells its processes its own pid.
+LAUNCHER_PID = "DGL_GRAPHTX_LAUNCHER_PID"
+
+
+def end_with_launcher(poll_s: float = LAUNCHER_POLL_S) -> threading.Thread:
+    """End this process when the process that started it ends (the launcher of ``--nproc``, or
+    torchrun's agent), whatever stopped it, SIGKILL included: torchrun starts each process in a
+    session of its own, so a signal to the command's process group does not reach them, and they
+    would go on writing into the run's files unseen. A daemon thread checks the parent every
+    ``poll_s`` seconds; what the process wrote stays as its files record it (a resume continues).
+    The parent is the pid :data:`LAUNCHER_PID` names (set by :func:`launch_local`, so that a
+    launcher gone before this call is noticed too), else the parent at the call.
+
+    Example (in each process of a job, first thing)::
+
+        end_with_launcher()
+    """
+    parent = int(os.environ.get(LAUNCHER_PID, os.getppid()))
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="end-with-launcher", daemon=True)
+    thread.start()
+    return thread
 
 
 def launched_by_torchrun() -> bool:
@@ -192,6 +224,7 @@ class DistributedContext(ProcessHooks):
             raise ConfigError(f"not started by torchrun ({', '.join(missing)} unset); launch with "
                               "'torchrun --nproc-per-node N -m dgl_graphtx ...' or 'dgl-graphtx train --nproc N'")
         rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        end_with_launcher()
         local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         resolved = local_device(device, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
         if resolved.type == "cuda":
@@ -301,6 +334,7 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         raise ConfigError(f"--nproc must be >= 1, got {nproc}")
     if launched_by_torchrun():
         raise ConfigError("--nproc starts torchrun itself; leave it out when launching with torchrun")
+    os.environ[LAUNCHER_PID] = str(os.getpid())  # inherited by the processes, which end with this one
     args = torchrun.parse_args([
         "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
         "-m", "dgl_graphtx", *argv,

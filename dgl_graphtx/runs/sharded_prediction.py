@@ -21,7 +21,7 @@ from ..inference.checkpoint_paths import resolve_checkpoints
 from ..inference.prediction_job import PredictionJob, PredictionSummary, run_prediction
 from ..inference.prediction_shards import join_shards, shard_source
 from ..inference.table_output import table_separator
-from .distributed import local_device
+from .distributed import end_with_launcher, local_device
 
 #: Seconds a process that has finished its shard waits for the others (shards take about equally
 #: long; a failed process stops the whole job through the launcher).
@@ -40,6 +40,7 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
             print(done.describe())
     """
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    end_with_launcher()
     device = local_device(job.predictor.get("device", "auto"), int(os.environ.get("LOCAL_RANK", "0")),
                           int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     mine = dataclasses.replace(job, shard=(rank, world), predictor={**job.predictor, "device": str(device)},

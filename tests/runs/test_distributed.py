@@ -231,3 +231,28 @@ def test_a_user_error_of_another_process_is_reported_after_the_main_ones_grace(m
     monkeypatch.setenv("RANK", "0")
     assert report_user_error("column 'x' not found", grace_s=7.0) == 2
     assert naps == [7.0] and capsys.readouterr().err == "error: column 'x' not found\n"
+
+
+def test_a_process_ends_with_its_launcher_even_one_killed_by_sigkill(tmp_path):
+    """torchrun starts each process in a session of its own: a SIGKILL to the command's process
+    group left them running (predict --nproc went on writing its parts unseen)."""
+    import signal
+    child = ("import time; from dgl_graphtx.runs.distributed import end_with_launcher; end_with_launcher(0.1); "
+             "time.sleep(60)")
+    launcher = ("import os, subprocess, sys, time; os.environ['DGL_GRAPHTX_LAUNCHER_PID'] = str(os.getpid()); "
+                "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True); print(p.pid, flush=True); "
+                "time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", launcher, child], stdout=subprocess.PIPE, text=True, env=_env(), cwd=REPO)
+    pid = int(parent.stdout.readline())
+    os.kill(pid, 0)  # running (maybe still importing: it learns its launcher's pid from the environment)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError("the process outlived its launcher")
