@@ -32,7 +32,7 @@ from .checkpoint_paths import resolve_checkpoints
 from .cross_conformal import stored_cv_plus
 from .ensemble import ensemble_chunks, stored_calibration
 from .level_outputs import write_level_sdf
-from .prediction_shards import shard_path, shard_rows, shard_source
+from .prediction_shards import clear_other_parts, shard_path, shard_rows, shard_source
 from .predictor import Predictor, with_carried_columns
 from .table_output import table_format, table_separator, write_table
 
@@ -198,6 +198,8 @@ def run_prediction(job: PredictionJob) -> PredictionSummary:
         raise ConfigError(f"--explain explains one model; {len(paths)} checkpoints were given (an ensemble): give one")
     writer = None
     if job.written is not None:
+        assert job.output is not None, "rows are streamed to the output or beside it"
+        clear_other_parts(job.output, job.shard[1] if job.shard is not None else 1, job.resume)
         writer = ProgressiveCSV(job.written, resume=job.resume, sep=table_separator(job.written), source=job.source(paths))
     elif job.output is not None:
         check_writable(job.output)

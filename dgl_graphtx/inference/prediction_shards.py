@@ -12,6 +12,8 @@ writes the output.
 """
 from __future__ import annotations
 
+import glob
+import re
 import shutil
 from pathlib import Path
 from typing import Any, List, Mapping, Sequence, Tuple, Union
@@ -58,6 +60,51 @@ def shard_source(source: Mapping[str, Any], index: int, count: int) -> dict:
         {'input': 'ab', 'shard': [1, 2]}
     """
     return {**source, "shard": [index + 1, count]}
+
+
+def other_parts(output: PathLike, count: int) -> List[Path]:
+    """The unfinished parts (``.partial`` files) of ``output`` that a run split into another number
+    of processes than ``count`` left (``count`` 1: a run in one process, whose ``.partial`` is the
+    output's own).
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "p.csv"
+        >>> for name in ("p.shard-1-of-2.csv.partial", "p.shard-2-of-3.csv.partial", "p.csv.partial"):
+        ...     _ = (out.parent / name).write_text("")
+        >>> [p.name for p in other_parts(out, 2)], [p.name for p in other_parts(out, 1)]
+        (['p.csv.partial', 'p.shard-2-of-3.csv.partial'], ['p.shard-1-of-2.csv.partial', 'p.shard-2-of-3.csv.partial'])
+    """
+    path = Path(output)
+    pattern = re.compile(re.escape(path.stem) + r"\.shard-\d+-of-(\d+)" + re.escape(path.suffix) + r"\.partial")
+    found = [p for p in path.parent.glob(f"{glob.escape(path.stem)}.shard-*{glob.escape(path.suffix)}.partial")
+             if (match := pattern.fullmatch(p.name)) is not None and int(match.group(1)) != count]
+    if count > 1 and _partial(path).exists():
+        found.append(_partial(path))
+    return sorted(found)
+
+
+def clear_other_parts(output: PathLike, count: int, resume: bool) -> None:
+    """Before a run of ``count`` processes writes ``output``: with ``resume``, refuse parts that a
+    run split otherwise left (they cannot be continued by this one: one line saying how many
+    processes would); without it, remove them (unless another run is writing one)."""
+    parts = other_parts(output, count)
+    if not parts:
+        return
+    if resume:
+        counts = sorted({1 if p.name == _partial(Path(output)).name else int(p.name.rsplit("-of-", 1)[1].split(".")[0]) for p in parts})
+        how = " or ".join("in one process (without --nproc)" if n == 1 else f"with --nproc {n}" for n in counts)
+        raise OutputError(f"cannot resume {output} in {count} process(es): an interrupted run left its rows in "
+                          f"{', '.join(p.name for p in parts)}; resume {how}, or run without --resume to start again")
+    for part in parts:
+        finished = Path(str(part)[: -len(".partial")])
+        try:
+            lock = WriterLock(finished)
+        except OutputError:
+            continue  # another run is writing it
+        part.unlink(missing_ok=True)
+        part.with_name(part.name + ".json").unlink(missing_ok=True)
+        lock.release()
 
 
 def join_shards(output: PathLike, sources: Sequence[Mapping[str, Any]], rows: Sequence[int], sep: str) -> Path:

@@ -120,3 +120,21 @@ def test_shards_write_one_text_table(checkpoint, inputs, tmp_path):
     for output, more in [(tmp_path / "p.csv", {"sdf_output": tmp_path / "p.sdf"}), (None, {})]:
         with pytest.raises(ConfigError, match="several processes write their rows into one .csv/.tsv --output"):
             _job(checkpoint, inputs, output, shard=(0, 2), **more)
+
+
+def test_parts_of_a_run_split_otherwise_are_refused_by_a_resume_and_cleared_by_a_new_run(checkpoint, inputs, tmp_path):
+    """A resume with another --nproc than the interrupted run started again from row 0 without a
+    word and left the old parts beside the output."""
+    job = _job(checkpoint, inputs, tmp_path / "p.csv")
+    run_prediction(dataclasses.replace(job, shard=(0, 2)))  # one part of a 2-process run, the other never written
+    for shard in [(0, 3), None]:
+        with pytest.raises(OutputError, match=r"an interrupted run left its rows in p.shard-1-of-2.csv.partial; resume with "
+                                              r"--nproc 2, or run without --resume to start again"):
+            run_prediction(dataclasses.replace(job, shard=shard, resume=True))
+    assert shard_path(job.output, 0, 2).with_suffix(".csv.partial").exists()
+    run_prediction(job)  # a new run in one process
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv"]
+    run_prediction(dataclasses.replace(job, output=tmp_path / "q.csv", shard=(0, 2)))
+    (tmp_path / "q.csv.partial").write_text("smiles\n")  # as if a one-process run had been interrupted
+    with pytest.raises(OutputError, match="resume in one process"):
+        run_prediction(dataclasses.replace(job, output=tmp_path / "q.csv", shard=(1, 2), resume=True))
