@@ -231,6 +231,7 @@ class Predictor:
             raise ConfigError(f"a model with atom- or bond-level targets predicts without an uncertainty method; drop "
                               f"--uncertainty {self.uncertainty.method}")
         self.atom_function = atom_function
+        self._warn_if_kernel_leaves_no_spread()
         #: The output every prediction is explained for, or ``None``.
         self.explained: Optional[ExplainedOutput] = None if explain is None else explained_output(self.model, self.target_names, explain)
 
@@ -442,6 +443,17 @@ class Predictor:
                    if count > 1 else "one molecule per row, not a tuple")
             raise ConfigError(f"this model reads {count} molecule(s) per row; got {describe_molecule(molecule)!r}: give {how}")
         return prepare_input(molecule, self.meta.featurizer)
+
+    def _warn_if_kernel_leaves_no_spread(self) -> None:
+        """MC dropout varies the network, whose share of a blended prediction is its weight: a
+        target the fingerprint kernel predicts alone (weight 0) gets std 0, said once here."""
+        kernel = self.model.kernel
+        if kernel is None or uncertainty_method(self.uncertainty.method).std != "dropout":
+            return
+        alone = [name for name, weight in zip(self.target_names, kernel.weight.tolist()) if weight == 0.0]
+        if alone:
+            logger.warning("the fingerprint kernel makes this model's whole prediction of %s (the network's blend weight is 0): "
+                           "MC dropout gives them std 0 (train with --kernel none, or use --uncertainty mve)", ", ".join(alone))
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""

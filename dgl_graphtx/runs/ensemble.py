@@ -263,4 +263,5 @@ def _calibrate_spread(runs: Sequence[ExperimentResult], part: CalibrationPart, u
 
     stack = np.stack([member_predictions(r.model) for r in runs])
     labels = part.dataset.raw_labels[part.indices].double().numpy()
-    return fit_regression_calibration(uncertainty.method, labels, stack.mean(0), stack.std(0), uncertainty.coverage)
+    return fit_regression_calibration(uncertainty.method, labels, stack.mean(0), stack.std(0), uncertainty.coverage,
+                                      names=part.dataset.target_names)

@@ -413,7 +413,7 @@ def _calibrate(trainer: Trainer, dataset: MoleculeDataset, test: List[int], unce
     model = trainer.model
     labels = part.dataset.raw_labels[part.indices].double().numpy()
     calibration, on_part = fit_calibration(model, batches(part.dataset, part.indices), labels, trainer.device, uncertainty,
-                                           near.calibration if near is not None else None)
+                                           near.calibration if near is not None else None, dataset.target_names)
     predicted = predict_batches(model, batches(dataset, test)(), trainer.device, uncertainty, calibration.temperature)
     return calibration, on_part, calibrated(model.config.task, predicted, calibration, near.test if near is not None else None)
 

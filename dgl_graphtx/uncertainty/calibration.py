@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -128,24 +128,28 @@ class Calibration:
         return std, mean - half, mean + half
 
 
-def _no_spread(method: str, target: int) -> str:
+def _no_spread(method: str, target: str) -> str:
     """Why ``method`` cannot be calibrated on ``target`` when :func:`fit_z_scale` finds no label
-    with spread, and, for an ensemble, what to do."""
-    why = (": the ensemble's members agree exactly, as they do when the fingerprint kernel carries every member's "
-           "prediction (network weight 0); train with --kernel none, or use --uncertainty mve"
-           if uncertainty_method(method).std == "members" else "")
+    with spread, and, for the spread of networks (an ensemble's members, MC dropout), what to do."""
+    source = uncertainty_method(method).std
+    why = {"members": ": the ensemble's members agree exactly, as they do when the fingerprint kernel carries every "
+                      "member's prediction (network weight 0); train with --kernel none, or use --uncertainty mve",
+           "dropout": ": the dropout passes agree exactly, as they do when the fingerprint kernel carries the whole "
+                      "prediction (network weight 0); train with --kernel none, or use --uncertainty mve"}.get(source, "")
     return (f"the {method} uncertainty predicts no spread (std 0 or missing) on any calibration label of target "
             f"{target}, so it cannot be calibrated{why}")
 
 
 def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray, std: Optional[np.ndarray],
-                               coverage: float, similarity: Optional[np.ndarray] = None) -> Calibration:
+                               coverage: float, similarity: Optional[np.ndarray] = None,
+                               names: Optional[Sequence[str]] = None) -> Calibration:
     """z-scaling (when ``std`` is given) and conformal quantiles per target from calibration
     ``labels``, ``mean`` and ``std`` ``[M, T]`` (NaN labels ignored); the conformal scores use the
     z-scaled std when the method's conformal scores are normalised (its ``scores`` in
     :data:`~dgl_graphtx.uncertainty.methods.UNCERTAINTY_METHODS`). With the calibration
     molecules' ``similarity`` ``[M]`` to the training part, the same scores also give per-bin
-    quantiles (:func:`~dgl_graphtx.uncertainty.mondrian.fit_similarity_bins`).
+    quantiles (:func:`~dgl_graphtx.uncertainty.mondrian.fit_similarity_bins`). ``names``: the
+    targets', for messages (default: their positions).
 
     Example:
         >>> rng = np.random.default_rng(0); y = rng.normal(size=(2000, 1)) * 3
@@ -161,7 +165,7 @@ def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray
             try:
                 scales.append(fit_z_scale(labels[:, t] - mean[:, t], std[:, t]))
             except ConfigError:  # no calibration label with spread
-                raise ConfigError(_no_spread(method, t)) from None
+                raise ConfigError(_no_spread(method, repr(names[t]) if names is not None else str(t))) from None
             scaled = std[:, t] * scales[-1] if normalised else None
         scores.append(out_of_fold_scores(labels[:, t], mean[:, t], scaled))
     quantiles = [conformal_quantile(target_scores, coverage) for target_scores in scores]

@@ -52,18 +52,20 @@ def predict_logits(model: MoleculeModelLike, batches: Iterable, device: torch.de
 
 
 def fit_calibration(model: MoleculeModelLike, batches: Batches, labels: np.ndarray, device: torch.device,
-                    config: UncertaintyConfig, similarity: Optional[np.ndarray] = None) -> Tuple[Calibration, UncertainPredictions]:
+                    config: UncertaintyConfig, similarity: Optional[np.ndarray] = None,
+                    names: Optional[Sequence[str]] = None) -> Tuple[Calibration, UncertainPredictions]:
     """Temperatures (classification) or z-scale and conformal quantiles (regression) fitted on the
     calibration ``labels`` ``[M, T]`` and the model's predictions of the same ``batches``; and
     those predictions, calibrated. With the molecules' ``similarity`` to the training part
-    (regression), also per-bin quantiles (:mod:`~dgl_graphtx.uncertainty.mondrian`)."""
+    (regression), also per-bin quantiles (:mod:`~dgl_graphtx.uncertainty.mondrian`); ``names``:
+    the targets', for messages."""
     if model.config.task == "classification":
         logits = predict_logits(model, batches(), device)
         temperatures = [fit_temperature(logits[:, t], labels[:, t]) for t in range(labels.shape[1])]
         calibration = Calibration(config.method, config.coverage, temperature=temperatures)
         return calibration, predict_batches(model, batches(), device, config, temperatures)
     predicted = predict_batches(model, batches(), device, config)
-    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage, similarity)
+    calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage, similarity, names)
     return calibration, calibrated(model.config.task, predicted, calibration, similarity)
 
 

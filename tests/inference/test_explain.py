@@ -100,6 +100,22 @@ def test_explaining_a_target_the_kernel_predicts_alone_says_so(caplog):
     assert "--kernel none" in caplog.records[0].getMessage()
 
 
+def test_mc_dropout_on_a_target_the_kernel_predicts_alone_says_so(tmp_path, caplog):
+    from dgl_graphtx.models.kernel import FingerprintKernel
+    preset = tiny_preset("gradformer", num_tasks=2)
+    model = seeded_model(preset, seed=0)
+    kernel = FingerprintKernel(references=3, size=8, tasks=2)
+    kernel.weight.copy_(torch.tensor([0.4, 0.0]))
+    model.attach_kernel(kernel)
+    path = save_checkpoint(tmp_path / "k.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["y", "z"]))
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        Predictor(path)
+        assert not caplog.records
+        Predictor(path, uncertainty="mc_dropout")
+    assert len(caplog.records) == 1
+    assert "whole prediction of z (the network's blend weight is 0): MC dropout gives them std 0" in caplog.records[0].getMessage()
+
+
 def test_predictions_with_explanations_equal_those_without(checkpoint):
     plain = Predictor(checkpoint).predict(MOLECULES)
     explained = Predictor(checkpoint).explain(MOLECULES).table

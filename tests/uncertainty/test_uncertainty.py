@@ -407,5 +407,8 @@ def test_a_method_without_spread_on_the_calibration_part_is_one_clear_error():
         fit_regression_calibration("ensemble", labels, mean, std, 0.9)
     with pytest.raises(ConfigError, match=r"mve uncertainty predicts no spread .* target 0, so it cannot be calibrated$"):
         fit_regression_calibration("mve", labels, mean, std, 0.9)
+    with pytest.raises(ConfigError, match=r"mc_dropout uncertainty predicts no spread .* target 'logS'.*dropout passes agree "
+                                          r"exactly.*--kernel none, or use --uncertainty mve$"):  # it said "target 0", no fix
+        fit_regression_calibration("mc_dropout", labels, mean, std, 0.9, names=["logS"])
     std[1, 0] = 0.5
     assert fit_regression_calibration("ensemble", labels, mean, std, 0.9).z_scale == [pytest.approx(1.0)]
