@@ -16,7 +16,7 @@ from typing import NoReturn, Optional, Sequence
 from ..atomic_io import describe_os_error
 from ..errors import GraphTxError
 from ..logs import configure_logging
-from ..runs.distributed import report_user_error
+from ..runs.distributed import INTERRUPTED_EXIT, launched_by_torchrun, report_user_error
 from ..threads import set_threads
 from . import demo, embed, evaluate, export, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity
@@ -61,6 +61,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
         return report_user_error(f"{describe_os_error(err)}{where}")
+    except KeyboardInterrupt:
+        if launched_by_torchrun():  # the launcher passed on its interruption and says it once
+            return INTERRUPTED_EXIT
+        raise
 
 
 if __name__ == "__main__":

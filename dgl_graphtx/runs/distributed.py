@@ -42,6 +42,8 @@ logger = logging.getLogger("dgl_graphtx")
 BACKENDS = ("auto", "gloo", "nccl")
 #: Exit status of a process stopped by a user error (printed as one ``error:`` line).
 USER_ERROR_EXIT = 2
+#: Exit status of a job, or of one of its processes, stopped by an interruption (Ctrl-C: 128 + SIGINT).
+INTERRUPTED_EXIT = 130
 #: Seconds a process other than the main one waits after a user error for the main one to stop the job.
 USER_ERROR_GRACE_S = 10.0
 
@@ -328,6 +330,7 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     has been printed by the main process as one line, so the launcher adds nothing to it.
     """
     from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     if nproc < 1:
@@ -348,6 +351,10 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         logger.setLevel(logging.CRITICAL)
     try:
         torchrun.run(args)
+    except SignalException as err:  # the launcher was interrupted and stopped the processes
+        print(f"error: interrupted (signal {int(err.sigval)}); the processes were stopped: rerun the command with --resume "
+              "to continue", file=sys.stderr)
+        return INTERRUPTED_EXIT
     except ChildFailedError as err:
         codes = [failure.exitcode for failure in err.failures.values()]
         if USER_ERROR_EXIT in codes and all(c == USER_ERROR_EXIT or c < 0 for c in codes):

@@ -17,6 +17,7 @@ from typing import List, Optional, Tuple
 
 import torch.distributed as dist
 
+from ..errors import PeerFailedError
 from ..inference.checkpoint_paths import resolve_checkpoints
 from ..inference.prediction_job import PredictionJob, PredictionSummary, run_prediction
 from ..inference.prediction_shards import join_shards, shard_source
@@ -49,7 +50,11 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
     try:
         summary = run_prediction(mine)
         found: List[Optional[Tuple[int, int, int, int]]] = [None] * world
-        dist.all_gather_object(found, (summary.rows, summary.invalid, summary.outside_domain, summary.resumed_after))
+        try:
+            dist.all_gather_object(found, (summary.rows, summary.invalid, summary.outside_domain, summary.resumed_after))
+        except RuntimeError:  # gloo: a peer went away (stopped, interrupted) before finishing its shard
+            raise PeerFailedError(f"another process of the job stopped before finishing its shard; this one's rows are kept "
+                                  f"in {summary.output}: rerun the command with --resume to finish") from None
         if rank != 0:
             return None
         counts = [tuple(item) for item in found if item is not None]

@@ -78,3 +78,35 @@ def _atom_checkpoint(folder: Path) -> Path:
     preset = tiny_preset("gradformer", num_tasks=1, levels=LevelOptions(1, 0, ()))
     meta = CheckpointMeta(preset.featurizer, preset.relation, ["logp"], {"levels": LevelTargets(("q",)).to_dict()})
     return save_checkpoint(folder / "atoms.pt", build_model(preset.model), meta)
+
+
+def test_an_interrupted_job_is_one_line_and_resumes_to_one_processs_table(checkpoint, tmp_path):
+    """Ctrl-C printed about 150 lines (each process's traceback, the launcher's); now one line,
+    exit status 130, every process stopped, and --resume finishes the parts."""
+    import signal
+    import time
+    smiles = list(freesolv_rows(0, 200)["smiles"]) * 60
+    big = tmp_path / "big.csv"
+    pd.DataFrame({"smiles": smiles}).to_csv(big, index=False)
+    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(big), "--device", "cpu", "--chunk-size", "200",
+            "--output", str(tmp_path / "p.csv"), "--nproc", "2"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
+    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env, cwd=REPO)
+    deadline = time.time() + 120
+    while not (tmp_path / "p.shard-1-of-2.csv.partial.json").exists() and time.time() < deadline and job.poll() is None:
+        time.sleep(0.2)
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=120)
+    assert job.returncode == 130, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "error: interrupted (signal 2); the processes were stopped: rerun the command with --resume to continue"]
+    assert not (tmp_path / "p.csv").exists() and (tmp_path / "p.shard-1-of-2.csv.partial").exists()
+    done = subprocess.run([sys.executable, "-m", "dgl_graphtx", *argv, "--resume"], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert run_cli([*argv[:-2], "--output", tmp_path / "one.csv"])[0] == 0
+    two, one = pd.read_csv(tmp_path / "p.csv"), pd.read_csv(tmp_path / "one.csv")
+    assert two["smiles"].tolist() == one["smiles"].tolist() and two["error"].equals(one["error"])
+    np.testing.assert_allclose(two["y_pred"], one["y_pred"], rtol=0, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "one.csv", "p.csv"]
