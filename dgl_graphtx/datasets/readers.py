@@ -94,7 +94,10 @@ def check_file(path: PathLike, what: str) -> Path:
     """
     path = Path(path)
     if path.is_dir():
-        raise ConfigError(f"{path} is a folder, not a {what} file")
+        unfinished = ((path / "plan.json").exists() or (path / "shards").is_dir()) and not (path / "manifest.json").exists()
+        hint = (": it looks like a featurized store that is not finished (it has no manifest.json); run dgl-graphtx featurize "
+                "again with the same arguments to finish it" if unfinished else "")
+        raise ConfigError(f"{path} is a folder, not a {what} file{hint}")
     if not path.is_file():
         raise ConfigError(f"{what} file not found: {path}")
     return path

@@ -139,7 +139,8 @@ def unsupported(loaded: LoadedCheckpoint) -> Optional[str]:
         return (f"it attends through a virtual node (relation {relation}), which the exported program does not build; "
                 "export a model trained without one")
     if loaded.model.config.atom_extra_features or loaded.model.config.molecule_features:
-        return "it reads extra features (--features-cols, descriptors or atom features), which the portable featurizer does not compute"
+        return ("it reads extra features (--features-cols, descriptors or atom features), which the portable featurizer does not "
+                "compute; export a model trained with --features-generators none (and without --features-cols)")
     config = loaded.model.config
     if config.molecules.several:
         return (f"it reads rows of {config.molecules.count} molecules (--smiles-cols), which the exported program's one-molecule "

@@ -240,12 +240,14 @@ class PortableModel:
         with torch.no_grad():
             return self._run(inputs)
 
-    def predict(self, smiles: Sequence[str], batch_size: int = 256, block_budget: int = BLOCK_BUDGET) -> Dict[str, Any]:
-        """One value per SMILES in each of :attr:`columns` (NaN where it could not be read), and
+    def predict(self, smiles: Union[str, Sequence[str]], batch_size: int = 256, block_budget: int = BLOCK_BUDGET) -> Dict[str, Any]:
+        """One value per SMILES (a list, or one string) in each of :attr:`columns` (NaN where it could not be read), and
         ``error``: ``None``, or why the molecule could not be read. Molecules of like size share a
         pass (taken in order of atoms), at most ``batch_size`` of them and ``block_budget``
         attention-block slots (molecules times the largest one's atoms squared; a molecule above it
         alone)."""
+        if isinstance(smiles, str):  # one SMILES, not its characters
+            smiles = [smiles]
         values = np.full((len(smiles), len(self.columns)), np.nan)
         errors: List[Optional[str]] = [None] * len(smiles)
         done: List[Tuple[int, Molecule]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import os
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -46,6 +47,8 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
                           int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     mine = dataclasses.replace(job, shard=(rank, world), predictor={**job.predictor, "device": str(device)},
                                progress=job.progress and rank == 0)
+    if rank != 0:  # the main process says what every process would (the rows keep their own errors and warnings)
+        logging.getLogger("dgl_graphtx").setLevel(logging.ERROR)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=wait_s))
     try:
         summary = run_prediction(mine)

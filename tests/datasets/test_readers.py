@@ -323,3 +323,15 @@ def test_a_table_with_carriage_returns_alone_ends_its_lines_there(tmp_path):
     mixed = tmp_path / "mixed.csv"  # a carriage return inside a file with newlines stays as it is
     mixed.write_bytes(b'smiles,note\nCCO,"a\rb"\n')
     assert read_molecules(mixed).column("note") == ["a\rb"]
+
+
+def test_a_store_without_its_manifest_is_named_as_an_unfinished_store(tmp_path):
+    from dgl_graphtx.datasets.readers import check_file
+    store = tmp_path / "store"
+    (store / "shards").mkdir(parents=True)
+    (store / "plan.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"is a folder, not a data file: it looks like a featurized store that is not finished "
+                                          r"\(it has no manifest.json\); run dgl-graphtx featurize again"):
+        check_file(store, "data")
+    with pytest.raises(ConfigError, match=r"is a folder, not a data file$"):
+        check_file(tmp_path, "data")

@@ -131,6 +131,8 @@ def test_models_of_other_kinds_export_and_agree(tmp_path, variant, preset, overr
     found, expected = model.predict(SMILES[:64]), Predictor(checkpoint, device="cpu").predict(SMILES[:64])
     for column in columns:  # untrained models give large outputs (a summed readout): agreement to 1e-5 relative
         np.testing.assert_allclose(found[column], expected[column if "_prob_" in column else f"{column}_pred"], rtol=1e-5, atol=1e-5)
+    one = model.predict(SMILES[3])  # one SMILES as a string: one row (it gave a row per character)
+    assert len(one["error"]) == 1 and one[columns[0]][0] == pytest.approx(found[columns[0]][3], rel=1e-5, abs=1e-5)
 
 
 @EXPORTS
