@@ -94,7 +94,8 @@ def test_an_interrupted_job_is_one_line_and_resumes_to_one_processs_table(checkp
     job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, cwd=REPO)
     deadline = time.time() + 120
-    while not (tmp_path / "p.shard-1-of-2.csv.partial.json").exists() and time.time() < deadline and job.poll() is None:
+    records = [tmp_path / f"p.shard-{k}-of-2.csv.partial.json" for k in (1, 2)]  # both processes are predicting
+    while not all(r.exists() for r in records) and time.time() < deadline and job.poll() is None:
         time.sleep(0.2)
     job.send_signal(signal.SIGINT)
     _, err = job.communicate(timeout=120)
