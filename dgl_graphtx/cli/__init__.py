@@ -10,6 +10,7 @@ line without a traceback and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn, Optional, Sequence
 
@@ -62,8 +63,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
         return report_user_error(f"{describe_os_error(err)}{where}")
     except KeyboardInterrupt:
-        if launched_by_torchrun():  # the launcher passed on its interruption and says it once
-            return INTERRUPTED_EXIT
+        if launched_by_torchrun():  # the launcher passed on its interruption and says it once; what was written is on disk,
+            os._exit(INTERRUPTED_EXIT)  # and an exit through the interpreter's shutdown can wait forever on the process group
         raise
 
 
