@@ -16,7 +16,7 @@ import glob
 import re
 import shutil
 from pathlib import Path
-from typing import Any, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
 from ..atomic_io import atomic_path
 from ..errors import OutputError
@@ -62,10 +62,10 @@ def shard_source(source: Mapping[str, Any], index: int, count: int) -> dict:
     return {**source, "shard": [index + 1, count]}
 
 
-def other_parts(output: PathLike, count: int) -> List[Path]:
+def other_parts(output: PathLike, count: int) -> Dict[Path, int]:
     """The unfinished parts (``.partial`` files) of ``output`` that a run split into another number
     of processes than ``count`` left (``count`` 1: a run in one process, whose ``.partial`` is the
-    output's own).
+    output's own), in order of name, each with the number of processes of its run.
 
     Example:
         >>> import tempfile
@@ -77,11 +77,11 @@ def other_parts(output: PathLike, count: int) -> List[Path]:
     """
     path = Path(output)
     pattern = re.compile(re.escape(path.stem) + r"\.shard-\d+-of-(\d+)" + re.escape(path.suffix) + r"\.partial")
-    found = [p for p in path.parent.glob(f"{glob.escape(path.stem)}.shard-*{glob.escape(path.suffix)}.partial")
-             if (match := pattern.fullmatch(p.name)) is not None and int(match.group(1)) != count]
+    found = {p: int(match.group(1)) for p in path.parent.glob(f"{glob.escape(path.stem)}.shard-*{glob.escape(path.suffix)}.partial")
+             if (match := pattern.fullmatch(p.name)) is not None and int(match.group(1)) != count}
     if count > 1 and _partial(path).exists():
-        found.append(_partial(path))
-    return sorted(found)
+        found[_partial(path)] = 1
+    return dict(sorted(found.items()))
 
 
 def clear_other_parts(output: PathLike, count: int, resume: bool) -> None:
@@ -92,8 +92,7 @@ def clear_other_parts(output: PathLike, count: int, resume: bool) -> None:
     if not parts:
         return
     if resume:
-        counts = sorted({1 if p.name == _partial(Path(output)).name else int(p.name.rsplit("-of-", 1)[1].split(".")[0]) for p in parts})
-        how = " or ".join("in one process (without --nproc)" if n == 1 else f"with --nproc {n}" for n in counts)
+        how = " or ".join("in one process (without --nproc)" if n == 1 else f"with --nproc {n}" for n in sorted(set(parts.values())))
         raise OutputError(f"cannot resume {output} in {count} process(es): an interrupted run left its rows in "
                           f"{', '.join(p.name for p in parts)}; resume {how}, or run without --resume to start again")
     for part in parts:
