@@ -104,7 +104,7 @@ def explained_output(model: MoleculeModel, target_names: Sequence[str], settings
     if target not in target_names:
         raise ConfigError(f"cannot explain target {target!r}: the model predicts {list(target_names)}")
     column = list(target_names).index(target)
-    if model.kernel is not None and float(model.kernel.weight[column]) == 0.0:
+    if model.kernel is not None and column in model.kernel.alone():
         logger.warning("the fingerprint kernel makes this model's whole prediction of %r (the network's blend weight is 0): "
                        "every atom contribution is 0 (train with --kernel none for atom-level explanations)", target)
     baseline = chosen_baseline(model, settings.baseline)

@@ -450,7 +450,7 @@ class Predictor:
         kernel = self.model.kernel
         if kernel is None or uncertainty_method(self.uncertainty.method).std != "dropout":
             return
-        alone = [name for name, weight in zip(self.target_names, kernel.weight.tolist()) if weight == 0.0]
+        alone = [self.target_names[task] for task in kernel.alone()]
         if alone:
             logger.warning("the fingerprint kernel makes this model's whole prediction of %s (the network's blend weight is 0): "
                            "MC dropout gives them std 0 (train with --kernel none, or use --uncertainty mve)", ", ".join(alone))

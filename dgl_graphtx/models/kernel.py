@@ -253,6 +253,18 @@ class FingerprintKernel(nn.Module):
             self._cached = (key, count_levels(references), references.sum(dim=1))
         return self._cached[1], self._cached[2]
 
+    def alone(self) -> List[int]:
+        """The tasks this kernel predicts alone (the network's blend weight 0): the network, and
+        so its explanations and its spread, count for nothing there.
+
+        Example:
+            >>> kernel = FingerprintKernel(references=2, size=4, tasks=3)
+            >>> _ = kernel.weight.copy_(torch.tensor([1.0, 0.0, 0.3]))
+            >>> kernel.alone()
+            [1]
+        """
+        return [task for task, weight in enumerate(self.weight.tolist()) if weight == 0.0]
+
     def blend(self, network: torch.Tensor, fingerprints: torch.Tensor) -> torch.Tensor:
         """``w * network + (1 - w) * kernel`` per task, both in target units ``[B, T]``."""
         return self.weight * network + (1 - self.weight) * self.predictions(fingerprints).to(network.dtype)
