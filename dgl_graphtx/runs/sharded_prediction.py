@@ -14,8 +14,9 @@ import datetime
 import logging
 import os
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Optional
 
+import torch
 import torch.distributed as dist
 
 from ..errors import PeerFailedError
@@ -45,27 +46,32 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
     end_with_launcher()
     device = local_device(job.predictor.get("device", "auto"), int(os.environ.get("LOCAL_RANK", "0")),
                           int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    mine = dataclasses.replace(job, shard=(rank, world), predictor={**job.predictor, "device": str(device)},
+    part = dataclasses.replace(job, shard=(rank, world), predictor={**job.predictor, "device": str(device)},
                                progress=job.progress and rank == 0)
     if rank != 0:  # the main process says what every process would (the rows keep their own errors and warnings)
         logging.getLogger("dgl_graphtx").setLevel(logging.ERROR)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=wait_s))
     try:
-        summary = run_prediction(mine)
-        found: List[Optional[Tuple[int, int, int, int]]] = [None] * world
+        summary = run_prediction(part)
+        # each process's counts in tensors that live until the group is left: gloo's threads must
+        # not drop the last reference to a tensor Python made (all_gather_object's do), which on
+        # torch 2.2 needs the interpreter's lock that destroy_process_group holds while it waits for
+        # those threads, so the process never ended
+        mine = torch.tensor([summary.rows, summary.invalid, summary.outside_domain, summary.resumed_after])
+        found = [torch.zeros_like(mine) for _ in range(world)]
         try:
-            dist.all_gather_object(found, (summary.rows, summary.invalid, summary.outside_domain, summary.resumed_after))
+            dist.all_gather(found, mine)
         except RuntimeError:  # gloo: a peer went away (stopped, interrupted) before finishing its shard
             raise PeerFailedError(f"another process of the job stopped before finishing its shard; this one's rows are kept "
                                   f"in {summary.output}: rerun the command with --resume to finish") from None
         if rank != 0:
             return None
-        counts = [tuple(item) for item in found if item is not None]
-        assert job.output is not None and len(counts) == world, "every process reports its part of an --output"
+        counts = [counts_of.tolist() for counts_of in found]
+        assert job.output is not None, "every process writes its part of an --output"
         whole = dataclasses.replace(job, shard=None).source(resolve_checkpoints(job.checkpoints))
         output = join_shards(job.output, [shard_source(whole, index, world) for index in range(world)],
-                             [rows for rows, *_ in counts], table_separator(job.output))
-        return PredictionSummary(sum(c[0] for c in counts), sum(c[1] for c in counts), sum(c[2] for c in counts), summary.models,
-                                 sum(c[3] for c in counts), Path(output))
+                             [c[0] for c in counts], table_separator(job.output))
+        rows, invalid, outside, resumed = (sum(column) for column in zip(*counts))
+        return PredictionSummary(rows, invalid, outside, summary.models, resumed, Path(output))
     finally:
         dist.destroy_process_group()

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from cli_runner import assert_one_error_line, must_not_be_called, run_cli
 from conftest_models import freesolv_rows, tiny_checkpoint
@@ -81,8 +80,6 @@ def _atom_checkpoint(folder: Path) -> Path:
     return save_checkpoint(folder / "atoms.pt", build_model(preset.model), meta)
 
 
-@pytest.mark.skipif(torch.__version__ < "2.6", reason="torch 2.2's process group can hold a process waiting for its stopped "
-                                                       "peer (in its final gather, the GIL held): kill it, then --resume")
 def test_an_interrupted_job_is_one_line_and_resumes_to_one_processs_table(checkpoint, tmp_path):
     """Ctrl-C printed about 150 lines (each process's traceback, the launcher's); now one line,
     exit status 130, every process stopped, and --resume finishes the parts."""
