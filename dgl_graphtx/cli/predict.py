@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     predict.add_argument("--explain-baseline", choices=BASELINES, default=None,
                          help="--explain: where the integral starts: atom embeddings 0, the molecule's mean atom, or auto "
                               "(mean for pre-LN transformers, zero for GPS models such as Gradformer; docs/insight.md)")
+    predict.add_argument("--no-capture", action="store_true",
+                         help="on a GPU, run every batch eagerly instead of replaying the pass recorded (a CUDA graph) for "
+                              "each padded batch shape")
     predict.add_argument("--resume", action="store_true", help="continue an --output left as .partial by an interrupted run")
     predict.add_argument("--nproc", type=bounded(int, 1), default=1,
                          help="processes on this machine (torchrun's elastic launcher), each predicting a contiguous shard of "
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                if args.explain else None)
     options = dict(device=args.device, batch_size=args.batch_size, limits=limits, batch_edges=args.batch_edges,
                    chunk_size=args.chunk_size, workers=args.workers, uncertainty=args.uncertainty, mc_samples=args.mc_samples,
-                   explain=explain)
+                   explain=explain, capture=not args.no_capture)
     show = verbosity(args) >= 0 and not args.no_progress and bool(args.input) and sys.stderr.isatty()
     job = PredictionJob(args.checkpoint, smiles=args.smiles, input=args.input, smiles_col=args.smiles_col or SMILES_COL,
                         delimiter=args.delimiter, id_col=args.id_col, keep_cols=args.keep_cols,

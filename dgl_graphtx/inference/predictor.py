@@ -12,7 +12,7 @@ import copy
 import functools
 import logging
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -20,11 +20,12 @@ import torch
 from rdkit import Chem
 
 from ..checkpoint import LoadedCheckpoint, load_checkpoint
-from ..datasets import EdgeBudgetBatchSampler, MoleculeTable, read_molecules
+from ..datasets import EdgeBudgetBatchSampler, MoleculeBatch, MoleculeTable, read_molecules
 from ..datasets.class_labels import ClassLabels, class_labels_from_meta
 from ..datasets.extra_features import AtomFunction, FittedExtraFeatures, non_numeric_cells
 from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.featurized import Featurized, featurize_and_pack
+from ..datasets.padding import PaddingOverflow, pad_batch
 from ..devices import resolve_compute, resolve_device
 from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
@@ -38,6 +39,7 @@ from ..uncertainty.methods import check_method_fits, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
 from ..uncertainty.inference import predict_with_uncertainty
 from ..validation import check_number
+from .captured_forward import CapturedForward, prediction_shape
 from .checkpoint_paths import single_checkpoint
 from .domain import Domain
 from .explain import (ExplainedOutput, ExplainSettings, Explanations, add_explanation_columns, atom_table, explain_featurized,
@@ -162,6 +164,10 @@ class Predictor:
             RDKit descriptors) alike (the same results; featurization is most of a prediction's
             time on the CPU); the processes start once and serve every later chunk.
             A script that uses more than one must run under ``if __name__ == "__main__":``.
+        capture: on a CUDA device with the tensor compute path, record the prediction pass of
+            each padded batch shape in a CUDA graph and replay it (one launch per batch; see
+            :mod:`~dgl_graphtx.inference.captured_forward`) for point predictions and a model's
+            own uncertainty head; ``False`` runs every batch eagerly. The CPU always runs eagerly.
 
     Example:
         >>> import tempfile
@@ -190,6 +196,7 @@ class Predictor:
         explain: Optional[ExplainSettings] = None,
         molecule_columns: Optional[MoleculeColumns] = None,
         workers: int = 1,
+        capture: bool = True,
     ) -> None:
         check_number("batch_size", batch_size, 1, integer=True)
         check_number("workers", workers, 1, integer=True)
@@ -234,6 +241,11 @@ class Predictor:
         self._warn_if_kernel_leaves_no_spread()
         #: The output every prediction is explained for, or ``None``.
         self.explained: Optional[ExplainedOutput] = None if explain is None else explained_output(self.model, self.target_names, explain)
+        #: The recorded prediction passes (on CUDA, see ``capture``), or ``None``.
+        self.captured: Optional[CapturedForward] = (
+            CapturedForward(self._predict_tensor, self.device)
+            if capture and self.device.type == "cuda" and self.compute == "tensors" and self.model.levels is None
+            and method.std != "dropout" else None)
 
     @property
     def target_names(self) -> List[str]:
@@ -575,14 +587,35 @@ class Predictor:
         order = torch.argsort(edges, stable=True).tolist()
         return EdgeBudgetBatchSampler(edges, self.batch_size, max(1, self.batch_edges // copies), order)
 
-    def _predict_batch(self, graph, relation) -> np.ndarray:
+    def _predict_tensor(self, graph, relation) -> torch.Tensor:
         """Point predictions of one batch, then their stds when there are any (``[B, _width]``)."""
         temperature = self.calibration.temperature if self.calibration is not None else None
+        out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples,
+                                       temperature)
+        return out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
+
+    def _predict_batch(self, graph, relation) -> np.ndarray:
+        """:meth:`_predict_tensor` as float64 on the host."""
         with torch.inference_mode():
-            out = predict_with_uncertainty(self.model, graph, relation, self.uncertainty.method, self.uncertainty.mc_samples,
-                                           temperature)
-            output = out.mean if out.std is None else torch.cat([out.mean, out.std], dim=1)
+            output = self._predict_tensor(graph, relation)
         return output.cpu().double().numpy()
+
+    def _replayed(self, done: Featurized, positions: List[int]) -> Optional[np.ndarray]:
+        """:meth:`_predict_batch` of the molecules at ``positions`` of ``done`` by :attr:`captured`:
+        the batch padded to its shape and the pass recorded for that shape replayed; ``None``
+        when the batch runs eagerly (no recording, or a batch that fits no padded shape)."""
+        if self.captured is None:
+            return None
+        assert done.graphs is not None and done.relations is not None, "batches hold featurized molecules"
+        index, count = torch.tensor(positions, dtype=torch.int64), len(positions)
+        unpadded = MoleculeBatch(done.graphs.batch(index), done.relations.batch(index), torch.zeros(count, 1),
+                                 torch.ones(count, 1, dtype=torch.bool))
+        try:
+            padded = pad_batch(unpadded, prediction_shape(done.graphs, positions))
+        except PaddingOverflow:
+            return None
+        output = self.captured(padded)
+        return None if output is None else output[:count].cpu().double().numpy()
 
     def _embed_batch(self, graph, relation, atoms: bool) -> Tuple[np.ndarray, List[np.ndarray]]:
         """Molecule representations ``[B, d]`` of one batch and, with ``atoms``, each molecule's atom states."""
@@ -599,7 +632,9 @@ class Predictor:
         ``(positions, None, error)`` instead of stopping the run."""
         assert done.graphs is not None and done.relations is not None, "batches hold featurized molecules"
         try:
-            result = step(*repeated_batch(done.graphs, done.relations, batch, copies, self.device, self.compute))
+            replayed = self._replayed(done, batch) if step == self._predict_batch and copies == 1 else None  # that step's result
+            result = (cast(BatchResult, replayed) if replayed is not None else
+                      step(*repeated_batch(done.graphs, done.relations, batch, copies, self.device, self.compute)))
         except (RuntimeError, MemoryError) as err:
             if not is_out_of_memory(err):
                 raise

@@ -22,3 +22,11 @@ def test_pretraining_check_pretrains_fine_tunes_and_predicts(tmp_path):
     result = gpu_checks.pretrain_on_device("cpu", smiles, 40, 1, tmp_path)
     assert result["check"].startswith("train --from-pretrained") and "5 epochs on cpu" in result["check"]
     assert result["result"] == "max |cpu - cpu| = 0.00e+00"
+
+
+def test_prediction_rates_compare_replaying_and_eager_predictors():
+    rows = gpu_checks.prediction_rates(torch.device("cpu"), freesolv_smiles()[0][:24])
+    assert [row["preset"] for row in rows] == ["grpe/tiny", "gradformer/default", "vanilla/tiny"]
+    for row in rows:  # on the CPU nothing is recorded: both predictors run the same eager passes
+        assert row["max |replayed - eager|"] == "0.0e+00"
+        assert min(row[k] for k in ("model molecules/s", "replayed molecules/s", "Predictor molecules/s")) > 0
