@@ -16,6 +16,7 @@ Everything distributed lives here; the trainer only talks to the
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import datetime
 import logging
@@ -25,7 +26,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Sequence, Union
+from typing import Any, Iterator, List, NoReturn, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -132,6 +133,23 @@ def end_with_launcher(poll_s: float = LAUNCHER_POLL_S) -> threading.Thread:
     thread = threading.Thread(target=watch, name="end-with-launcher", daemon=True)
     thread.start()
     return thread
+
+
+def end_process(code: int) -> NoReturn:
+    """End this process of a torchrun job with exit status ``code`` once its work is done: the exit
+    handlers run and the output is flushed, but not the interpreter's shutdown, during which a
+    thread of the process group that still asks for the interpreter's lock (to free a tensor
+    Python made) ends the process with ``std::terminate`` (seen as SIGABRT, the job failed after
+    its work was done).
+
+    Example (the last line of a process's script)::
+
+        end_process(0 if done else 1)
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 def launched_by_torchrun() -> bool:
