@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import weakref
 from pathlib import Path
 from typing import Any, BinaryIO, Dict, List, Mapping, Optional
 
@@ -78,46 +79,68 @@ def _append_flushed(path: PathLike, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
+#: The writer's locks this process holds: lock file -> [its descriptor, holders]. POSIX locks belong to
+#: the process, and closing any descriptor of the file drops them all: a lock taken again by the same
+#: process shares the first one's descriptor, which closes when its last holder lets go.
+_HELD: Dict[str, List[int]] = {}
+
+
+def _let_go(key: str) -> None:
+    """One holder of the lock file ``key`` lets go (released, or dropped unreleased); the last one
+    removes the file and closes the descriptor, which gives the lock up."""
+    held = _HELD[key]
+    held[1] -= 1
+    if held[1] == 0:
+        Path(key).unlink(missing_ok=True)
+        os.close(held[0])
+        del _HELD[key]
+
+
 class WriterLock:
     """The lock of the one process writing the table ``path`` (the file ``<path>.partial.lock``),
     taken at once or refused with :class:`~dgl_graphtx.errors.OutputError`; :meth:`release` gives it
-    up and removes the file. The same process may take it again (a resume in the same session).
+    up and removes the file once no holder in this process is left. The same process may take it
+    again (a resume in the same session, a join of parts by the process that holds the output).
 
     Example:
         >>> import tempfile
         >>> lock = WriterLock(Path(tempfile.mkdtemp()) / "p.csv")
-        >>> lock.file.name, lock.file.exists()
-        ('p.csv.partial.lock', True)
+        >>> again = WriterLock(lock.file.with_name("p.csv"))
+        >>> again.release(); lock.file.exists()
+        True
         >>> lock.release(); lock.file.exists()
         False
     """
 
     def __init__(self, path: PathLike) -> None:
         self.file = Path(path).with_name(Path(path).name + ".partial.lock")
-        self._fd: Optional[int] = None
+        self._holding: Optional[weakref.finalize] = None
         if fcntl is None:
             return
+        key = os.path.abspath(self.file)
+        if key in _HELD:
+            _HELD[key][1] += 1
+            self._holding = weakref.finalize(self, _let_go, key)
+            return
         try:
-            self._fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
-            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._close()
-            raise OutputError(f"{path} is being written by another run (it holds {self.file.name}); wait for it to finish, "
-                              "or write to another file") from None
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as err:
-            self._close()
             raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if isinstance(err, BlockingIOError):
+                raise OutputError(f"{path} is being written by another run (it holds {self.file.name}); wait for it to "
+                                  "finish, or write to another file") from None
+            raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
+        _HELD[key] = [fd, 1]
+        self._holding = weakref.finalize(self, _let_go, key)  # a lock dropped unreleased lets go too
 
     def release(self) -> None:
-        """Give the lock up and remove its file."""
-        if self._fd is not None:
-            self.file.unlink(missing_ok=True)
-        self._close()
-
-    def _close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Give the lock up; the last holder in this process removes its file."""
+        if self._holding is not None:
+            self._holding()  # runs once
 
 
 class ProgressiveCSV:

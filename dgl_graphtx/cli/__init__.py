@@ -15,7 +15,7 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from ..atomic_io import describe_os_error
-from ..errors import GraphTxError
+from ..errors import GraphTxError, PeerFailedError
 from ..logs import configure_logging
 from ..runs.distributed import INTERRUPTED_EXIT, launched_by_torchrun, report_user_error
 from ..threads import set_threads
@@ -58,7 +58,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except GraphTxError as err:
         message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
-        return report_user_error(message)
+        return report_user_error(message, after_peers=isinstance(err, PeerFailedError))
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
         return report_user_error(f"{describe_os_error(err)}{where}")

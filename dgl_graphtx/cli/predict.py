@@ -8,6 +8,7 @@ from ..errors import ConfigError
 from ..featurize import SizeLimits
 from ..inference.explain import MAX_STEPS, ExplainSettings
 from ..inference.prediction_job import PredictionJob, run_prediction
+from ..inference.prediction_shards import check_joinable
 from ..inference.predictor import BATCH_EDGES, BATCH_SIZE, CHUNK_SIZE, Predictor
 from ..insight.integrated_gradients import BASELINES, DEFAULT_STEPS
 from ..uncertainty import METHODS, UncertaintyConfig, uncertainty_method
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
                         shard=(0, args.nproc) if args.nproc > 1 or launched_by_torchrun() else None)  # checks the output for shards
     if args.nproc > 1:
         check_processes(args.nproc, args.device)
+        check_joinable(args.output)
         return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     done = predict_in_processes(job) if launched_by_torchrun() else run_prediction(job)
     if done is None:  # a process of several other than the main one

@@ -232,7 +232,7 @@ def _predict(job: PredictionJob, paths: Sequence[Path], writer: Optional[Progres
     if writer is None:
         whole = pd.concat(list(chunks), ignore_index=True)
         invalid, unusual = _counts(whole)
-        _hint_if_nothing_read(job, len(whole), invalid)
+        hint_if_nothing_read(job, len(whole), invalid)
         if job.output is None:
             return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), table=whole)
         return PredictionSummary(len(whole), invalid, unusual, models=len(predictors), output=write_table(whole, job.output))
@@ -241,15 +241,15 @@ def _predict(job: PredictionJob, paths: Sequence[Path], writer: Optional[Progres
         writer.append(chunk)
         bad, odd = _counts(chunk)
         invalid, unusual = invalid + bad, unusual + odd
-    _hint_if_nothing_read(job, writer.rows_done - done_before, invalid)
-    if job.shard is not None:  # a shard's part waits to be joined
+    if job.shard is not None:  # a shard's part waits to be joined (the hint is the whole job's, after it)
         writer.close()
         return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, writer.partial)
+    hint_if_nothing_read(job, writer.rows_done - done_before, invalid)
     written = Path(writer.finish())
     return PredictionSummary(writer.rows_done, invalid, unusual, len(predictors), done_before, written)
 
 
-def _hint_if_nothing_read(job: PredictionJob, rows: int, invalid: int) -> None:
+def hint_if_nothing_read(job: PredictionJob, rows: int, invalid: int) -> None:
     """A warning when not one of the ``rows`` molecules of a file could be read: most likely the
     SMILES are in another column than ``--smiles-col`` names."""
     if job.input is not None and rows > 1 and invalid == rows and job.molecule_columns is None:

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
-from ..atomic_io import atomic_path
+from ..atomic_io import atomic_path, check_writable
 from ..errors import OutputError
 from ..progressive_csv import ProgressiveCSV, WriterLock
 
@@ -104,6 +104,20 @@ def clear_other_parts(output: PathLike, count: int, resume: bool) -> None:
         part.unlink(missing_ok=True)
         part.with_name(part.name + ".json").unlink(missing_ok=True)
         lock.release()
+
+
+def check_joinable(output: PathLike) -> None:
+    """Before the processes of a split run start: refuse, with
+    :class:`~dgl_graphtx.errors.OutputError`, an ``output`` that cannot be written (a folder of
+    that name, a read-only folder) or that another run is writing (it holds its writer's lock),
+    so that the job does not predict every row to fail at the join.
+
+    Example:
+        >>> import tempfile
+        >>> check_joinable(Path(tempfile.mkdtemp()) / "p.csv")
+    """
+    check_writable(output)
+    WriterLock(output).release()
 
 
 def join_shards(output: PathLike, sources: Sequence[Mapping[str, Any]], rows: Sequence[int], sep: str) -> Path:

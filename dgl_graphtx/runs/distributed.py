@@ -47,6 +47,8 @@ USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 130
 #: Seconds a process other than the main one waits after a user error for the main one to stop the job.
 USER_ERROR_GRACE_S = 10.0
+#: Seconds beyond that grace a process whose peer stopped waits for the peer's own report.
+PEER_REPORT_S = 5.0
 
 
 @dataclass
@@ -85,20 +87,24 @@ def reports_errors() -> bool:
     return not launched_by_torchrun() or os.environ.get("RANK", "0") == "0"
 
 
-def report_user_error(message: str, grace_s: float = USER_ERROR_GRACE_S) -> int:
+def report_user_error(message: str, grace_s: float = USER_ERROR_GRACE_S, after_peers: bool = False) -> int:
     """Print ``message`` as the one ``error:`` line and return :data:`USER_ERROR_EXIT`.
 
     In a distributed job the main process prints it. Another process first waits ``grace_s``
     seconds for the main one, which usually meets the same error, to stop the job (the launcher
     then ends the waiting process, so the error is printed once and the job's status is the main
     process's); it prints the error itself only if it is still running then, so that an error of
-    its own is not lost.
+    its own is not lost. ``after_peers``: the error is that another process stopped (which
+    reports its own error once its wait is over), so this process waits longer than that, the
+    main one included, and says its line only if the job is still running then.
 
     Example:
         >>> import os; os.environ.get("RANK") is None and report_user_error("no such column", grace_s=0)
         2
     """
-    if not reports_errors():
+    if after_peers and launched_by_torchrun():
+        time.sleep(grace_s + PEER_REPORT_S)
+    elif not reports_errors():
         time.sleep(grace_s)
     print(f"error: {message}", file=sys.stderr)
     return USER_ERROR_EXIT
@@ -372,11 +378,16 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     except SignalException as err:  # the launcher was interrupted and stopped the processes
         print(f"error: interrupted (signal {int(err.sigval)}); the processes were stopped: rerun the command with --resume "
               "to continue", file=sys.stderr)
-        return INTERRUPTED_EXIT
+        return 128 + int(err.sigval)
     except ChildFailedError as err:
         codes = [failure.exitcode for failure in err.failures.values()]
         if USER_ERROR_EXIT in codes and all(c == USER_ERROR_EXIT or c < 0 for c in codes):
             return USER_ERROR_EXIT  # printed once by the process that met it; the others were stopped
+        rank, first = err.get_first_failure()
+        if first.exitcode < 0:  # a process was killed (no error of its own to show)
+            print(f"error: process {rank} of the job was stopped by signal {-first.exitcode} ({first.signal_name()}); the "
+                  "others were stopped: rerun the command with --resume to continue", file=sys.stderr)
+            return 128 - first.exitcode
         print(err.format_msg(), file=sys.stderr)
         return next((c for c in codes if c > 0), 1)
     finally:

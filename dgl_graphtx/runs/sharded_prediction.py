@@ -21,9 +21,10 @@ import torch.distributed as dist
 
 from ..errors import PeerFailedError
 from ..inference.checkpoint_paths import resolve_checkpoints
-from ..inference.prediction_job import PredictionJob, PredictionSummary, run_prediction
+from ..inference.prediction_job import PredictionJob, PredictionSummary, hint_if_nothing_read, run_prediction
 from ..inference.prediction_shards import join_shards, shard_source
 from ..inference.table_output import table_separator
+from ..progressive_csv import WriterLock
 from .distributed import end_with_launcher, local_device
 
 #: Seconds a process that has finished its shard waits for the others (shards take about equally
@@ -51,6 +52,9 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
     if rank != 0:  # the main process says what every process would (the rows keep their own errors and warnings)
         logging.getLogger("dgl_graphtx").setLevel(logging.ERROR)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=wait_s))
+    # the main process holds the output's writer's lock from the start: another run into it is refused
+    # at once, not at the join after every row was predicted
+    held = WriterLock(job.output) if rank == 0 and job.output is not None else None
     try:
         summary = run_prediction(part)
         # each process's counts in tensors that live until the group is left: gloo's threads must
@@ -72,6 +76,9 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
         output = join_shards(job.output, [shard_source(whole, index, world) for index in range(world)],
                              [c[0] for c in counts], table_separator(job.output))
         rows, invalid, outside, resumed = (sum(column) for column in zip(*counts))
+        hint_if_nothing_read(job, rows - resumed, invalid)
         return PredictionSummary(rows, invalid, outside, summary.models, resumed, Path(output))
     finally:
+        if held is not None:
+            held.release()
         dist.destroy_process_group()
