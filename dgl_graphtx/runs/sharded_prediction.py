@@ -52,10 +52,11 @@ def predict_in_processes(job: PredictionJob, wait_s: float = WAIT_S) -> Optional
     if rank != 0:  # the main process says what every process would (the rows keep their own errors and warnings)
         logging.getLogger("dgl_graphtx").setLevel(logging.ERROR)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=wait_s))
-    # the main process holds the output's writer's lock from the start: another run into it is refused
-    # at once, not at the join after every row was predicted
-    held = WriterLock(job.output) if rank == 0 and job.output is not None else None
+    held: Optional[WriterLock] = None
     try:
+        # the main process holds the output's writer's lock from the start: another run into it is
+        # refused at once, not at the join after every row was predicted
+        held = WriterLock(job.output) if rank == 0 and job.output is not None else None
         summary = run_prediction(part)
         # each process's counts in tensors that live until the group is left: gloo's threads must
         # not drop the last reference to a tensor Python made (all_gather_object's do), which on
