@@ -142,16 +142,19 @@ def end_with_launcher(poll_s: float = LAUNCHER_POLL_S) -> threading.Thread:
 
 
 def end_process(code: int) -> NoReturn:
-    """End this process of a torchrun job with exit status ``code`` once its work is done: the exit
-    handlers run and the output is flushed, but not the interpreter's shutdown, during which a
-    thread of the process group that still asks for the interpreter's lock (to free a tensor
-    Python made) ends the process with ``std::terminate`` (seen as SIGABRT, the job failed after
-    its work was done).
+    """End this process of a torchrun job with exit status ``code`` once its work is done: as the
+    interpreter would, the threads that are not daemons are waited for, the exit handlers run and
+    the output is flushed, but without the interpreter's shutdown, during which a thread of the
+    process group that still asks for the interpreter's lock (to free a tensor Python made) ends
+    the process with ``std::terminate`` (seen as SIGABRT, the job failed after its work was done).
 
     Example (the last line of a process's script)::
 
         end_process(0 if done else 1)
     """
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()

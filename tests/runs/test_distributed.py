@@ -260,10 +260,11 @@ def test_a_process_ends_with_its_launcher_even_one_killed_by_sigkill(tmp_path):
 
 def test_a_finished_process_ends_with_its_exit_handlers_run_and_its_output_flushed():
     """end_process skips only the interpreter's shutdown (where a process group's thread can abort
-    the process): the status, the exit handlers (the featurizing pool's, logging's) and what was
-    printed all stay."""
-    script = ("import atexit, sys; from dgl_graphtx.runs.distributed import end_process; "
+    the process): the status, a thread still working, the exit handlers (the featurizing pool's,
+    logging's) and what was printed all stay."""
+    script = ("import atexit, sys, threading, time; from dgl_graphtx.runs.distributed import end_process; "
               "atexit.register(lambda: print('handler ran')); print('buffered', end=' '); "
+              "threading.Thread(target=lambda: (time.sleep(1), print('thread done', end=' '))).start(); "
               "sys.stderr.write('to stderr'); end_process(3)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
-    assert (done.returncode, done.stdout, done.stderr) == (3, "buffered handler ran\n", "to stderr")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "buffered thread done handler ran\n", "to stderr")
