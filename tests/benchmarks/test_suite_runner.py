@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.suite import runner, tools
+from command_processes import assert_process_ends
 from benchmarks.suite.children import ChildFailed, Usage
 from benchmarks.suite.config import SETS_BY_NAME, TOOLS, ToolSpec
 from benchmarks.suite.sets import SetData
@@ -153,11 +154,4 @@ def test_a_tools_process_ends_with_the_suites(tmp_path):
     child = int(pid_file.read_text())
     suite.send_signal(signal.SIGKILL)
     suite.wait()
-    for _ in range(100):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(child, signal.SIGKILL)
-    raise AssertionError("the tool's process outlived the suite")
+    assert_process_ends(child, 5, "the tool's process outlived the suite")

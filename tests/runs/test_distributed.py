@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
+from command_processes import REPO, assert_process_ends, command_env
 from distributed_job import EPOCHS, run_job
 
 from dgl_graphtx.checkpoint import load_checkpoint
@@ -29,20 +30,14 @@ from dgl_graphtx.runs.distributed import DistributedConfig, choose_backend, laun
 from dgl_graphtx.training import ProcessHooks
 
 JOB = Path(__file__).resolve().parents[1] / "distributed_job.py"
-REPO = Path(__file__).resolve().parents[2]
 JOB_TIMEOUT_S = 150
 #: 1 vs 2 processes: the same global batches and the same mean gradients up to float32 summation
 #: order (Adam's normalisation magnifies that rounding in near-zero gradients, hence not 1e-6).
 METRIC_RTOL = 1e-3
 
 
-def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-            "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
-
-
 def _run(args: List[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, env=_env(), cwd=REPO)
+    return subprocess.run(args, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, env=command_env(), cwd=REPO)
 
 
 def torchrun(*job_args: str, nproc: int = 2) -> subprocess.CompletedProcess:
@@ -242,20 +237,12 @@ def test_a_process_ends_with_its_launcher_even_one_killed_by_sigkill(tmp_path):
     launcher = ("import os, subprocess, sys, time; os.environ['DGL_GRAPHTX_LAUNCHER_PID'] = str(os.getpid()); "
                 "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True); print(p.pid, flush=True); "
                 "time.sleep(60)")
-    parent = subprocess.Popen([sys.executable, "-c", launcher, child], stdout=subprocess.PIPE, text=True, env=_env(), cwd=REPO)
+    parent = subprocess.Popen([sys.executable, "-c", launcher, child], stdout=subprocess.PIPE, text=True, env=command_env(), cwd=REPO)
     pid = int(parent.stdout.readline())
     os.kill(pid, 0)  # running (maybe still importing: it learns its launcher's pid from the environment)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
-    raise AssertionError("the process outlived its launcher")
+    assert_process_ends(pid, 20, "the process outlived its launcher", poll_s=0.1)
 
 
 def test_a_finished_process_ends_with_its_exit_handlers_run_and_its_output_flushed():

@@ -3,19 +3,20 @@ gloo) write one table in input order, equal to one process's; mistakes are one l
 the processes start. The shards' own logic: tests/inference/test_prediction_shards.py."""
 from __future__ import annotations
 
-import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import List, Tuple
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from cli_runner import assert_one_error_line, must_not_be_called, run_cli
+from command_processes import REPO, command_env, run_command
 from conftest_models import freesolv_rows, tiny_checkpoint
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +39,7 @@ def _argv(checkpoint, inputs, output, *more):
 
 def test_two_processes_write_one_table_in_input_order(checkpoint, inputs, tmp_path):
     assert run_cli(_argv(checkpoint, inputs, tmp_path / "one.tsv"))[0] == 0
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
-    job = subprocess.run([sys.executable, "-m", "dgl_graphtx", *_argv(checkpoint, inputs, tmp_path / "two.tsv", "--nproc", "2")],
-                         capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    job = run_command(_argv(checkpoint, inputs, tmp_path / "two.tsv", "--nproc", "2"))
     assert job.returncode == 0, job.stderr
     said = job.stdout.strip().splitlines()[-1]
     assert said == f"wrote 31 predictions (1 invalid, 0 outside the training domain) to {tmp_path / 'two.tsv'}"
@@ -109,46 +108,39 @@ def _atom_checkpoint(folder: Path) -> Path:
     return save_checkpoint(folder / "atoms.pt", build_model(preset.model), meta)
 
 
+def _predicting_in_two_processes(checkpoint, tmp_path: Path) -> Tuple[subprocess.Popen, List[str]]:
+    """``predict --nproc 2`` on 12,000 FreeSolv SMILES into ``p.csv``, started and returned (with its
+    arguments) once both processes write their parts."""
+    big = tmp_path / "big.csv"
+    pd.DataFrame({"smiles": list(freesolv_rows(0, 200)["smiles"]) * 60}).to_csv(big, index=False)
+    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(big), "--device", "cpu", "--chunk-size", "200",
+            "--output", str(tmp_path / "p.csv"), "--nproc", "2"]
+    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=command_env(), cwd=REPO)
+    deadline = time.time() + 120
+    records = [tmp_path / f"p.shard-{k}-of-2.csv.partial.json" for k in (1, 2)]
+    while not all(r.exists() for r in records) and time.time() < deadline and job.poll() is None:
+        time.sleep(0.2)
+    return job, argv
+
+
 def test_an_interrupted_job_is_one_line_and_resumes_to_one_processs_table(checkpoint, tmp_path):
     """Ctrl-C printed about 150 lines (each process's traceback, the launcher's); now one line,
     exit status 130, every process stopped, and --resume finishes the parts."""
-    import signal
-    import time
-    smiles = list(freesolv_rows(0, 200)["smiles"]) * 60
-    big = tmp_path / "big.csv"
-    pd.DataFrame({"smiles": smiles}).to_csv(big, index=False)
-    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(big), "--device", "cpu", "--chunk-size", "200",
-            "--output", str(tmp_path / "p.csv"), "--nproc", "2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
-    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env, cwd=REPO)
-    deadline = time.time() + 120
-    records = [tmp_path / f"p.shard-{k}-of-2.csv.partial.json" for k in (1, 2)]  # both processes are predicting
-    while not all(r.exists() for r in records) and time.time() < deadline and job.poll() is None:
-        time.sleep(0.2)
+    job, argv = _predicting_in_two_processes(checkpoint, tmp_path)
     job.send_signal(signal.SIGINT)
     _, err = job.communicate(timeout=120)
     assert job.returncode == 130, err
     assert [line for line in err.splitlines() if line.strip()] == [
         "error: interrupted (signal 2); the processes were stopped: rerun the command with --resume to continue"]
     assert not (tmp_path / "p.csv").exists() and (tmp_path / "p.shard-1-of-2.csv.partial").exists()
-    done = subprocess.run([sys.executable, "-m", "dgl_graphtx", *argv, "--resume"], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=300)
+    done = run_command([*argv, "--resume"])
     assert done.returncode == 0, done.stderr
     assert run_cli([*argv[:-2], "--output", tmp_path / "one.csv"])[0] == 0
     two, one = pd.read_csv(tmp_path / "p.csv"), pd.read_csv(tmp_path / "one.csv")
     assert two["smiles"].tolist() == one["smiles"].tolist() and two["error"].equals(one["error"])
     np.testing.assert_allclose(two["y_pred"], one["y_pred"], rtol=0, atol=1e-5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "one.csv", "p.csv"]
-
-
-def _job(argv, env, **run):
-    return subprocess.run([sys.executable, "-m", "dgl_graphtx", *argv], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=REPO, **run)
-
-
-def _env():
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
 
 
 def test_the_error_of_a_process_other_than_the_main_one_is_the_line_shown(checkpoint, inputs, tmp_path):
@@ -161,7 +153,7 @@ def test_the_error_of_a_process_other_than_the_main_one_is_the_line_shown(checkp
                                      predictor={"device": "cpu", "chunk_size": 4}))
     part = tmp_path / "p.shard-2-of-2.tsv.partial"
     part.write_bytes(part.read_bytes()[:-5])
-    done = _job(_argv(checkpoint, inputs, out, "--nproc", "2", "--resume"), _env())
+    done = run_command(_argv(checkpoint, inputs, out, "--nproc", "2", "--resume"))
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("error: cannot resume from") and "p.shard-2-of-2.tsv.partial" in lines[0]
@@ -176,7 +168,7 @@ def test_the_hint_for_a_file_of_which_nothing_was_read_counts_the_whole_file(che
         pd.DataFrame({"smiles": smiles}).to_csv(source, index=False)
         argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(source), "--device", "cpu", "--output",
                 str(source.with_suffix(".out.csv")), "--nproc", "2"]
-        done = _job(argv, _env())
+        done = run_command(argv)
         assert done.returncode == 0, done.stderr
         hints = [line.split(": ", 1)[1] for line in done.stderr.splitlines() if "could be read" in line]
         assert hints == ([f"not one of the 3 molecules of {source} could be read (each row's error says why): is 'smiles' the "
@@ -185,19 +177,8 @@ def test_the_hint_for_a_file_of_which_nothing_was_read_counts_the_whole_file(che
 
 def test_a_killed_process_is_one_line_and_the_job_resumes(checkpoint, tmp_path):
     """kill -9 of one process printed torchrun's report of the failed job (a dozen lines, no word of --resume)."""
-    import signal
-    import time
     import psutil
-    big = tmp_path / "big.csv"
-    pd.DataFrame({"smiles": list(freesolv_rows(0, 200)["smiles"]) * 60}).to_csv(big, index=False)
-    argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(big), "--device", "cpu", "--chunk-size", "200",
-            "--output", str(tmp_path / "p.csv"), "--nproc", "2"]
-    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=_env(), cwd=REPO)
-    deadline = time.time() + 120
-    records = [tmp_path / f"p.shard-{k}-of-2.csv.partial.json" for k in (1, 2)]
-    while not all(r.exists() for r in records) and time.time() < deadline and job.poll() is None:
-        time.sleep(0.2)
+    job, argv = _predicting_in_two_processes(checkpoint, tmp_path)
     second = [p for p in psutil.Process(job.pid).children() if p.environ().get("RANK") == "1"]
     assert len(second) == 1
     second[0].send_signal(signal.SIGKILL)
@@ -206,6 +187,6 @@ def test_a_killed_process_is_one_line_and_the_job_resumes(checkpoint, tmp_path):
     assert [line for line in err.splitlines() if line.strip()] == [
         "error: process 1 of the job was stopped by signal 9 (SIGKILL); the others were stopped: rerun the command with "
         "--resume to continue"]
-    done = _job([*argv, "--resume"], _env())
+    done = run_command([*argv, "--resume"])
     assert done.returncode == 0, done.stderr
     assert len(pd.read_csv(tmp_path / "p.csv")) == 12000
