@@ -50,13 +50,17 @@ def test_two_processes_write_one_table_in_input_order(checkpoint, inputs, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.tsv", "two.tsv"]
 
 
-@pytest.mark.parametrize("mistake", ["no output", "sdf output", "atom targets", "output being written", "output a folder"])
+@pytest.mark.parametrize("mistake", ["no output", "parquet output", "sdf output", "atom targets", "output being written",
+                                     "output a folder"])
 def test_mistakes_are_one_line_before_the_processes_start(mistake, checkpoint, inputs, tmp_path, monkeypatch):
     from dgl_graphtx.cli import predict
     monkeypatch.setattr(predict, "launch_local", must_not_be_called("the processes were started before the mistake was found"))
     argv = _argv(checkpoint, inputs, tmp_path / "p.csv", "--nproc", "2")
     if mistake == "no output":
         argv = argv[:argv.index("--output")] + argv[argv.index("--output") + 2:]
+        assert_one_error_line(run_cli(argv), "several processes write their rows into one .csv/.tsv --output")
+    elif mistake == "parquet output":  # said first, with or without pyarrow (the probe: pyarrow was asked for first)
+        argv[argv.index("--output") + 1] = str(tmp_path / "p.parquet")
         assert_one_error_line(run_cli(argv), "several processes write their rows into one .csv/.tsv --output")
     elif mistake == "sdf output":
         assert_one_error_line(run_cli([*argv, "--sdf-output", tmp_path / "p.sdf"]), "without --sdf-output")
