@@ -10,11 +10,11 @@ import sys
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from .cli import main
+from .cli import console_main
 from .runs.distributed import end_process, launched_by_torchrun
 
 if __name__ == "__main__":
-    code = record(main)()
+    code = record(console_main)()
     if launched_by_torchrun():
         end_process(code or 0)
     sys.exit(code)

@@ -5,7 +5,10 @@ One module per sub-command; each has ``register(subparsers)``, which adds its pa
 ``common.py`` (option groups), ``molecule_io.py`` (checkpoints and molecule files) and
 ``run_report.py`` (the summary of a training run); no command imports another. User mistakes
 (missing files, bad columns, invalid settings, corrupt checkpoints) are printed as one ``error:``
-line without a traceback and exit with status 2.
+line without a traceback and exit with status 2. Ctrl-C at the ``dgl-graphtx`` command
+(:func:`console_main`) is one ``error: interrupted`` line too, exit status 130, saying whether
+``--resume`` continues the run; :func:`main`, called from Python, lets the ``KeyboardInterrupt``
+through.
 """
 from __future__ import annotations
 
@@ -62,11 +65,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
         return report_user_error(f"{describe_os_error(err)}{where}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         if launched_by_torchrun():  # the launcher passed on its interruption and says it once; what was written is on disk,
             os._exit(INTERRUPTED_EXIT)  # and an exit through the interpreter's shutdown can wait forever on the process group
-        raise
+        raise CommandInterrupted(interrupted_message(args)) from err
+
+
+class CommandInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a command, with what the user can do next as its message."""
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What an interrupted command says: whether ``--resume`` continues it from what it wrote.
+
+    Example:
+        >>> interrupted_message(build_parser().parse_args(["train", "m.csv", "--targets", "y", "--out", "run"]))
+        'interrupted (Ctrl-C); what was written is kept: rerun the same command with --resume to continue'
+        >>> interrupted_message(build_parser().parse_args(["predict", "--checkpoint", "best.pt", "CCO"]))
+        'interrupted (Ctrl-C)'
+    """
+    if args.command == "featurize":  # a store resumes from its finished shards when started again
+        return "interrupted (Ctrl-C); the finished shards are kept: rerun the same command to continue"
+    resumable = hasattr(args, "resume") and (args.command != "predict" or args.output is not None)
+    return "interrupted (Ctrl-C)" + ("; what was written is kept: rerun the same command with --resume to continue" if resumable else "")
+
+
+def console_main() -> int:
+    """The ``dgl-graphtx`` console script: :func:`main`, with Ctrl-C said in one ``error:`` line
+    (exit status 130) rather than Python's traceback."""
+    try:
+        return main()
+    except KeyboardInterrupt as err:
+        print(f"error: {err if isinstance(err, CommandInterrupted) else 'interrupted (Ctrl-C)'}", file=sys.stderr, flush=True)
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())
