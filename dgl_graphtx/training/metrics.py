@@ -25,7 +25,7 @@ METRIC_DIRECTION: Dict[str, str] = {"rmse": "min", "mae": "min", "r2": "max", "r
                                     "accuracy": "max", "f1": "max"}
 
 # OGB evaluators are keyed by dataset; these datasets use the metric we want.
-_OGB_DATASET_FOR_METRIC = {"rmse": "ogbg-molfreesolv", "rocauc": "ogbg-molhiv", "ap": "ogbg-molpcba"}
+_OGB_DATASET_FOR_METRIC = {"rocauc": "ogbg-molhiv", "ap": "ogbg-molpcba"}
 
 
 def _ogb(metric: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
@@ -52,16 +52,20 @@ def _r2(y: np.ndarray, p: np.ndarray) -> float:
 
 
 def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> Dict[str, float]:
-    """``rmse`` (OGB), ``mae`` and ``r2``, each averaged over tasks.
+    """``rmse`` (per task, as OGB's evaluator), ``mae`` and ``r2``, each averaged over the tasks
+    that have labels (a task without any would make OGB's mean NaN, and with it the choice of the
+    best epoch and early stopping).
 
     Example:
         >>> m = regression_metrics(np.array([[1.0], [2.0], [np.nan]]), np.array([[1.5], [2.5], [9.0]]))
         >>> m["rmse"], m["mae"]
         (0.5, 0.5)
+        >>> regression_metrics(np.array([[1.0, np.nan], [2.0, np.nan]]), np.array([[1.5, 0.0], [2.5, 0.0]]))["rmse"]
+        0.5
     """
     y_true, y_pred = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
     return {
-        "rmse": _ogb("rmse", y_true, y_pred),
+        "rmse": _per_task(lambda y, p: float(np.sqrt(((y - p) ** 2).mean())), y_true, y_pred),
         "mae": _per_task(lambda y, p: float(np.abs(y - p).mean()), y_true, y_pred),
         "r2": _per_task(_r2, y_true, y_pred),
     }

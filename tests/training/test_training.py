@@ -331,6 +331,17 @@ def test_regression_metrics_with_missing_labels():
     assert perfect["rmse"] == 0.0 and perfect["mae"] == 0.0 and perfect["r2"] == 1.0
 
 
+def test_a_target_without_labels_leaves_the_mean_over_the_others():
+    """The probe: a second target with no validation labels made the mean RMSE NaN (OGB's mean over
+    every task), so every epoch was "best" and early stopping never fired; MAE and R2 skipped it."""
+    y = np.array([[1.0, np.nan], [2.0, np.nan], [4.0, np.nan]])
+    p = np.array([[1.5, 0.0], [2.5, 0.0], [3.0, 0.0]])
+    m = regression_metrics(y, p)
+    assert m["rmse"] == pytest.approx(math.sqrt((0.25 + 0.25 + 1) / 3), rel=1e-12)
+    assert m["mae"] == pytest.approx((0.5 + 0.5 + 1) / 3, rel=1e-12)
+    assert math.isnan(regression_metrics(np.full((2, 1), np.nan), np.zeros((2, 1)))["rmse"])
+
+
 def test_classification_metrics_hand_computed():
     nan = np.nan
     y = np.array([[0.0, 1.0], [0.0, nan], [1.0, 0.0], [1.0, 1.0]])
