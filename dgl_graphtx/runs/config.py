@@ -628,8 +628,22 @@ def resolve_run_config(
         **MoleculeFeaturizer(featurizer, relation).model_inputs,
         "uncertainty_head": uncertainty.head,
     })
+    _check_kernel_spec(data, model.task, resolved["train"]["loss"])
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+def _check_kernel_spec(data: DataConfig, task: str, loss: str) -> None:
+    """Refuse a fingerprint kernel spec (``--kernel SPEC``) on a run it cannot serve, where ``auto``
+    leaves the kernel out: multiclass targets (it fits none), ``--weight-col`` (it would ignore the
+    weights) and ``--loss bounded_mse`` (it would read a censored label such as ``<5`` as exact)."""
+    if data.kernel in (AUTO, NONE):
+        return
+    why = ("predicts regression or binary-classification targets, not multiclass ones" if task not in ("regression", "classification")
+           else "would ignore the weights of --weight-col" if data.weight_col is not None
+           else "would read a censored label such as <5 as exact (--loss bounded_mse)" if loss == "bounded_mse" else None)
+    if why is not None:
+        raise ConfigError(f"the fingerprint kernel (--kernel {data.kernel}) {why}: drop --kernel (or give --kernel none)")
 
 
 def apply_threads(config: RunConfig) -> RunConfig:

@@ -14,6 +14,7 @@ import torch
 from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import freesolv
+from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.featurize.descriptors import feature_names, kernel_fingerprints
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs.config import DEFAULT_KERNEL, resolve_run_config
@@ -109,6 +110,19 @@ def test_qm9_gets_no_kernel_unless_asked_and_then_one_line(tmp_path):
     assert resolve_run_config(overrides=["data.path=qm9", "data.targets=homo"]).kernel == ""
     assert_one_error_line(run_cli(["train", "qm9", "--targets", "homo", "--subset", "20", "--kernel", "morgan_counts",
                                    "--out", tmp_path / "q", *COMMON]), "fingerprint kernel", "molecule file")
+
+
+@pytest.mark.parametrize("overrides, why", [
+    (["model.task=multiclass", "model.num_classes=3"], "not multiclass ones"),
+    (["data.weight_col=w"], "would ignore the weights of --weight-col"),
+    (["train.loss=bounded_mse"], "censored label"),
+])
+def test_a_kernel_spec_where_auto_leaves_the_kernel_out_is_refused(overrides, why):
+    """The probe: an explicit spec was fitted without a word on weighted or censored labels (read as
+    exact), and on multiclass targets recorded but never fitted."""
+    with pytest.raises(ConfigError, match=f"the fingerprint kernel \\(--kernel morgan_counts\\) .*{why}.*drop --kernel"):
+        resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "data.kernel=morgan_counts", *overrides])
+    assert resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "data.kernel=none", *overrides]).kernel == ""
 
 
 def test_a_kernel_spec_that_is_no_count_fingerprint_is_one_line(data, tmp_path):
