@@ -310,6 +310,8 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
         _check_shapes(config, state)
         model = build_model(config)
         model.load_state_dict(state, strict=True)
+        if getattr(model, "kernel", None) is not None:
+            model.kernel.check_values()
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # ConfigError is a ValueError
         raise CheckpointError(f"checkpoint {path} is inconsistent: {type(err).__name__}: {err}") from None
     model.eval()
@@ -317,7 +319,8 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
 
 
 def _check_shapes(config: ModelConfig, state: Any) -> None:
-    """Compare the stored weights with a model built on the ``meta`` device (nothing allocated)."""
+    """Compare the stored weights (names, shapes, integer or floating kinds) with a model built on the
+    ``meta`` device (nothing allocated)."""
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ConfigError("state_dict must map names to tensors")
     with torch.device("meta"):
@@ -329,3 +332,7 @@ def _check_shapes(config: ModelConfig, state: Any) -> None:
         if tuple(state[name].shape) != tuple(value.shape):
             raise ConfigError(f"weights do not fit the model config: {name!r} has shape {tuple(state[name].shape)}, the model "
                               f"config needs {tuple(value.shape)}")
+        stored = state[name].dtype
+        if stored != value.dtype and not (stored.is_floating_point and value.dtype.is_floating_point):
+            raise ConfigError(f"weights do not fit the model: {name!r} is stored as {stored}, the model holds {value.dtype} "
+                              "(loading would convert its values)")

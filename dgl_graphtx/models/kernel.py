@@ -32,6 +32,8 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from ..errors import ConfigError
+
 #: The tasks a fingerprint kernel is fitted for (a multiclass model has none).
 KERNEL_TASKS = ("regression", "classification")
 #: Ridges tried, by leave-one-out error (the kernel matrix has ones on its diagonal).
@@ -252,6 +254,25 @@ class FingerprintKernel(nn.Module):
             references = self.references.to(self.coefficients.dtype)
             self._cached = (key, count_levels(references), references.sum(dim=1))
         return self._cached[1], self._cached[2]
+
+    def check_values(self) -> None:
+        """Raise :class:`~dgl_graphtx.errors.ConfigError` unless the blend weights lie in ``[0, 1]``
+        and the coefficients and intercepts are finite (what a fit gives; a checkpoint read back
+        may hold anything).
+
+        Example:
+            >>> kernel = FingerprintKernel(references=2, size=4, tasks=1)
+            >>> kernel.check_values()
+            >>> _ = kernel.weight.fill_(2.0)
+            >>> kernel.check_values()
+            Traceback (most recent call last):
+            ...
+            dgl_graphtx.errors.ConfigError: the fingerprint kernel's network weights must lie in [0, 1], got [2.0]
+        """
+        if not bool(((self.weight >= 0) & (self.weight <= 1)).all()):
+            raise ConfigError(f"the fingerprint kernel's network weights must lie in [0, 1], got {self.weight.tolist()}")
+        if not (bool(torch.isfinite(self.coefficients).all()) and bool(torch.isfinite(self.intercept).all())):
+            raise ConfigError("the fingerprint kernel's coefficients and intercepts must be finite")
 
     def alone(self) -> List[int]:
         """The tasks this kernel predicts alone (the network's blend weight 0): the network, and

@@ -5,6 +5,7 @@ labels); one line when asked for where it cannot run."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -142,3 +143,22 @@ def test_a_default_run_reads_descriptors_and_predicts_them_in_worker_processes(k
     two = Predictor(out / "best.pt", device="cpu", workers=2).predict(smiles)
     pd.testing.assert_frame_equal(two, one)
     assert one["expt_pred"].notna().sum() == 150 and one["error"].notna().tolist()[-1]
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda state: state.__setitem__("kernel.references", state["kernel.references"].float() * 300), "is stored as torch.float32"),
+    (lambda state: state.__setitem__("kernel.references", state["kernel.references"].long()), "is stored as torch.int64"),
+    (lambda state: state["kernel.weight"].fill_(2.0), "network weights must lie in [0, 1]"),
+    (lambda state: state["kernel.coefficients"].view(-1)[0].fill_(float("nan")), "coefficients and intercepts must be finite"),
+])
+def test_an_edited_kernel_with_a_fresh_checksum_is_refused(kernel_run, edit, said, tmp_path):
+    """The probe: edits of the kernel saved with a recomputed checksum were accepted (references
+    cast to uint8 without a word: 300 -> 44; a weight of 2 or a NaN coefficient predicted nonsense)."""
+    from dgl_graphtx.checkpoint import content_checksum
+    from dgl_graphtx.errors import CheckpointError
+    payload = torch.load(kernel_run[0] / "best.pt", weights_only=True)
+    edit(payload["state_dict"])
+    payload["checksum"] = content_checksum(payload)
+    torch.save(payload, tmp_path / "edited.pt")
+    with pytest.raises(CheckpointError, match=re.escape(said)):
+        load_checkpoint(tmp_path / "edited.pt")
