@@ -97,7 +97,7 @@ def evaluate_table(predictors: Sequence[Predictor], table: MoleculeTable, carrie
     report = {"molecules": int(valid.sum()), "labelled": int(np.isfinite(y_true).any(axis=1).sum()) if names else int(valid.sum()),
               "invalid": int((~valid).sum()), **json_safe(metrics),
               "per_target": {name: json_safe(values) for name, values in per_target.items()},
-              "notes": label_notes + metric_notes(task, y_true, names)}
+              "notes": label_notes + metric_notes(task, y_true, names, (~np.isnan(measured)).sum(axis=0).tolist())}
     rows = predicted[["smiles", "canonical_smiles"]].copy()
     for t, name in enumerate(names):
         rows[name] = measured[:, t]

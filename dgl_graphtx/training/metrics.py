@@ -202,19 +202,27 @@ def check_binary_labels(y_true: np.ndarray, names: Optional[Sequence[str]] = Non
             )
 
 
-def metric_notes(task: str, y_true: np.ndarray, names: Optional[Sequence[str]] = None) -> List[str]:
+def metric_notes(task: str, y_true: np.ndarray, names: Optional[Sequence[str]] = None,
+                 labelled_in_input: Optional[Sequence[int]] = None) -> List[str]:
     """Why metrics are undefined (NaN) for ``y_true``, in words: targets without labels, or with
-    one class only (classification) or fewer than two distinct values (R^2).
+    one class only (classification) or fewer than two distinct values (R^2). ``labelled_in_input``:
+    per target, the labelled molecules before those without a prediction were left out, so that a
+    target whose labelled molecules all failed is not said to have none.
 
     Example:
         >>> metric_notes("classification", np.array([[1.0], [1.0]]), ["active"])
         ["target 'active': only class 1 among 2 labelled molecules, so ROC-AUC and AP are undefined"]
+        >>> metric_notes("regression", np.empty((0, 1)), ["y"], labelled_in_input=[3])
+        ["target 'y': none of its 3 labelled molecules has a prediction (the error column says why), so no metric can be computed"]
     """
     y_true = np.asarray(y_true, dtype=np.float64)
     notes = []
     for t, name in enumerate(_names(names, y_true.shape[1])):
         labelled = y_true[~np.isnan(y_true[:, t]), t]
-        if not len(labelled):
+        if not len(labelled) and labelled_in_input is not None and labelled_in_input[t]:
+            notes.append(f"target {name!r}: none of its {labelled_in_input[t]} labelled molecules has a prediction (the error "
+                         "column says why), so no metric can be computed")
+        elif not len(labelled):
             notes.append(f"target {name!r}: no labelled molecules, so no metric can be computed")
         elif task != "regression" and len(np.unique(labelled)) < 2:
             notes.append(f"target {name!r}: only class {labelled[0]:g} among {len(labelled)} labelled molecules, "

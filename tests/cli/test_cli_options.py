@@ -100,6 +100,11 @@ def test_evaluate_output_is_strict_json_with_reasons(checkpoint, workdir):
     code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
     report = json.loads(stdout, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
     assert code == 0 and report["rmse"] is None and "no labelled molecules" in report["notes"][0]
+    path = workdir / "unreadable.csv"  # labelled, but no molecule could be predicted (the probe: "no labelled molecules")
+    pd.DataFrame({"smiles": ["C1CC", "xyz"], "expt": [1.0, 2.0]}).to_csv(path, index=False)
+    code, stdout, err = run_cli(["evaluate", path, "--checkpoint", checkpoint, "--device", "cpu"])
+    assert code == 0 and json.loads(stdout)["notes"] == [
+        "target 'expt': none of its 2 labelled molecules has a prediction (the error column says why), so no metric can be computed"]
 
 
 def test_evaluate_says_why_labels_were_left_out(checkpoint, workdir):
