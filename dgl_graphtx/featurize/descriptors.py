@@ -134,6 +134,8 @@ def get_generator(spec: str) -> Any:
         if key not in fields or not value.strip().lstrip("-").isdigit():
             raise ConfigError(f"bad option {option!r} in feature generator {spec!r}; {name} takes "
                               f"{', '.join(f'{f}=INTEGER' for f in sorted(fields)) or 'no options'}")
+        if key in kwargs:
+            raise ConfigError(f"option {key!r} is given twice in feature generator {spec!r}; give it once")
         kwargs[key] = int(value)
     return GENERATORS[name](**kwargs)
 

@@ -80,6 +80,8 @@ def test_generator_specs_round_trip_and_bad_specs():
         get_generator("mordred")
     with pytest.raises(ConfigError, match="bad option 'bits=5'.*radius=INTEGER"):
         get_generator("morgan_counts:bits=5")
+    with pytest.raises(ConfigError, match="option 'radius' is given twice"):  # the probe: the last one was taken
+        get_generator("morgan_counts:radius=2:radius=3")
     with pytest.raises(InvalidMoleculeError, match="molecule 1 \\('C1CC'\\)"):
         compute_features(["rdkit2d"], ["CC", "C1CC"])
 
