@@ -29,8 +29,22 @@ RUN_INFO = "run.json"
 RETRAIN = "train the run again (--overwrite), or restore the folder from a backup"
 
 
+def run_error(folder: PathLike) -> str:
+    """The ``error`` a failed run recorded in ``folder``'s ``run.json`` (``""`` if none).
+
+    Example:
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp()); _ = (run / RUN_INFO).write_text('{"status": "failed", "error": "no spread"}')
+        >>> run_error(run)
+        'no spread'
+    """
+    info = read_json(Path(folder) / RUN_INFO, RETRAIN, optional=True)
+    error = info.get("error") if info is not None else None
+    return error if isinstance(error, str) else ""
+
+
 def run_status(folder: PathLike) -> Optional[str]:
-    """The ``status`` in ``folder``'s ``run.json`` (``running`` or ``complete``), or ``None`` when
+    """The ``status`` in ``folder``'s ``run.json`` (``running``, ``complete`` or ``failed``), or ``None`` when
     it has none (a checkpoint copied out of its run, a run of an older version); a damaged one is
     a :class:`~dgl_graphtx.errors.DamagedFileError`.
 
@@ -70,12 +84,16 @@ def checkpoints_in(path: PathLike) -> List[Path]:
     if path.is_file():
         return [path]
     if (path / BEST).is_file():
-        if run_status(path) == "running":
+        status = run_status(path)
+        if status == "running":
             logger.warning("%s has not finished training (its %s says running): its %s is the best epoch so far",
                            path, RUN_INFO, BEST)
+        elif status == "failed":
+            logger.warning("%s failed (its %s: %s): its %s is the network at its best epoch, without what the run adds after "
+                           "training (the fingerprint kernel, the calibration)", path, RUN_INFO, run_error(path), BEST)
         return [path / BEST]  # load_checkpoint checks it against the folder's record
     runs = sorted({p.parent for name in (BEST, RUN_INFO) for p in path.rglob(name)}, key=natural_key) if path.is_dir() else []
-    unfinished = [run for run in runs if run_status(run) == "running"]
+    unfinished = [run for run in runs if run_status(run) in ("running", "failed")]
     finished = [run for run in runs if run not in unfinished]
     for run in finished:  # a finished run without its best.pt: refused (its record names a deleted one)
         if not (run / BEST).is_file():
@@ -87,9 +105,10 @@ def checkpoints_in(path: PathLike) -> List[Path]:
         raise CheckpointError(f"checkpoint not found: {path} (give a {BEST}, a run folder or an ensemble folder){last}")
     if not found:
         raise CheckpointError(f"{path} holds no finished run: the {RUN_INFO} of {', '.join(str(p) for p in unfinished)} "
-                              f"says running (training stopped before the end); train again, or name one {BEST} to use it as it is")
+                              f"says running or failed (the run stopped before the end); train again, or name one {BEST} to "
+                              "use it as it is")
     if unfinished:
-        logger.warning("%s: leaving out %d of %d members that did not finish training (%s says running): %s",
+        logger.warning("%s: leaving out %d of %d members that did not finish (%s says running or failed): %s",
                        path, len(unfinished), len(runs), RUN_INFO, ", ".join(str(p) for p in unfinished))
     return found
 

@@ -10,7 +10,8 @@ Opening a :class:`RunFolder` (before any featurization or training):
 * keeps a record of the SHA-256 of every file the run writes (``SHA256SUMS``, see
   :func:`~dgl_graphtx.atomic_io.keep_record`), against which reading a file back checks it;
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
-  marks it ``"complete"``. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
+  marks it ``"complete"``, an error that would recur (:data:`RECURRING_ERRORS`) after the run wrote
+  results ``"failed"``, with the error. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
   ``run_id`` and ``run.json`` are kept, and the lock of a killed run is taken over (training then
   continues from ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`); a folder holding a
@@ -32,7 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..atomic_io import atomic_write_text, describe_os_error, keep_record
 from ..checksums import RECORD
-from ..errors import OutputError
+from ..errors import ConfigError, InvalidMoleculeError, NonFiniteError, OutputError
 from ..saved_files import read_json
 from ..inference.checkpoint_paths import RUN_INFO
 from ..inference.cross_conformal import CV_REPORT, OOF_FILE
@@ -46,6 +47,9 @@ RUN_FILES: Tuple[str, ...] = (RUN_INFO, "best.pt", "last.pt", "log.csv", "learni
 #: The files that make a run worth keeping; a folder with only the others (``run.json``,
 #: ``config.yaml``, ``train.log`` and the record of a run that failed before training) is reused without asking.
 RESULT_FILES: Tuple[str, ...] = tuple(name for name in RUN_FILES if name not in (RUN_INFO, "config.yaml", "train.log", RECORD))
+#: Errors that stop a run the same way whenever it runs with its settings (a run they stop after it
+#: wrote results is marked ``failed``); an interruption or an I/O failure leaves it ``running``.
+RECURRING_ERRORS = (ConfigError, InvalidMoleculeError, NonFiniteError)
 #: What an ensemble or a cross-validation writes at its top beside its runs' folders (``replicate_<r>/``,
 #: ``fold_<k>/``); like a run's results, they make a folder worth keeping.
 TREE_REPORTS: Tuple[str, ...] = ("ensemble_test_predictions.csv", "ensemble_metrics.json", OOF_FILE, CV_REPORT, "cv_metrics.csv")
@@ -315,6 +319,22 @@ class RunFolder:
         """Mark the run complete (``run.json``): every file of the folder is now from this run."""
         self._write_info("complete")
 
+    def fail(self, reason: str) -> None:
+        """Mark the run failed (``run.json``, with ``reason`` as its ``error``): stopped by an error
+        that running it again with the same settings would meet again, after it had written results
+        (a ``best.pt`` without what the run adds after training, say).
+
+        Example:
+            >>> import tempfile
+            >>> with RunFolder(Path(tempfile.mkdtemp()) / "run") as run:
+            ...     run.fail("the mc_dropout uncertainty predicts no spread")
+            ...     info = json.loads((run.path / "run.json").read_text())
+            >>> info["status"], info["error"]
+            ('failed', 'the mc_dropout uncertainty predicts no spread')
+        """
+        self._details["error"] = reason
+        self._write_info("failed")
+
     def close(self, failed: bool = False) -> None:
         """Release the lock. An unfinished run keeps ``status: "running"`` in ``run.json``; with
         ``failed`` and nothing but ``run.json`` written, the folder is left as it was found."""
@@ -332,5 +352,7 @@ class RunFolder:
     def __enter__(self) -> "RunFolder":
         return self.open() if not self._locked else self
 
-    def __exit__(self, kind: Optional[type], *rest: object) -> None:
+    def __exit__(self, kind: Optional[type], error: Optional[BaseException], *rest: object) -> None:
+        if isinstance(error, RECURRING_ERRORS) and self._locked and any((self.path / name).exists() for name in RESULT_FILES):
+            self.fail(" ".join(str(error).split()))  # not an interruption or a full disk: --resume continues those
         self.close(failed=kind is not None)

@@ -128,16 +128,35 @@ class Calibration:
         return std, mean - half, mean + half
 
 
-def _no_spread(method: str, target: str) -> str:
-    """Why ``method`` cannot be calibrated on ``target`` when :func:`fit_z_scale` finds no label
-    with spread, and, for the spread of networks (an ensemble's members, MC dropout), what to do."""
+def _no_spread(method: str, target: str, task: str = "regression") -> str:
+    """Why ``method`` cannot be calibrated on ``target`` when it predicts no spread on any
+    calibration label, and, for the spread of networks (an ensemble's members, MC dropout), what to do."""
     source = uncertainty_method(method).std
+    instead = "train with --kernel none" + (", or use --uncertainty mve" if task == "regression" else "")
     why = {"members": ": the ensemble's members agree exactly, as they do when the fingerprint kernel carries every "
-                      "member's prediction (network weight 0); train with --kernel none, or use --uncertainty mve",
+                      f"member's prediction (network weight 0); {instead}",
            "dropout": ": the dropout passes agree exactly, as they do when the fingerprint kernel carries the whole "
-                      "prediction (network weight 0); train with --kernel none, or use --uncertainty mve"}.get(source, "")
+                      f"prediction (network weight 0); {instead}"}.get(source, "")
     return (f"the {method} uncertainty predicts no spread (std 0 or missing) on any calibration label of target "
             f"{target}, so it cannot be calibrated{why}")
+
+
+def check_spread(method: str, labels: np.ndarray, std: np.ndarray, task: str, names: Optional[Sequence[str]] = None) -> None:
+    """Raise :class:`~dgl_graphtx.errors.ConfigError` for the first target whose ``std`` is 0 or
+    missing on every labelled calibration molecule (what :func:`fit_z_scale` refuses for
+    regression; a classification's spread is checked here, as it has no z-scale).
+
+    Example:
+        >>> check_spread("mc_dropout", np.array([[0.0], [1.0]]), np.array([[0.1], [0.0]]), "classification")
+        >>> check_spread("mc_dropout", np.array([[0.0], [1.0]]), np.zeros((2, 1)), "classification", ["active"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: the mc_dropout uncertainty predicts no spread ... of target 'active', ...; train with --kernel none
+    """
+    for t in range(labels.shape[1]):
+        s = std[:, t]
+        if not (np.isfinite(labels[:, t]) & np.isfinite(s) & (s > 0)).any():
+            raise ConfigError(_no_spread(method, repr(names[t]) if names is not None else str(t), task))
 
 
 def fit_regression_calibration(method: str, labels: np.ndarray, mean: np.ndarray, std: Optional[np.ndarray],

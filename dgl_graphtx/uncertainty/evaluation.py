@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .calibration import Calibration, fit_regression_calibration, fit_temperature
+from .calibration import Calibration, check_spread, fit_regression_calibration, fit_temperature
 from .config import UncertaintyConfig
 from .inference import MoleculeModelLike, predict_with_uncertainty
 from .metrics import binary_nll, spearman_rho, uncertainty_metrics
@@ -63,7 +63,10 @@ def fit_calibration(model: MoleculeModelLike, batches: Batches, labels: np.ndarr
         logits = predict_logits(model, batches(), device)
         temperatures = [fit_temperature(logits[:, t], labels[:, t]) for t in range(labels.shape[1])]
         calibration = Calibration(config.method, config.coverage, temperature=temperatures)
-        return calibration, predict_batches(model, batches(), device, config, temperatures)
+        predicted = predict_batches(model, batches(), device, config, temperatures)
+        if predicted.std is not None:
+            check_spread(config.method, labels, predicted.std, "classification", names)
+        return calibration, predicted
     predicted = predict_batches(model, batches(), device, config)
     calibration = fit_regression_calibration(config.method, labels, predicted.mean, predicted.std, config.coverage, similarity, names)
     return calibration, calibrated(model.config.task, predicted, calibration, similarity)

@@ -127,6 +127,22 @@ def test_unfinished_member_is_left_out_with_a_warning(folders, tmp_path, caplog)
     assert (tmp_path / "p.csv").read_text() == alone.to_csv(index=False)  # one model: no ensemble spread
 
 
+def test_a_failed_run_is_left_out_of_an_ensemble_and_named_with_its_error_alone(folders, tmp_path, caplog):
+    _, _, members, _ = folders
+    ensemble = tmp_path / "failed"
+    for member, status in zip(members, ("complete", "failed")):
+        (ensemble / member.parent.name).mkdir(parents=True)
+        (ensemble / member.parent.name / "best.pt").write_bytes(member.read_bytes())
+        _mark(ensemble / member.parent.name, status)
+    (ensemble / members[1].parent.name / "run.json").write_text(json.dumps({"status": "failed", "error": "no spread"}))
+    assert resolve_checkpoints(ensemble) == [ensemble / members[0].parent.name / "best.pt"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        assert resolve_checkpoints(ensemble / members[1].parent.name) == [ensemble / members[1].parent.name / "best.pt"]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "failed (its run.json: no spread)" in warning and "without what the run adds after training" in warning
+
+
 def test_folder_without_a_finished_run_is_refused(folders, tmp_path, caplog):
     _, _, members, _ = folders
     ensemble = tmp_path / "killed"

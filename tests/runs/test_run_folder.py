@@ -17,7 +17,7 @@ from cli_fixtures import checkpoint, data_csv, workdir  # noqa: F401  (module fi
 from cli_runner import run_cli_without_runtime_warnings as run_cli
 
 import dgl_graphtx.runs.from_config as from_config
-from dgl_graphtx.errors import OutputError
+from dgl_graphtx.errors import ConfigError, OutputError
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs import RunFolder
 from dgl_graphtx.runs.folder import LOCK_NAME, RUN_FILES, check_run_tree, open_run_tree
@@ -113,6 +113,24 @@ def test_failed_run_leaves_the_folder_as_it_found_it(tmp_path):
     assert not out.exists()
     with RunFolder(out) as run:  # usable again right away
         run.finish()
+
+
+def test_an_error_after_the_run_wrote_results_marks_it_failed_with_the_error(tmp_path):
+    """The probe: a run stopped by an error after training (an uncertainty with no spread to
+    calibrate) said "running", and predict called its kernel-less best.pt unfinished."""
+    out = tmp_path / "r"
+    with pytest.raises(ConfigError):
+        with RunFolder(out):
+            (out / "best.pt").write_bytes(b"the network")
+            raise ConfigError("no spread\n  to calibrate")
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"] == "no spread to calibrate"
+    for stop in (KeyboardInterrupt, RuntimeError, OutputError):  # an interruption, a full disk...: --resume may continue
+        with pytest.raises(stop):
+            with RunFolder(tmp_path / stop.__name__) as run:
+                (run.path / "best.pt").write_bytes(b"the network")
+                raise stop("stopped")
+        assert json.loads((tmp_path / stop.__name__ / "run.json").read_text())["status"] == "running"
 
 
 def test_two_processes_racing_for_one_folder_one_wins(tmp_path):
