@@ -310,8 +310,9 @@ def load_checkpoint(path: PathLike, map_location: Union[str, torch.device] = "cp
         _check_shapes(config, state)
         model = build_model(config)
         model.load_state_dict(state, strict=True)
-        if getattr(model, "kernel", None) is not None:
-            model.kernel.check_values()
+        kernel = getattr(model, "kernel", None)
+        if kernel is not None:
+            kernel.check_values()
     except (KeyError, TypeError, ValueError, RuntimeError) as err:  # ConfigError is a ValueError
         raise CheckpointError(f"checkpoint {path} is inconsistent: {type(err).__name__}: {err}") from None
     model.eval()
