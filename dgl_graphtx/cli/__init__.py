@@ -84,6 +84,8 @@ def interrupted_message(args: argparse.Namespace) -> str:
         >>> interrupted_message(build_parser().parse_args(["predict", "--checkpoint", "best.pt", "CCO"]))
         'interrupted (Ctrl-C)'
     """
+    if getattr(args, "interrupted_hint", None):  # set by a command once it knows more than its options say
+        return f"interrupted (Ctrl-C); {args.interrupted_hint}"
     if args.command == "featurize":  # a store resumes from its finished shards when started again
         return "interrupted (Ctrl-C); the finished shards are kept: rerun the same command to continue"
     resumable = hasattr(args, "resume") and (args.command != "predict" or args.output is not None)

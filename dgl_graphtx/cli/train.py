@@ -10,6 +10,7 @@ from ..models.variants import option_sections
 from ..runs.config import apply_threads, presets_help, resolve_run_config
 from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
 from ..runs.from_config import check_run, train_from_config
+from ..runs.plan import RunPlan
 from ..runs.store_recipe import read_store_recipe, recipe_flags
 from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, field_type, one_of,
                      without_option)
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``train`` with parsed ``args`` (in this process, or in ``--nproc`` processes, after
     checking what can be checked before they start)."""
     config = apply_threads(resolve_run_config(args.config, args.set, {**store_flags(args), **explicit_train_flags(args)}))
+    if not RunPlan.from_config(config).single:  # what Ctrl-C says (cli.interrupted_message): these cannot resume
+        args.interrupted_hint = "an ensemble or a cross-validation cannot resume: rerun the same command with --overwrite"
     distributed = DistributedConfig(args.backend, args.dist_timeout)
     if args.nproc != 1:
         check_run(config, args.out, args.overwrite, args.resume, processes=args.nproc)

@@ -63,3 +63,14 @@ def test_the_installed_command_is_the_console_entry_point():
     from importlib.metadata import entry_points
     (command,) = [e for e in entry_points(group="console_scripts") if e.name == "dgl-graphtx"]
     assert command.load() is console_main
+
+
+@pytest.mark.parametrize("more", [["--cv", "3"], ["--ensemble-size", "2"]])
+def test_an_interrupted_ensemble_or_cross_validation_is_told_to_start_again(more, monkeypatch, capsys):
+    """The probe: Ctrl-C of train --cv advised --resume, which refuses ensembles and --cv."""
+    from dgl_graphtx.cli import train
+    monkeypatch.setattr(train, "train_from_config", _interrupting)
+    monkeypatch.setattr(sys, "argv", ["dgl-graphtx", "train", "m.csv", "--targets", "y", "--out", "run", *more])
+    assert console_main() == 130
+    assert capsys.readouterr().err.splitlines() == [
+        "error: interrupted (Ctrl-C); an ensemble or a cross-validation cannot resume: rerun the same command with --overwrite"]
