@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..atomic_io import check_not_input
 from ..errors import GraphTxError
 from ..inference.predictor import BATCH_SIZE, Embeddings
 from ..inference.table_output import TABLE_FORMATS, table_format, write_table
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("give SMILES as arguments or a molecule file with --input (not both)")
     output = Path(args.output)
     table_format(output, FORMATS)
+    check_not_input(output, [args.input])
+    check_not_input(args.atoms, [args.input], "--atoms")
     if args.atoms and Path(args.atoms).suffix.lower() != ".npz":
         raise GraphTxError(f"--atoms must name a .npz file, got {args.atoms}")
     predictor = load_predictors(args, "embed", pretrained=True, batch_size=args.batch_size)[0]

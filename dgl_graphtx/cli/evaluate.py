@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..atomic_io import check_not_input
 from ..errors import ConfigError
 from ..inference.evaluation import evaluate_predictions, evaluate_table
 from ..inference.table_output import read_table, table_format, write_table
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--task is read from the checkpoint; it applies to saved predictions (no --checkpoint)")
     if args.output:
         table_format(args.output)
+        check_not_input(args.output, [args.data])
     predictors = load_predictors(args)
     data = read_input(args, args.data, predictors[0])
     result = evaluate_table(predictors, data, carried_columns(args, data), progress=verbosity(args) >= 0)

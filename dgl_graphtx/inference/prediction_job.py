@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from ..atomic_io import check_writable
+from ..atomic_io import check_not_input, check_writable
 from ..checksums import file_sha256
 from ..datasets import MoleculeTable
 from ..datasets.molecule_columns import MoleculeColumns
@@ -109,6 +109,8 @@ class PredictionJob:
                               "(without --sdf-output), or predict in one process")
         if self.output is not None:
             table_format(self.output)  # a known suffix; Parquet needs pyarrow (what a split or resumed run cannot use is said above)
+        check_not_input(self.output, [self.input])
+        check_not_input(self.sdf_output, [self.input], "--sdf-output")
 
     @property
     def streamed(self) -> bool:

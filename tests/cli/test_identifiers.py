@@ -184,3 +184,15 @@ def test_smi_file_with_targets_says_it_cannot_hold_labels(tmp_path):
     smi.write_text("CCO ethanol\nCCC propane\n")
     line = assert_one_error_line(run_cli(["train", smi, "--targets", "logS", "--out", tmp_path / "o"]), ".smi", "cannot hold the labels")
     assert "spelling" not in line
+
+
+def test_an_output_naming_the_input_file_is_refused_and_the_input_kept(checkpoint, tmp_path):
+    """The probe: embed (and predict) --output naming the --input file replaced it with their table."""
+    source = tmp_path / "in.csv"
+    source.write_text("id,smiles,expt,extra\nm1,CCO,1.0,a\nm4,c1ccccc1,2.0,d\n")
+    before = source.read_bytes()
+    same = str(tmp_path / "." / "in.csv")  # the same file by another path
+    for command in (["predict", "--input", source, "--output", same], ["predict", "--input", source, "--sdf-output", source],
+                    ["embed", "--input", source, "--output", same], ["evaluate", source, "--output", same]):
+        assert_one_error_line(run_cli([*command, "--checkpoint", checkpoint]), "is the input file", "another file name")
+        assert source.read_bytes() == before
