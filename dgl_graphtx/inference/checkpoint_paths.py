@@ -29,6 +29,10 @@ RUN_INFO = "run.json"
 RETRAIN = "train the run again (--overwrite), or restore the folder from a backup"
 
 
+#: The journal of a hyperparameter search's folder (``dgl-graphtx hpopt``), whose trials are no ensemble.
+SEARCH_JOURNAL = "hpopt.journal"
+
+
 def run_error(folder: PathLike) -> str:
     """The ``error`` a failed run recorded in ``folder``'s ``run.json`` (``""`` if none).
 
@@ -83,6 +87,10 @@ def checkpoints_in(path: PathLike) -> List[Path]:
     path = Path(path)
     if path.is_file():
         return [path]
+    if (path / SEARCH_JOURNAL).is_file():
+        raise CheckpointError(f"{path} is a hyperparameter search (hpopt): its trials are models of different settings, not "
+                              f"an ensemble; give one trial's run ({path}/trials/trial_N; best_trial.json names the best), or "
+                              f"train the best settings with --config {path}/config.yaml")
     if (path / BEST).is_file():
         status = run_status(path)
         if status == "running":

@@ -156,3 +156,17 @@ def test_folder_without_a_finished_run_is_refused(folders, tmp_path, caplog):
         code, _, err = run_cli(["predict", "--checkpoint", ensemble / "member_0", "--device", "cpu", "CCO"])  # named itself: used
     assert code == 0, err
     assert [r.getMessage() for r in caplog.records if "has not finished training" in r.getMessage()] != []
+
+
+def test_a_search_folder_is_no_ensemble(folders, tmp_path):
+    """The probe: --checkpoint naming an hpopt folder averaged every finished trial, models of
+    different settings, as if they were an ensemble."""
+    _, _, members, _ = folders
+    search = tmp_path / "search"
+    for k, member in enumerate(members):
+        (search / "trials" / f"trial_{k}").mkdir(parents=True)
+        (search / "trials" / f"trial_{k}" / "best.pt").write_bytes(member.read_bytes())
+    (search / "hpopt.journal").write_text("")
+    assert_one_error_line(run_cli(["predict", "--checkpoint", search, "--device", "cpu", "CCO"]),
+                          "is a hyperparameter search", "trials/trial_N", f"--config {search}/config.yaml")
+    assert resolve_checkpoints(search / "trials" / "trial_1") == [search / "trials" / "trial_1" / "best.pt"]
