@@ -11,7 +11,7 @@ Opening a :class:`RunFolder` (before any featurization or training):
   :func:`~dgl_graphtx.atomic_io.keep_record`), against which reading a file back checks it;
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
   marks it ``"complete"``, an error that would recur (:data:`RECURRING_ERRORS`) after the run wrote
-  results ``"failed"``, with the error. The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
+  results ``"failed"``, with the error (not in a resumed run, whose results came before). The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
   ``run_id`` and ``run.json`` are kept, and the lock of a killed run is taken over (training then
   continues from ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`); a folder holding a
@@ -353,6 +353,7 @@ class RunFolder:
         return self.open() if not self._locked else self
 
     def __exit__(self, kind: Optional[type], error: Optional[BaseException], *rest: object) -> None:
-        if isinstance(error, RECURRING_ERRORS) and self._locked and any((self.path / name).exists() for name in RESULT_FILES):
+        wrote = self._locked and not self.resume and any((self.path / name).exists() for name in RESULT_FILES)
+        if isinstance(error, RECURRING_ERRORS) and wrote:  # a refused --resume leaves the run as it was
             self.fail(" ".join(str(error).split()))  # not an interruption or a full disk: --resume continues those
         self.close(failed=kind is not None)
