@@ -11,7 +11,8 @@ Opening a :class:`RunFolder` (before any featurization or training):
   :func:`~dgl_graphtx.atomic_io.keep_record`), against which reading a file back checks it;
 * writes ``run.json`` with a fresh ``run_id`` and ``status: "running"``; :meth:`RunFolder.finish`
   marks it ``"complete"``, an error that would recur (:data:`RECURRING_ERRORS`) after the run wrote
-  results ``"failed"``, with the error (not in a resumed run, whose results came before). The same ``run_id`` is stored in the checkpoint and ``metrics.json``;
+  results ``"failed"``, with the error (not in a resumed run, whose results came before). The
+  same ``run_id`` is stored in the checkpoint and ``metrics.json``;
 * with ``resume=True`` continues the run already in the folder instead: nothing is deleted, its
   ``run_id`` and ``run.json`` are kept, and the lock of a killed run is taken over (training then
   continues from ``last.pt``, see :meth:`~dgl_graphtx.training.Trainer.fit`); a folder holding a
