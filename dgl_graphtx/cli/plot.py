@@ -46,8 +46,18 @@ def query_option(text: str) -> Union[int, str]:
         raise argparse.ArgumentTypeError(f"must be 'virtual' or an atom index >= 0, got {text!r}") from None
 
 
-def _indices(text: Optional[str]) -> Optional[List[int]]:
-    return None if text is None else [int(t) for t in text.split(",") if t.strip()]
+def _indices(text: Optional[str], count: int, option: str) -> Optional[List[int]]:
+    """The comma-separated indices of ``option`` (``None``: all), each in ``0 .. count - 1``."""
+    if text is None:
+        return None
+    try:
+        found = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise GraphTxError(f"{option} takes comma-separated numbers, got {text!r}") from None
+    wrong = [i for i in found if not 0 <= i < count]
+    if wrong or not found:
+        raise GraphTxError(f"{option} {text}: the model has {count} ({option.strip('-')} 0..{count - 1})")
+    return found
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -131,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                                "each atom's importance to the prediction, which has no query: add --per-head or drop --query")
         maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
         if args.per_head:
-            layers, heads = _indices(args.layers), _indices(args.heads)
+            layers, heads = _indices(args.layers, maps.weights.shape[0], "--layers"), _indices(args.heads, maps.weights.shape[1], "--heads")
             query = VIRTUAL if args.query is None else args.query
             maps.query_node(query)  # a query the model lacks is refused before drawing
             print("query: " + ("the virtual node" if query == VIRTUAL else f"atom {query}"))

@@ -231,3 +231,9 @@ def test_the_query_is_used_or_refused_never_ignored(tmp_path):
     assert code == 0 and "query: the virtual node" in out, err
     code, out, err = run_cli([*plot, "--checkpoint", saved["moire"], "--per-head", "--query", "2", "--out", tmp_path / "e.png"])
     assert code == 0 and "query: atom 2" in out, err
+    layers, heads = _model("moire")[0].config.num_layers, _model("moire")[0].config.num_heads
+    per_head = [*plot, "--checkpoint", saved["moire"], "--per-head", "--query", "0", "--out", tmp_path / "f.png"]
+    for option, value, said in (("--layers", str(layers), f"the model has {layers} (layers 0..{layers - 1})"),
+                                ("--heads", str(heads), f"the model has {heads} (heads 0..{heads - 1})"),
+                                ("--heads", "-1", "(heads 0.."), ("--layers", "x", "comma-separated numbers, got 'x'")):
+        assert_one_error_line(run_cli([*per_head, f"{option}={value}"]), option, said)  # the probe: IndexError, or -1 as Python's last
