@@ -18,7 +18,7 @@ from .level_targets import LevelLabels, LevelTargets, attach_level_labels, read_
 from .molecule_columns import MoleculeColumns, attach_mixture_weights
 from .molecule_dataset import MoleculeDataset
 from .readers import MoleculeTable, read_molecules, split_labels
-from .row_columns import sample_weights, split_censored
+from .row_columns import fold_groups, sample_weights, split_censored
 from .splits import Split
 
 logger = logging.getLogger("dgl_graphtx")
@@ -98,7 +98,7 @@ def load_labelled(
     # per-row columns are read (and checked) before the molecules are featurized
     weights = None if weight_col is None else np.concatenate(
         [sample_weights(t.column(weight_col), str(t.source), weight_col) for t in tables])
-    groups = None if group_col is None else [g for t in tables for g in t.column(group_col)]
+    groups = None if group_col is None else [g for t in tables for g in fold_groups(t.column(group_col), str(t.source), group_col)]
     mixture = [molecule_columns.weights(t.columns, t.identifiers, t.source) for t in tables]
     levels = [read_level_labels(t, level_targets) for t in tables] if level_targets.any else []
     if extra_features is not None and extra_features.columns:

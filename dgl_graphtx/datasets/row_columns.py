@@ -55,3 +55,22 @@ def sample_weights(values: Sequence[str], source: str, column: str) -> np.ndarra
                               "weights must be finite numbers >= 0 (blank means 1)")
         out.append(weight)
     return np.asarray(out, dtype=np.float64)
+
+
+def fold_groups(values: Sequence[str], source: str, column: str) -> List[str]:
+    """A group column (``--group-col``) as given; a blank cell is an error naming its row, since
+    blanks would otherwise make one group of every molecule without one.
+
+    Example:
+        >>> fold_groups(["a", "b", "a"], "d.csv", "series")
+        ['a', 'b', 'a']
+        >>> fold_groups(["a", "", ""], "d.csv", "series")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: row 1 of d.csv: group column 'series' is blank (2 rows in all); give every molecule a group, ...
+    """
+    blank = [row for row, text in enumerate(values) if text == ""]
+    if blank:
+        raise ConfigError(f"row {blank[0]} of {source}: group column {column!r} is blank ({len(blank)} rows in all); "
+                          "give every molecule a group, or its own name as one")
+    return list(values)

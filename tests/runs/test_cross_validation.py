@@ -205,3 +205,14 @@ def test_too_few_out_of_fold_labels_for_the_coverage_are_said(cv_with_intervals,
     assert np.isinf(pd.read_csv(tmp_path / "p.csv")[["expt_lo", "expt_hi"]].to_numpy()).all()
     assert any("need at least 9 out-of-fold molecules with a label" in r.getMessage() and "has 5" in r.getMessage()
                for r in caplog.records)
+
+
+def test_a_blank_group_is_refused_naming_its_row(tiny_csv, tmp_path):
+    """The probe: blank --group-col cells made one group of every molecule without one (40 of 60
+    molecules in one test fold), without a word."""
+    frame, _ = tiny_csv
+    path = tmp_path / "blank_groups.csv"
+    frame.assign(series=[None if i % 3 == 0 else f"s{i % 4}" for i in range(len(frame))]).to_csv(path, index=False)
+    assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--cv", "3", "--group-col", "series", "--out",
+                                   tmp_path / "cv", *SMALL]), "row 0 of", "group column 'series' is blank",
+                          f"{len(range(0, len(frame), 3))} rows in all")
