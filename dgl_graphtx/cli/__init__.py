@@ -28,6 +28,10 @@ from .common import verbosity
 SUBCOMMANDS = (train, hpopt, featurize, predict, evaluate, embed, plot, export, presets, pretrain, info, demo)
 
 
+#: Exit status of a command whose output's reader went away (128 + SIGPIPE, as a shell reports it).
+BROKEN_PIPE_EXIT = 141
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
 
@@ -62,6 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except GraphTxError as err:
         message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
         return report_user_error(message, after_peers=isinstance(err, PeerFailedError))
+    except BrokenPipeError:  # the reader of the output went away (`| head`): stop quietly, as other commands do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more reaches the closed pipe at exit
+        return BROKEN_PIPE_EXIT
     except OSError as err:  # an I/O failure the command did not anticipate: still one line, naming the path
         where = f" ({err.filename})" if getattr(err, "filename", None) else ""
         return report_user_error(f"{describe_os_error(err)}{where}")

@@ -74,3 +74,12 @@ def test_an_interrupted_ensemble_or_cross_validation_is_told_to_start_again(more
     assert console_main() == 130
     assert capsys.readouterr().err.splitlines() == [
         "error: interrupted (Ctrl-C); an ensemble or a cross-validation cannot resume: rerun the same command with --overwrite"]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    """The probe: `dgl-graphtx presets vanilla tiny | head -1` printed "error: Broken pipe", exit 2."""
+    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", "presets", "vanilla", "tiny"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO)
+    job.stdout.close()  # the reader is gone before the first line is written
+    err = job.stderr.read()
+    assert job.wait(timeout=120) == 141 and err == "", err
