@@ -62,7 +62,9 @@ def _print_ensemble(result: EnsembleResult, config: RunConfig, out: Path) -> Non
 def _print_folds(result: CVResult, config: RunConfig, out: Path) -> None:
     print(f"cross-validation over {config.data.cv} folds; test metrics, mean +/- std over folds:")
     for target, rows in result.summary.groupby("target", sort=False):
-        print(f"  {target}: " + ", ".join(f"{r.metric} {r.mean:.4f} +/- {r.std:.4f}" for r in rows.itertuples()))
+        print(f"  {target}: " + ", ".join(f"{r.metric} {r.mean:.4f} +/- {r.std:.4f}"
+                                          + (f" ({r.folds} of {config.data.cv} folds)" if r.folds < config.data.cv else "")
+                                          for r in rows.itertuples()))
     print(f"summary: {out / 'cv_metrics.csv'} and cv_metrics.json; out-of-fold predictions: {out / 'oof_predictions.csv'}; "
           f"runs: {out}/fold_<k>/")
     if config.uncertainty.active and config.model.task == "regression":

@@ -147,7 +147,10 @@ def cross_validate(
         tested.append(run.test_predictions.assign(fold=k))
     per_fold = pd.concat(frames, ignore_index=True)[["fold", "target", "metric", "value"]]
     grouped = per_fold.groupby(["target", "metric"], sort=False)["value"]
-    summary = pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=0)}).reset_index()
+    summary = pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=0), "folds": grouped.count()}).reset_index()
+    for row in summary[summary["folds"] < folds].itertuples():  # a fold's test part left the metric undefined (one class, say)
+        logger.warning("cross-validation: %s %s is defined on %d of %d folds only (the others' notes say why): its mean and std "
+                       "are over those", row.target, row.metric, row.folds, folds)
     oof = pd.concat(tested, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
     oof.insert(2, "fold", oof.pop("fold"))
     if out is not None:
@@ -168,5 +171,5 @@ def _write(out: Path, per_fold: pd.DataFrame, summary: pd.DataFrame, folds: int,
         report["uncertainty"] = {"method": uncertainty.method, "coverage": uncertainty.coverage}
     for row in table.to_dict("records"):
         values = json_safe({"mean": row["mean"], "std": row["std"], **{f"fold_{k}": row[f"fold_{k}"] for k in range(folds)}})
-        targets.setdefault(row["target"], {})[row["metric"]] = values
+        targets.setdefault(row["target"], {})[row["metric"]] = {**values, "folds": int(row["folds"])}
     atomic_write_text(json.dumps(report, indent=2, allow_nan=False), out / CV_REPORT)

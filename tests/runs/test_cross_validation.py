@@ -216,3 +216,21 @@ def test_a_blank_group_is_refused_naming_its_row(tiny_csv, tmp_path):
     assert_one_error_line(run_cli(["train", path, "--targets", "expt", "--cv", "3", "--group-col", "series", "--out",
                                    tmp_path / "cv", *SMALL]), "row 0 of", "group column 'series' is blank",
                           f"{len(range(0, len(frame), 3))} rows in all")
+
+
+def test_a_metric_undefined_on_some_folds_says_over_how_many_its_mean_is(tiny_csv, tmp_path):
+    """The probe: "rocauc 0.7368 +/- 0.0000" came from 1 of 3 folds (the others' test parts had one
+    class), without a word."""
+    frame, _ = tiny_csv
+    path = tmp_path / "rare.csv"
+    frame.assign(active=[1 if i in (0, 3) else 0 for i in range(len(frame))]).to_csv(path, index=False)
+    out = tmp_path / "cv"
+    code, stdout, err = run_cli(["train", path, "--targets", "active", "--task", "classification", "--cv", "3", "--out", out,
+                                 "--kernel", "none", "--features-generators", "none", *SMALL])
+    assert code == 0, err
+    table = pd.read_csv(out / "cv_metrics.csv")
+    rocauc = table[(table["target"] == "active") & (table["metric"] == "rocauc")].iloc[0]
+    scored = sum(pd.notna(rocauc[f"fold_{k}"]) for k in range(3))
+    assert 0 < scored < 3 and rocauc["folds"] == scored  # rows 0 and 3 in one or two test folds
+    assert f"rocauc {rocauc['mean']:.4f} +/- {rocauc['std']:.4f} ({scored} of 3 folds)" in stdout
+    assert json.loads((out / "cv_metrics.json").read_text())["targets"]["active"]["rocauc"]["folds"] == scored
