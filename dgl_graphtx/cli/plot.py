@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     plot.add_argument("kind", choices=KINDS)
     add_checkpoint_option(plot, ensembles=True)
-    plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention also writes <out>_heatmap.<ext>")
+    plot.add_argument("--out", required=True, help="output figure (.png or .svg); attention --per-head also writes <out>_heatmap.<ext>")
     plot.add_argument("--smiles", help="attention, explain: the molecule")
     plot.add_argument("--per-head", action="store_true", help="attention: per-layer, per-head panels and heat maps instead")
     plot.add_argument("--query", type=query_option, default=None,

@@ -118,7 +118,8 @@ def kmeans_clusters(features: np.ndarray, seed: int = 0, n_clusters: int = 10) -
     from sklearn.cluster import KMeans
 
     if not 1 <= n_clusters <= len(features):
-        raise ConfigError(f"k-means split needs between 1 and {len(features)} clusters (the number of molecules), got {n_clusters}")
+        raise ConfigError(f"the k-means split makes {n_clusters} clusters of the molecules, and there are {len(features)}: give at "
+                          f"least {n_clusters} molecules, or choose another --split")
     return KMeans(n_clusters=n_clusters, random_state=seed, n_init=10).fit_predict(np.asarray(features, dtype=np.float32))
 
 

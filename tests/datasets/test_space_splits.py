@@ -62,6 +62,8 @@ def test_kmeans_split_keeps_clusters_together():
     x = np.concatenate([c + rng.normal(size=(n, 2)) for c, n in zip(centres, sizes)])
     split = kmeans_split(x, (0.6, 0.25, 0.15), seed=0, n_clusters=3)
     assert split == (list(range(12)), list(range(12, 17)), list(range(17, 20)))
+    with pytest.raises(ConfigError, match="makes 10 clusters of the molecules, and there are 5: give at least 10 molecules"):
+        kmeans_split(x[:5])  # the probe: "needs between 1 and 5 clusters ..., got 10", a count the user cannot set
 
 
 @pytest.mark.parametrize("kind", ["random", "scaffold", "group"])
