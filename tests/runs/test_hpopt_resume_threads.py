@@ -36,3 +36,18 @@ def test_resume_accepts_other_threads_and_refuses_other_settings(tmp_path):
     with pytest.raises(ConfigError, match="needs the settings of the search"):
         _search(resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "train.threads=1", "train.epochs=7",
                                               "data.cache_dir=c"]), out)
+
+
+def test_resume_accepts_other_cache_settings_and_uses_them(tmp_path):
+    """A search of an earlier version cached in OUT/cache even with --no-cache: resumed with
+    --no-cache, its trials cache nothing (the cache leaves results as they are)."""
+    out = tmp_path / "search"
+    out.mkdir()
+    (out / "hpopt.journal").write_text("")
+    settings = ["data.path=d.csv", "data.targets=y", "train.threads=1"]
+    with pytest.raises(Reached):
+        _search(resolve_run_config(overrides=[*settings, f"data.cache_dir={out / 'cache'}"]), out)
+    with pytest.raises(Reached):
+        _search(resolve_run_config(overrides=[*settings, "data.cache=false"]), out)
+    saved = resolve_run_config(out / "base_config.yaml")
+    assert saved.data.cache is False and saved.data.cache_dir is None

@@ -33,7 +33,8 @@ PRUNERS = ("median", "hyperband", "none")
 STUDY_NAME = "dgl_graphtx"
 JOURNAL = "hpopt.journal"
 BASE_CONFIG = "base_config.yaml"
-#: What a search's folder holds (the journal's lock files and temporary files of these included).
+#: What a search's folder holds (the journal's lock files and temporary files of these included; ``cache``
+#: is where searches of earlier versions cached featurized molecules with ``--no-cache``).
 SEARCH_FILES = (JOURNAL, BASE_CONFIG, "hpopt.log", "trials", "trials.csv", "best_trial.json", "config.yaml", "cache")
 
 
@@ -261,12 +262,15 @@ def _in_search(name: str) -> bool:
 
 def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optional[Sequence[Param]], resume: bool) -> SearchResult:
     """The search of :func:`hyperparameter_search` in its checked folder ``out``."""
-    cache = base.data.dataset_cache or str((out / "cache").resolve())
-    base = replace(base, data=replace(base.data, cache_dir=cache, cache=True), train=replace(base.train, progress=False))
+    base = _as_trials_run(base)
     if not resume or not (out / BASE_CONFIG).exists():
         base.save(out / BASE_CONFIG)
-    elif resolve_run_config(out / BASE_CONFIG).with_threads(base.train.threads) != base:  # any --threads may continue it
-        raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
+    else:
+        saved = resolve_run_config(out / BASE_CONFIG)
+        if _results_settings(saved) != _results_settings(base):  # any --threads or cache may continue it
+            raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
+        if (saved.data.cache, saved.data.cache_dir) != (base.data.cache, base.data.cache_dir):
+            replace(saved, data=replace(saved.data, cache=base.data.cache, cache_dir=base.data.cache_dir)).save(out / BASE_CONFIG)
     space = tuple(space) if space is not None else search_space(base.model.variant)
     metric = resolve_metrics(base.model.task, base.train.metrics)[0]
     direction = METRIC_DIRECTION[metric]
@@ -288,6 +292,21 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
             if process.exitcode:
                 logger.warning("a search process ended with exit code %s; see %s", process.exitcode, out / "hpopt.log")
     return _summarise(out, settings, direction, metric)
+
+
+def _as_trials_run(base: RunConfig) -> RunConfig:
+    """``base`` as its trials run: without progress bars, featurized molecules cached in the
+    run's cache folder (``data.cache_dir``, else the user's, as an absolute path) or, with
+    ``data.cache`` off (``--no-cache``), not at all."""
+    data = base.data
+    if data.cache:
+        data = replace(data, cache_dir=str(Path(cast(str, data.dataset_cache)).resolve()))
+    return replace(base, data=data, train=replace(base.train, progress=False))
+
+
+def _results_settings(config: RunConfig) -> RunConfig:
+    """``config`` without the settings that leave a trial's results as they are: threads and cache."""
+    return replace(config.with_threads(None), data=replace(config.data, cache=True, cache_dir=None))
 
 
 def _summarise(out: Path, settings: SearchSettings, direction: str, metric: str) -> SearchResult:
