@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import pandas as pd
 
 from ...atomic_io import atomic_to_csv, atomic_write_text
-from ...errors import ConfigError, GraphTxError
+from ...errors import ConfigError, DamagedFileError, GraphTxError
 from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
@@ -148,12 +148,24 @@ def _objective(out: Path, space: Sequence[Param]):
         values = {param.key: param.suggest(trial) for param in space}
         config = resolve_run_config(out / BASE_CONFIG, overrides=as_overrides(values))
         metric = resolve_metrics(config.model.task, config.train.metrics)[0]
-        run_dir = out / "trials" / f"trial_{trial.number}"
-        trial.set_user_attr("run", str(run_dir))
-        value, test, _ = run_trial(config, run_dir, PruningHooks(trial, metric))
+        run = f"trials/trial_{trial.number}"
+        trial.set_user_attr("run", run)  # relative to the search's folder, which may be moved or copied
+        value, test, _ = run_trial(config, out / run, PruningHooks(trial, metric))
         trial.set_user_attr("test", json_safe(test))
         return value
     return objective
+
+
+def run_folder(out: Path, attr: str) -> Path:
+    """The run folder of a trial whose ``run`` attribute is ``attr``: ``trials/trial_<n>``
+    relative to the search's folder ``out``; searches of earlier versions stored the path as
+    ``--out`` gave it (``runs/search/trials/trial_<n>``), which names the same folder of ``out``.
+
+    Example:
+        >>> run_folder(Path("/s"), "trials/trial_3").as_posix(), run_folder(Path("/s"), "old/out/trials/trial_3").as_posix()
+        ('/s/trials/trial_3', '/s/trials/trial_3')
+    """
+    return out / "trials" / Path(attr).name
 
 
 def _progress(total: int):
@@ -317,10 +329,13 @@ def _summarise(out: Path, settings: SearchSettings, direction: str, metric: str)
     if not complete:
         raise GraphTxError(f"no trial completed; see {out / 'trials.csv'} and {out}/trials/*/train.log")
     best = study.best_trial
-    source = Path(best.user_attrs["run"]) / "config.yaml"
-    shutil.copyfile(source, out / "config.yaml")
+    run = run_folder(out, best.user_attrs["run"])
+    if not (run / "config.yaml").is_file():
+        raise DamagedFileError(f"{run / 'config.yaml'}, the configuration of the best trial ({best.number}), is missing: "
+                               f"restore {run} (the search's folder must be moved or copied whole)")
+    shutil.copyfile(run / "config.yaml", out / "config.yaml")
     report = {"trial": best.number, "metric": metric, "valid": best.value, "test": best.user_attrs.get("test"),
-              "params": best.params, "run": best.user_attrs["run"], "trials": len(study.trials),
+              "params": best.params, "run": run.relative_to(out).as_posix(), "trials": len(study.trials),
               "complete": len(complete), "pruned": sum(t.state.name == "PRUNED" for t in study.trials)}
     atomic_write_text(json.dumps(report, indent=2, allow_nan=False, default=str), out / "best_trial.json")
     return SearchResult(resolve_run_config(out / "config.yaml"), best.value, best.number, metric, frame)
