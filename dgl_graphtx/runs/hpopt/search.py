@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import multiprocessing
+import re
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -36,6 +37,8 @@ BASE_CONFIG = "base_config.yaml"
 #: What a search's folder holds (the journal's lock files and temporary files of these included; ``cache``
 #: is where searches of earlier versions cached featurized molecules with ``--no-cache``).
 SEARCH_FILES = (JOURNAL, BASE_CONFIG, "hpopt.log", "trials", "trials.csv", "best_trial.json", "config.yaml", "cache")
+#: What a search writes once it has a journal: without the journal, a folder holding these is no search to continue.
+JOURNALED_FILES = ("trials", "trials.csv", "best_trial.json", "config.yaml")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class SearchSettings:
             earlier trials at the same epoch), ``hyperband``, or ``none``.
         startup_trials: trials the median pruner lets finish before pruning any.
         warmup_epochs: epochs of a trial before it may be pruned.
-        seed: seed of the TPE sampler (process ``j`` of a parallel search uses ``seed + j``).
+        seed: seed of the TPE sampler (process ``j`` of a parallel search uses ``seed + j``; a
+            resumed search seeds from ``seed``, ``j`` and the trials already run, see :func:`sampler_seed`).
 
     Example:
         >>> SearchSettings(trials=20, jobs=2).pruner
@@ -106,14 +110,62 @@ def _storage(path: Path):
         return optuna.storages.JournalStorage(optuna.storages.JournalFileStorage(str(path)))
 
 
-def _study(out: Path, settings: SearchSettings, direction: str, worker: int):
+def sampler_seed(seed: int, worker: int, start: int) -> int:
+    """The TPE seed of process ``worker`` of a search that begins with ``start`` trials already in
+    its journal: ``seed + worker`` for a new search, else a seed drawn from all three, so that a
+    resumed search proposes new points (the same seed would repeat the first search's) and a
+    resume of the same journal with the same seed proposes the same ones.
+
+    Example:
+        >>> sampler_seed(0, 1, 0), sampler_seed(0, 0, 4) == sampler_seed(0, 0, 4), sampler_seed(0, 0, 4) == sampler_seed(0, 0, 5)
+        (1, True, False)
+    """
+    if start == 0:
+        return seed + worker
+    import numpy as np
+    return int(np.random.SeedSequence((seed, worker, start)).generate_state(1)[0])
+
+
+def check_journal(path: Path) -> None:
+    """Refuse the journal ``path`` when a record of it is cut short or is not a record: Optuna
+    skips an incomplete last line when it reads, but its next record would be written onto it.
+
+    Example:
+        >>> import tempfile
+        >>> journal = Path(tempfile.mkdtemp()) / JOURNAL; _ = journal.write_text('{"op_code": 0}\\n{"op_co')
+        >>> check_journal(journal)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.DamagedFileError: ... ends in an incomplete record ...
+    """
+    *lines, tail = path.read_bytes().split(b"\n")
+    if tail.strip():
+        raise DamagedFileError(f"{path} ends in an incomplete record (a search killed while writing it leaves one): "
+                               "remove that last line (the trial it began is lost) and --resume, or start again in a new --out")
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or "op_code" not in record:
+            raise DamagedFileError(f"{path} is damaged: line {number} is not a journal record; restore the journal "
+                                   "or start again in a new --out")
+
+
+def _study(out: Path, settings: SearchSettings, direction: str, worker: int, start: int = 0):
+    """The search's study in ``out``'s journal, sampling for process ``worker`` of a search that
+    began with ``start`` trials in the journal (see :func:`sampler_seed`)."""
     optuna = _optuna()
     pruner = {"median": lambda: optuna.pruners.MedianPruner(settings.startup_trials, settings.warmup_epochs),
               "hyperband": lambda: optuna.pruners.HyperbandPruner(min_resource=max(settings.warmup_epochs, 1)),
               "none": optuna.pruners.NopPruner}[settings.pruner]()
-    return optuna.create_study(study_name=STUDY_NAME, storage=_storage(out / JOURNAL), load_if_exists=True,
-                               direction="minimize" if direction == "min" else "maximize",
-                               sampler=optuna.samplers.TPESampler(seed=settings.seed + worker), pruner=pruner)
+    sampler = optuna.samplers.TPESampler(seed=sampler_seed(settings.seed, worker, start))
+    try:
+        return optuna.create_study(study_name=STUDY_NAME, storage=_storage(out / JOURNAL), load_if_exists=True,
+                                   direction="minimize" if direction == "min" else "maximize", sampler=sampler, pruner=pruner)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:  # records Optuna cannot replay
+        raise DamagedFileError(f"{out / JOURNAL} is damaged ({type(err).__name__}: {err}); restore the journal or start "
+                               "again in a new --out") from None
 
 
 class PruningHooks(ProcessHooks):
@@ -168,42 +220,79 @@ def run_folder(out: Path, attr: str) -> Path:
     return out / "trials" / Path(attr).name
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(line.strip() for line in str(err).splitlines())
+
+
+def _run_one(study: Any, objective: Any) -> Any:
+    """Ask ``study`` for a trial, run ``objective`` on it and tell the outcome: a library error
+    (:class:`~dgl_graphtx.errors.GraphTxError`) fails the trial with its one-line reason as the
+    ``error`` attribute (no traceback); any other exception fails it and is raised again. The finished trial."""
+    optuna = _optuna()
+    trial = study.ask()
+    try:
+        value = objective(trial)
+    except optuna.TrialPruned:
+        return study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    except GraphTxError as err:
+        trial.set_user_attr("error", _one_line(err))
+        return study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    except BaseException:
+        study.tell(trial, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+        raise
+    if not math.isfinite(value):
+        trial.set_user_attr("error", f"the validation metric is {value} at every epoch")
+        return study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    return study.tell(trial, value)
+
+
 def _progress(total: int):
     def callback(study: Any, trial: Any) -> None:
         done = [t for t in study.trials if t.state.is_finished()]
         complete = [t for t in done if t.value is not None and t.state.name == "COMPLETE"]
         best = f"; best {study.best_value:.4f} (trial {study.best_trial.number})" if complete else ""
         value = f" {trial.value:.4f}" if trial.value is not None else ""
-        logger.info("trial %d %s%s%s; %d of %d trials done", trial.number, trial.state.name.lower(), value, best,
+        error = f" ({trial.user_attrs['error']})" if "error" in trial.user_attrs else ""
+        logger.info("trial %d %s%s%s%s; %d of %d trials done", trial.number, trial.state.name.lower(), value, error, best,
                     len(done), total)
     return callback
 
 
 def _optimize(out: Path, space: Sequence[Param], settings: SearchSettings, direction: str, worker: int,
-              trials: int, deadline: Optional[float]) -> None:
-    """One process's share of the search: ``trials`` trials (fewer if the deadline passes)."""
+              trials: int, deadline: Optional[float], start: int) -> None:
+    """One process's share of the search: ``trials`` trials (fewer if the deadline passes), in a
+    search that began with ``start`` trials in its journal."""
     if trials < 1:
         return
-    study = _study(out, settings, direction, worker)
-    timeout = None if deadline is None else max(deadline - time.time(), 0.001)
-    study.optimize(_objective(out, space), n_trials=trials, timeout=timeout, catch=(GraphTxError,),
-                   callbacks=[_progress(settings.trials)])
+    study = _study(out, settings, direction, worker, start)
+    objective, progress = _objective(out, space), _progress(settings.trials)
+    for _ in range(trials):
+        if deadline is not None and time.time() >= deadline:
+            break
+        progress(study, _run_one(study, objective))
 
 
-def _shares(out: Path, settings: SearchSettings, direction: str) -> List[int]:
-    """Trials left to run, dealt out to the processes; trials a killed search left ``RUNNING`` are
-    marked failed first."""
+def _shares(out: Path, settings: SearchSettings, direction: str) -> Tuple[List[int], int]:
+    """Trials left to run, dealt out to the processes, and the trials already in the journal;
+    trials a killed search left ``RUNNING`` are marked failed first. A ``trials/trial_<n>`` folder
+    the journal has no trial for (the folder of another search) is refused: trial ``n`` would fail on it."""
     optuna = _optuna()
     study = _study(out, settings, direction, 0)
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         logger.warning("trial %d was interrupted by an earlier search: marked failed", trial.number)
         study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
-    left = max(settings.trials - len(study.get_trials(deepcopy=False)), 0)
-    return [left // settings.jobs + (j < left % settings.jobs) for j in range(settings.jobs)]
+    start = len(study.get_trials(deepcopy=False))
+    folders = (out / "trials").iterdir() if (out / "trials").is_dir() else ()
+    strays = sorted(p.name for p in folders if re.fullmatch(r"trial_\d+", p.name) and int(p.name[6:]) >= start)
+    if strays:
+        raise ConfigError(f"{out / 'trials'} holds {', '.join(strays[:4])}{', ...' if len(strays) > 4 else ''}, which "
+                          f"{out / JOURNAL} knows no trial of; remove it or start again in a new --out")
+    left = max(settings.trials - start, 0)
+    return [left // settings.jobs + (j < left % settings.jobs) for j in range(settings.jobs)], start
 
 
 def _worker(out: str, space: Sequence[Param], settings: SearchSettings, direction: str, worker: int,
-            trials: int, deadline: Optional[float]) -> None:
+            trials: int, deadline: Optional[float], start: int) -> None:
     import torch
 
     from ...logs import configure_logging
@@ -211,7 +300,7 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
     torch.set_num_threads(1)
     configure_logging(0)
     with log_to_file(Path(out) / "hpopt.log"):
-        _optimize(Path(out), space, settings, direction, worker, trials, deadline)
+        _optimize(Path(out), space, settings, direction, worker, trials, deadline, start)
 
 
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
@@ -238,6 +327,10 @@ def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSe
     journal = out / JOURNAL
     if journal.exists() and not resume:
         raise ConfigError(f"{out} already holds a search ({JOURNAL}); continue it with --resume or choose another --out")
+    if journal.exists():
+        check_journal(journal)
+    else:
+        check_no_journal_left(out)
     out.mkdir(parents=True, exist_ok=True)
     with log_to_file(out / "hpopt.log"):
         if resume and not journal.exists():
@@ -266,6 +359,26 @@ def check_search_folder(out: Path) -> None:
                           "search's folder to continue it with --resume")
 
 
+def check_no_journal_left(out: Path) -> None:
+    """Refuse ``out`` when it holds what a search writes after its journal (:data:`JOURNALED_FILES`:
+    trial folders, results) but no journal: trial ``n`` would fail on ``trials/trial_<n>``, and
+    the results would mix two searches.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()); (out / "trials" / "trial_0").mkdir(parents=True)
+        >>> check_no_journal_left(out)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: ... holds trials/ of a search but no hpopt.journal ...
+    """
+    left = [name + "/" if (out / name).is_dir() else name for name in JOURNALED_FILES
+            if (out / name).is_file() or ((out / name).is_dir() and any((out / name).iterdir()))]
+    if left:
+        raise ConfigError(f"{out} holds {', '.join(left)} of a search but no {JOURNAL} to continue it from: remove "
+                          f"{' and '.join(left)} (or the folder), or give a new --out")
+
+
 def _in_search(name: str) -> bool:
     """Whether ``name`` is one of a search's files, its journal's lock, or a temporary file of one."""
     bare = name[1:] if name.startswith(".") else name
@@ -289,12 +402,12 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
     logger.info("searching %d trial(s) in %d process(es), watching valid %s (%s); space: %s", settings.trials,
                 settings.jobs, metric, direction, "; ".join(p.describe() for p in space))
     deadline = time.time() + settings.timeout if settings.timeout is not None else None
-    shares = _shares(out, settings, direction)
+    shares, start = _shares(out, settings, direction)
     if settings.jobs == 1:
-        _optimize(out, space, settings, direction, 0, shares[0], deadline)
+        _optimize(out, space, settings, direction, 0, shares[0], deadline, start)
     else:
         context = multiprocessing.get_context("spawn")
-        workers = [context.Process(target=_worker, args=(str(out), space, settings, direction, j, share, deadline))
+        workers = [context.Process(target=_worker, args=(str(out), space, settings, direction, j, share, deadline, start))
                    for j, share in enumerate(shares) if share]
         for process in workers:
             process.start()
@@ -327,7 +440,10 @@ def _summarise(out: Path, settings: SearchSettings, direction: str, metric: str)
     atomic_to_csv(frame, out / "trials.csv", index=False)
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
     if not complete:
-        raise GraphTxError(f"no trial completed; see {out / 'trials.csv'} and {out}/trials/*/train.log")
+        failed = [t for t in study.trials if "error" in t.user_attrs]
+        reason = f" (trial {failed[-1].number}: {failed[-1].user_attrs['error']})" if failed else ""
+        raise GraphTxError(f"no trial completed{reason}; see {out / 'hpopt.log'}, {out / 'trials.csv'} and "
+                           f"{out}/trials/*/train.log")
     best = study.best_trial
     run = run_folder(out, best.user_attrs["run"])
     if not (run / "config.yaml").is_file():
