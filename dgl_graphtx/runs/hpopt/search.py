@@ -6,8 +6,11 @@ import json
 import logging
 import math
 import multiprocessing
+import os
 import re
+import signal
 import shutil
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +25,7 @@ from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
 from ...validation import check_number
 from ..config import RunConfig, resolve_run_config
+from ..distributed import INTERRUPTED_EXIT, end_with_launcher
 from ..experiment import ExperimentResult
 from ..from_config import train_from_config
 from ..plan import RunPlan
@@ -297,10 +301,14 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
 
     from ...logs import configure_logging
 
+    end_with_launcher()  # a search killed outright (SIGKILL) takes its processes with it
     torch.set_num_threads(1)
     configure_logging(0)
-    with log_to_file(Path(out) / "hpopt.log"):
-        _optimize(Path(out), space, settings, direction, worker, trials, deadline, start)
+    try:
+        with log_to_file(Path(out) / "hpopt.log"):
+            _optimize(Path(out), space, settings, direction, worker, trials, deadline, start)
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the search: the main one says it, once
+        sys.exit(INTERRUPTED_EXIT)
 
 
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
@@ -411,12 +419,29 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
                    for j, share in enumerate(shares) if share]
         for process in workers:
             process.start()
-        for process in workers:
-            process.join()
+        try:
+            for process in workers:
+                process.join()
+        except KeyboardInterrupt:  # the processes stop their trials too (interrupted, as the main one), then it is said
+            _stop(workers)
+            raise
         for process in workers:
             if process.exitcode:
                 logger.warning("a search process ended with exit code %s; see %s", process.exitcode, out / "hpopt.log")
     return _summarise(out, settings, direction, metric)
+
+
+def _stop(workers: Sequence[Any], grace_s: float = 30.0) -> None:
+    """Interrupt the search's ``workers`` (as Ctrl-C would, where the signal reached the main
+    process alone) and wait for them; one still running after ``grace_s`` seconds is terminated."""
+    for process in workers:
+        if process.is_alive() and process.pid is not None:
+            os.kill(process.pid, signal.SIGINT)
+    for process in workers:
+        process.join(grace_s)
+        if process.is_alive():
+            process.terminate()
+            process.join()
 
 
 def _as_trials_run(base: RunConfig) -> RunConfig:

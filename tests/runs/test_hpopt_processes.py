@@ -1,0 +1,52 @@
+"""The processes of ``hpopt --jobs 2``: Ctrl-C is one line (each process printed its traceback),
+and a search killed outright takes its processes with it (they went on running its trials)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("optuna")
+
+from command_processes import REPO, assert_process_ends, command_env  # noqa: E402
+from dgl_graphtx.datasets import freesolv  # noqa: E402
+
+SLOW_TRIALS = ["--model", "vanilla", "--epochs", "500", "--device", "cpu", "--no-progress", "--threads", "1", "--kernel", "none",
+               "--features-generators", "none", "--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2"]
+
+
+def _searching(tmp_path):
+    """``hpopt --jobs 2`` in a process group of its own, once both its processes train a trial."""
+    data, out = tmp_path / "d.csv", tmp_path / "search"
+    freesolv()[:40][["smiles", "expt"]].to_csv(data, index=False)
+    argv = ["hpopt", data, "--targets", "expt", "--out", out, "--trials", "4", "--pruner", "none", "--jobs", "2", *SLOW_TRIALS]
+    job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *map(str, argv)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO, start_new_session=True)
+    deadline = time.time() + 240
+    while len(list((out / "trials").glob("trial_*/log.csv"))) < 2 and time.time() < deadline and job.poll() is None:
+        time.sleep(0.2)
+    assert job.poll() is None, job.communicate()
+    workers = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True).stdout.split()]
+    return job, workers
+
+
+def test_ctrl_c_of_a_parallel_search_is_one_line(tmp_path):
+    job, _ = _searching(tmp_path)
+    os.killpg(job.pid, signal.SIGINT)  # Ctrl-C reaches the whole group
+    _, err = job.communicate(timeout=120)
+    assert job.returncode == 130, err
+    assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: interrupted (Ctrl-C); what was written is kept: rerun the same command with --resume to continue"]
+
+
+def test_a_search_killed_outright_takes_its_processes_with_it(tmp_path):
+    job, workers = _searching(tmp_path)
+    assert workers, "the search started no processes"
+    job.kill()
+    job.communicate(timeout=60)
+    for pid in workers:
+        assert_process_ends(pid, 30, f"process {pid} of the killed search went on")
