@@ -19,6 +19,12 @@ def command_env() -> dict:
             "OMP_NUM_THREADS": "1", "DGLBACKEND": "pytorch"}
 
 
+def interruptible() -> None:
+    """``preexec_fn`` of a process a test interrupts with SIGINT: the signal's default action, which
+    a shell's background job (how CI may run the tests) passes on as ignored, and Python then keeps."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_command(argv: Sequence[object], timeout_s: float = 300) -> subprocess.CompletedProcess:
     """``python -m dgl_graphtx argv`` in a process of its own, its output captured."""
     return subprocess.run([sys.executable, "-m", "dgl_graphtx", *map(str, argv)], capture_output=True, text=True,

@@ -41,7 +41,8 @@ class CVResult:
         per_fold: test metrics, one row per fold, target (and ``all``, averaged over targets,
             when there are several) and metric; with calibrated intervals also each target's
             ``coverage`` and ``width``.
-        summary: ``target, metric, mean, std`` over folds (population std).
+        summary: ``target, metric, mean, std, folds`` over folds (population std; ``folds``: those where
+            the metric is defined, e.g. not a test fold of one class).
         oof_predictions: every molecule once, predicted by the run that left its fold out:
             ``row``, ``smiles``, ``fold``, per target the label, ``<t>_pred`` (and ``_std``,
             ``_lo``, ``_hi`` with an uncertainty method; multiclass ``_prob_<k>``), by ``row``.
@@ -118,7 +119,7 @@ def cross_validate(
         ...                                     featurizer=p.featurizer, relation=p.relation, progress=False)
         >>> r = cross_validate(ds, p, TrainConfig(epochs=1, progress=False), folds=3)
         >>> sorted(len(f.split.test) for f in r.folds), [len(f.split.train) for f in r.folds], list(r.summary.columns)
-        ([10, 10, 10], [18, 18, 18], ['target', 'metric', 'mean', 'std'])
+        ([10, 10, 10], [18, 18, 18], ['target', 'metric', 'mean', 'std', 'folds'])
         >>> r.oof_predictions["row"].tolist() == list(range(30)), sorted(set(r.oof_predictions["fold"]))
         (True, [0, 1, 2])
     """

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from command_processes import REPO, command_env
+from command_processes import REPO, command_env, interruptible
 from conftest_models import freesolv_rows
 from dgl_graphtx import cli
 from dgl_graphtx.cli import console_main, main
@@ -47,7 +47,7 @@ def test_ctrl_c_of_a_training_run_is_one_line_and_keeps_its_last_epoch(tmp_path)
     argv = ["train", data, "--targets", "expt", "--out", out, "--model", "vanilla", "--preset", "tiny", "--set",
             "model.num_layers=1", "--batch-size", "16", "--device", "cpu", "--no-progress", "--no-cache", "--epochs", "10000"]
     job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *map(str, argv)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO)
+                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO, preexec_fn=interruptible)
     deadline = time.time() + 240
     while not (out / "last.pt").exists() and time.time() < deadline and job.poll() is None:
         time.sleep(0.2)

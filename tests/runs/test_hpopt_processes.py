@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("optuna")
 
-from command_processes import REPO, assert_process_ends, command_env  # noqa: E402
+from command_processes import REPO, assert_process_ends, command_env, interruptible  # noqa: E402
 from dgl_graphtx.datasets import freesolv  # noqa: E402
 
 SLOW_TRIALS = ["--model", "vanilla", "--epochs", "500", "--device", "cpu", "--no-progress", "--threads", "1", "--kernel", "none",
@@ -25,7 +25,8 @@ def _searching(tmp_path):
     freesolv()[:40][["smiles", "expt"]].to_csv(data, index=False)
     argv = ["hpopt", data, "--targets", "expt", "--out", out, "--trials", "4", "--pruner", "none", "--jobs", "2", *SLOW_TRIALS]
     job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *map(str, argv)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO, start_new_session=True)
+                           stderr=subprocess.PIPE, text=True, env=command_env(), cwd=REPO, start_new_session=True,
+                           preexec_fn=interruptible)
     deadline = time.time() + 240
     while len(list((out / "trials").glob("trial_*/log.csv"))) < 2 and time.time() < deadline and job.poll() is None:
         time.sleep(0.2)
