@@ -33,7 +33,7 @@ def test_resume_accepts_other_threads_and_refuses_other_settings(tmp_path):
     assert (out / "base_config.yaml").is_file()
     with pytest.raises(Reached):
         _search(resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "train.threads=2", "data.cache_dir=c"]), out)
-    with pytest.raises(ConfigError, match="needs the settings of the search"):
+    with pytest.raises(ConfigError, match="needs the settings of the search in .*: train.epochs is 7 now, .* in the search"):
         _search(resolve_run_config(overrides=["data.path=d.csv", "data.targets=y", "train.threads=1", "train.epochs=7",
                                               "data.cache_dir=c"]), out)
 

@@ -12,7 +12,7 @@ import signal
 import shutil
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
@@ -401,7 +401,8 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
     else:
         saved = resolve_run_config(out / BASE_CONFIG)
         if _results_settings(saved) != _results_settings(base):  # any --threads or cache may continue it
-            raise ConfigError(f"--resume needs the settings of the search in {out} (see {out / BASE_CONFIG})")
+            raise ConfigError(f"--resume needs the settings of the search in {out}: "
+                              f"{_first_difference(_results_settings(saved), _results_settings(base))} (see {out / BASE_CONFIG})")
         if (saved.data.cache, saved.data.cache_dir) != (base.data.cache, base.data.cache_dir):
             replace(saved, data=replace(saved.data, cache=base.data.cache, cache_dir=base.data.cache_dir)).save(out / BASE_CONFIG)
     space = tuple(space) if space is not None else search_space(base.model.variant)
@@ -452,6 +453,22 @@ def _as_trials_run(base: RunConfig) -> RunConfig:
     if data.cache:
         data = replace(data, cache_dir=str(Path(cast(str, data.dataset_cache)).resolve()))
     return replace(base, data=data, train=replace(base.train, progress=False))
+
+
+def _first_difference(saved: RunConfig, given: RunConfig) -> str:
+    """The first setting in which ``given`` differs from the search's ``saved`` one, in words.
+
+    Example:
+        >>> a = resolve_run_config(overrides=["data.targets=y"])
+        >>> _first_difference(a, resolve_run_config(overrides=["data.targets=y", "train.epochs=7"]))
+        'train.epochs is 7 now, 100 in the search'
+    """
+    for section in ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty"):
+        old, new = asdict(getattr(saved, section)), asdict(getattr(given, section))
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                return f"{section}.{key} is {new.get(key)!r} now, {old.get(key)!r} in the search"
+    return "a setting differs"
 
 
 def _results_settings(config: RunConfig) -> RunConfig:
