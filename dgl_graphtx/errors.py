@@ -6,6 +6,17 @@ line without a traceback while genuine bugs still surface with their stack.
 """
 
 
+def one_line(message: object) -> str:
+    """``message`` (an error, or its text) as one line: its lines stripped and joined by spaces, so
+    that what an input held (a value with line breaks) cannot break the one ``error:`` line.
+
+    Example:
+        >>> one_line(ValueError("no spread\\n  to calibrate"))
+        'no spread to calibrate'
+    """
+    return " ".join(line.strip() for line in str(message).splitlines())
+
+
 class GraphTxError(Exception):
     """Base class for errors caused by input or configuration, not by a bug."""
 

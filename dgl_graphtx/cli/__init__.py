@@ -18,7 +18,7 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from ..atomic_io import describe_os_error
-from ..errors import GraphTxError, PeerFailedError
+from ..errors import GraphTxError, PeerFailedError, one_line
 from ..logs import configure_logging
 from ..runs.distributed import INTERRUPTED_EXIT, launched_by_torchrun, report_user_error
 from ..threads import set_threads
@@ -36,8 +36,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose mistakes print one ``error:`` line (exit 2), like user errors."""
 
     def error(self, message: str) -> NoReturn:
-        message = " ".join(line.strip() for line in message.splitlines())  # a value may hold line breaks
-        self.exit(2, f"error: {self.prog}: {message} (see '{self.prog} --help')\n")
+        self.exit(2, f"error: {self.prog}: {one_line(message)} (see '{self.prog} --help')\n")  # a value may hold line breaks
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +63,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             set_threads(args.threads)
         return args.func(args)
     except GraphTxError as err:
-        message = " ".join(line.strip() for line in str(err).splitlines())  # one line, whatever the input held
-        return report_user_error(message, after_peers=isinstance(err, PeerFailedError))
+        return report_user_error(one_line(err), after_peers=isinstance(err, PeerFailedError))  # whatever the input held
     except BrokenPipeError:  # the reader of the output went away (`| head`): stop quietly, as other commands do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more reaches the closed pipe at exit
         return BROKEN_PIPE_EXIT

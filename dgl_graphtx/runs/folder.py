@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..atomic_io import atomic_write_text, describe_os_error, keep_record
 from ..checksums import RECORD
-from ..errors import ConfigError, InvalidMoleculeError, NonFiniteError, OutputError
+from ..errors import ConfigError, InvalidMoleculeError, NonFiniteError, OutputError, one_line
 from ..saved_files import read_json
 from ..inference.checkpoint_paths import RUN_INFO
 from ..inference.cross_conformal import CV_REPORT, OOF_FILE
@@ -356,5 +356,5 @@ class RunFolder:
     def __exit__(self, kind: Optional[type], error: Optional[BaseException], *rest: object) -> None:
         wrote = self._locked and not self.resume and any((self.path / name).exists() for name in RESULT_FILES)
         if isinstance(error, RECURRING_ERRORS) and wrote:  # a refused --resume leaves the run as it was
-            self.fail(" ".join(str(error).split()))  # not an interruption or a full disk: --resume continues those
+            self.fail(one_line(error))  # not an interruption or a full disk: --resume continues those
         self.close(failed=kind is not None)

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import pandas as pd
 
 from ...atomic_io import atomic_to_csv, atomic_write_text
-from ...errors import ConfigError, DamagedFileError, GraphTxError
+from ...errors import ConfigError, DamagedFileError, GraphTxError, one_line
 from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
@@ -224,10 +224,6 @@ def run_folder(out: Path, attr: str) -> Path:
     return out / "trials" / Path(attr).name
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(line.strip() for line in str(err).splitlines())
-
-
 def _run_one(study: Any, objective: Any) -> Any:
     """Ask ``study`` for a trial, run ``objective`` on it and tell the outcome: a library error
     (:class:`~dgl_graphtx.errors.GraphTxError`) fails the trial with its one-line reason as the
@@ -239,7 +235,7 @@ def _run_one(study: Any, objective: Any) -> Any:
     except optuna.TrialPruned:
         return study.tell(trial, state=optuna.trial.TrialState.PRUNED)
     except GraphTxError as err:
-        trial.set_user_attr("error", _one_line(err))
+        trial.set_user_attr("error", one_line(err))
         return study.tell(trial, state=optuna.trial.TrialState.FAIL)
     except BaseException:
         study.tell(trial, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
@@ -400,9 +396,10 @@ def _search(base: RunConfig, out: Path, settings: SearchSettings, space: Optiona
         base.save(out / BASE_CONFIG)
     else:
         saved = resolve_run_config(out / BASE_CONFIG)
-        if _results_settings(saved) != _results_settings(base):  # any --threads or cache may continue it
-            raise ConfigError(f"--resume needs the settings of the search in {out}: "
-                              f"{_first_difference(_results_settings(saved), _results_settings(base))} (see {out / BASE_CONFIG})")
+        searched, given = _results_settings(saved), _results_settings(base)
+        if searched != given:  # any --threads or cache may continue it
+            raise ConfigError(f"--resume needs the settings of the search in {out}: {_first_difference(searched, given)} "
+                              f"(see {out / BASE_CONFIG})")
         if (saved.data.cache, saved.data.cache_dir) != (base.data.cache, base.data.cache_dir):
             replace(saved, data=replace(saved.data, cache=base.data.cache, cache_dir=base.data.cache_dir)).save(out / BASE_CONFIG)
     space = tuple(space) if space is not None else search_space(base.model.variant)
