@@ -23,7 +23,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, NamedTuple, Optional, Sequence, Set, Union
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Set, Union
 
 import numpy as np
 import pandas as pd
@@ -172,25 +172,22 @@ def check_writable(path: PathLike) -> Path:
     return path
 
 
-def check_not_input(output: Optional[PathLike], inputs: Sequence[Optional[PathLike]], option: str = "--output") -> None:
-    """Refuse, with :class:`OutputError`, an ``output`` that names one of the ``inputs`` (the same
-    file, by any path): writing it would replace the input being read.
+def check_not_input(output: Optional[PathLike], given: Optional[PathLike], option: str = "--output") -> None:
+    """Refuse, with :class:`OutputError`, an ``output`` that names the input file ``given`` (the
+    same file, by any path): writing it would replace the input being read.
 
     Example:
         >>> import tempfile
         >>> data = Path(tempfile.mkdtemp()) / "in.csv"; _ = data.write_text("smiles\\nCCO\\n")
-        >>> check_not_input(data.parent / "out.csv", [data])
-        >>> check_not_input(data.parent / "." / "in.csv", [data])  # doctest: +ELLIPSIS
+        >>> check_not_input(data.parent / "out.csv", data)
+        >>> check_not_input(data.parent / "." / "in.csv", data)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         dgl_graphtx.errors.OutputError: --output .../in.csv is the input file: writing it would replace the molecules ...
     """
-    if output is None:
-        return
-    for given in inputs:
-        if given is not None and Path(output).exists() and Path(given).exists() and os.path.samefile(output, given):
-            raise OutputError(f"{option} {output} is the input file: writing it would replace the molecules being read; "
-                              "give another file name")
+    if output is not None and given is not None and Path(output).exists() and Path(given).exists() and os.path.samefile(output, given):
+        raise OutputError(f"{option} {output} is the input file: writing it would replace the molecules being read; "
+                          "give another file name")
 
 
 def atomic_torch_save(obj: Any, path: PathLike) -> Path:

@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise GraphTxError("give SMILES as arguments or a molecule file with --input (not both)")
     output = Path(args.output)
     table_format(output, FORMATS)
-    check_not_input(output, [args.input])
-    check_not_input(args.atoms, [args.input], "--atoms")
+    check_not_input(output, args.input)
+    check_not_input(args.atoms, args.input, "--atoms")
     if args.atoms and Path(args.atoms).suffix.lower() != ".npz":
         raise GraphTxError(f"--atoms must name a .npz file, got {args.atoms}")
     predictor = load_predictors(args, "embed", pretrained=True, batch_size=args.batch_size)[0]

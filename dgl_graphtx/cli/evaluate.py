@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--task is read from the checkpoint; it applies to saved predictions (no --checkpoint)")
     if args.output:
         table_format(args.output)
-        check_not_input(args.output, [args.data])
+        check_not_input(args.output, args.data)
     predictors = load_predictors(args)
     data = read_input(args, args.data, predictors[0])
     result = evaluate_table(predictors, data, carried_columns(args, data), progress=verbosity(args) >= 0)

@@ -99,18 +99,17 @@ class PredictionJob:
             raise ConfigError("--id-col / --keep-cols name columns of an --input file; SMILES arguments have none")
         if self.resume and self.output is None:
             raise ConfigError("--resume continues an --output file; give --output")
-        parquet = self.output is not None and Path(self.output).suffix.lower() == ".parquet"
-        if parquet and self.resume:
+        if self.output is not None and not self.streamed and self.resume:
             raise ConfigError("--resume continues a .csv/.tsv --output; a .parquet file is written at once")
         if self.sdf_output is not None and self.resume:
             raise ConfigError("--resume continues a .csv/.tsv --output; an --sdf-output is written at once: run without --resume")
-        if self.shard is not None and (self.output is None or parquet or self.sdf_output is not None):
+        if self.shard is not None and not (self.streamed and self.sdf_output is None):
             raise ConfigError("several processes write their rows into one .csv/.tsv --output: give --output FILE.csv "
                               "(without --sdf-output), or predict in one process")
         if self.output is not None:
             table_format(self.output)  # a known suffix; Parquet needs pyarrow (what a split or resumed run cannot use is said above)
-        check_not_input(self.output, [self.input])
-        check_not_input(self.sdf_output, [self.input], "--sdf-output")
+        check_not_input(self.output, self.input)
+        check_not_input(self.sdf_output, self.input, "--sdf-output")
 
     @property
     def streamed(self) -> bool:
