@@ -106,13 +106,18 @@ def _mark(folder, status):
     (folder / "run.json").write_text(json.dumps({"run_id": "x", "status": status}))
 
 
+def _ensemble(members, folder, statuses):
+    """``folder`` holding a copy of each member's ``best.pt``, its ``run.json`` saying its status."""
+    for member, status in zip(members, statuses):
+        (folder / member.parent.name).mkdir(parents=True)
+        (folder / member.parent.name / "best.pt").write_bytes(member.read_bytes())
+        _mark(folder / member.parent.name, status)
+    return folder
+
+
 def test_unfinished_member_is_left_out_with_a_warning(folders, tmp_path, caplog):
     _, _, members, data = folders
-    ensemble = tmp_path / "killed"
-    for member, status in zip(members, ("complete", "running")):
-        (ensemble / member.parent.name).mkdir(parents=True)
-        (ensemble / member.parent.name / "best.pt").write_bytes(member.read_bytes())
-        _mark(ensemble / member.parent.name, status)
+    ensemble = _ensemble(members, tmp_path / "killed", ("complete", "running"))
     finished = ensemble / members[0].parent.name / "best.pt"
     assert resolve_checkpoints(ensemble) == [finished]
     caplog.clear()
@@ -129,11 +134,7 @@ def test_unfinished_member_is_left_out_with_a_warning(folders, tmp_path, caplog)
 
 def test_a_failed_run_is_left_out_of_an_ensemble_and_named_with_its_error_alone(folders, tmp_path, caplog):
     _, _, members, _ = folders
-    ensemble = tmp_path / "failed"
-    for member, status in zip(members, ("complete", "failed")):
-        (ensemble / member.parent.name).mkdir(parents=True)
-        (ensemble / member.parent.name / "best.pt").write_bytes(member.read_bytes())
-        _mark(ensemble / member.parent.name, status)
+    ensemble = _ensemble(members, tmp_path / "failed", ("complete", "failed"))
     (ensemble / members[1].parent.name / "run.json").write_text(json.dumps({"status": "failed", "error": "no spread"}))
     assert resolve_checkpoints(ensemble) == [ensemble / members[0].parent.name / "best.pt"]
     caplog.clear()
