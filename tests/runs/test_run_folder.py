@@ -134,16 +134,26 @@ def test_an_error_after_the_run_wrote_results_marks_it_failed_with_the_error(tmp
 
 
 def test_two_processes_racing_for_one_folder_one_wins(tmp_path):
+    # Each process marks that it tried; the winner holds the folder until all three have tried, so
+    # the race does not depend on how fast a loaded machine starts them.
     code = (
-        "import sys, time\n"
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
         "from dgl_graphtx.runs.folder import RunFolder\n"
         "from dgl_graphtx.errors import OutputError\n"
-        "try:\n    run = RunFolder(sys.argv[1]).open()\nexcept OutputError:\n    print('refused'); sys.exit(0)\n"
-        "time.sleep(1.5); run.finish(); run.close(); print('won')\n"
+        "tried = Path(sys.argv[2])\n"
+        "try:\n    run = RunFolder(sys.argv[1]).open()\n"
+        "except OutputError:\n    (tried / str(os.getpid())).touch(); print('refused'); sys.exit(0)\n"
+        "(tried / str(os.getpid())).touch()\n"
+        "deadline = time.time() + 100\n"
+        "while len(list(tried.iterdir())) < 3 and time.time() < deadline:\n    time.sleep(0.05)\n"
+        "run.finish(); run.close(); print('won')\n"
     )
+    tried = tmp_path / "tried"
+    tried.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "race")], stdout=subprocess.PIPE, text=True, env=env)
-             for _ in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "race"), str(tried)], stdout=subprocess.PIPE,
+                              text=True, env=env) for _ in range(3)]
     outcomes = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
     assert outcomes == ["refused", "refused", "won"]
 
