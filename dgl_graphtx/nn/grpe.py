@@ -124,6 +124,8 @@ class GRPETerm(StructureTerm):
         True
     """
 
+    edge_fields = ("spd", "bond")
+
     def __init__(self, encodings: GRPEEncodings, mode: str = "paper") -> None:
         super().__init__()
         if mode not in GRPE_MODES:

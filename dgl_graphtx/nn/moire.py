@@ -77,6 +77,8 @@ class MoireTerm(StructureTerm):
         torch.Size([9, 8])
     """
 
+    edge_fields = ("spd",)
+
     def __init__(
         self,
         num_heads: int,

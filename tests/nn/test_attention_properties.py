@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -382,6 +383,22 @@ def test_moire_dist_without_coordinates_is_a_config_error():
         with pytest.raises(ConfigError):
             MoireAttention(D_MODEL, HEADS, distance="dist", mode=mode)(rel, x)
     assert MoireAttention(D_MODEL, HEADS, distance="spd")(rel, x).shape == x.shape
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
+def test_molecular_graph_for_the_relation_graph_is_a_config_error(v):
+    # the careless call: the bond graph (edata feat, bond_class) where the relation graph belongs
+    graph, rel = smiles_to_graphs("CCO", FEAT3D)
+    layer = build(v)
+    x = torch.randn(graph.num_nodes(), D_MODEL)
+    if v.kind == "vanilla":  # plain attention reads no edge data: over the bonds, it is just that
+        assert layer(graph, x).shape == x.shape
+        return
+    needed = ["spd", "bond"] if v.kind in ("grpe", "graphormer") else ["spd"]
+    message = f"needs a relation graph with edata {needed}, got a graph whose edata is ['bond_class', 'feat']; pass the relation graph"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        layer(graph, x)
+    assert layer(rel, x).shape == x.shape
 
 
 # ---------------------------------------------------------------------------------------------
