@@ -386,6 +386,22 @@ def test_moire_dist_without_coordinates_is_a_config_error():
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
+def test_graph_without_nodes_gives_no_rows_and_leaves_a_batch_unchanged(v):
+    empty = dgl.graph(([], []), num_nodes=0, idtype=torch.int64)
+    empty.ndata["pos"] = torch.zeros(0, 3)
+    empty_rel = build_relation_graph(empty)
+    _, rel = smiles_to_graphs("CCO", FEAT3D)
+    layer = build(v)
+    x = torch.randn(rel.num_nodes(), D_MODEL, dtype=torch.float64)
+    layer.double()
+    for aggregation in ("auto", "message_passing"):
+        layer.aggregation = aggregation
+        assert layer(empty_rel, x[:0]).shape == (0, D_MODEL)
+        batched = layer(dgl.batch([empty_rel, rel, empty_rel]), x)
+        torch.testing.assert_close(batched, layer(rel, x), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
 def test_molecular_graph_for_the_relation_graph_is_a_config_error(v):
     # the careless call: the bond graph (edata feat, bond_class) where the relation graph belongs
     graph, rel = smiles_to_graphs("CCO", FEAT3D)
