@@ -222,6 +222,9 @@ class RelationAttention(nn.Module):
         n = feat.shape[0]
         if graph.num_nodes() != n:
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
+        if feat.dim() != 2 or feat.shape[1] != self.embed_dim:
+            raise ValueError(f"feat has shape {tuple(feat.shape)} but the layer takes [N, embed_dim={self.embed_dim}]; "
+                             f"project the node features to {self.embed_dim} columns first (a torch.nn.Linear, say)")
         structure = self.structure
         missing = [name for name in structure.edge_fields if name not in graph.edata] if structure is not None else []
         if missing:

@@ -425,6 +425,16 @@ def test_graph_without_nodes_gives_no_rows_and_leaves_a_batch_unchanged(v):
         torch.testing.assert_close(batched, layer(rel, x), atol=1e-12, rtol=0)
 
 
+def test_features_that_do_not_fit_the_layer_are_named():
+    _, rel = smiles_to_graphs("CCO")
+    layer = GRPEAttention(D_MODEL, HEADS)
+    with pytest.raises(ValueError, match=r"feat has 2 rows but the relation graph has 3 nodes"):
+        layer(rel, torch.randn(2, D_MODEL))
+    for shape in ((3, 8), (3, 1, D_MODEL)):
+        with pytest.raises(ValueError, match=re.escape(f"feat has shape {shape} but the layer takes [N, embed_dim={D_MODEL}]")):
+            layer(rel, torch.randn(*shape))
+
+
 @pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
 def test_molecular_graph_for_the_relation_graph_is_a_config_error(v):
     # the careless call: the bond graph (edata feat, bond_class) where the relation graph belongs
