@@ -6,7 +6,7 @@ import hashlib
 import logging
 import sys
 from pathlib import Path
-from collections.abc import Sequence as SequenceABC
+from collections.abc import Mapping, Sequence as SequenceABC
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import dgllife
@@ -63,6 +63,11 @@ def coerce_targets(
         if names:
             raise ConfigError(f"target_names {list(names)} given without targets")
         return np.zeros((num_rows, 0), dtype=np.float64), []
+    if isinstance(targets, Mapping):  # {name: column}, as a DataFrame is built
+        try:
+            targets = pd.DataFrame(dict(targets))
+        except ValueError as err:
+            raise ConfigError(f"cannot read the targets dict as columns ({err}); give each target a column of {num_rows} values") from None
     if isinstance(targets, pd.DataFrame):
         frame = targets.reset_index(drop=True)
     else:
@@ -72,6 +77,8 @@ def coerce_targets(
         if array.ndim == 0 or array.shape[0] != num_rows:  # reshape would silently refold them
             rows = "a scalar" if array.ndim == 0 else f"{array.shape[0]} target rows"
             raise ConfigError(f"got {rows} for {num_rows} molecules")
+        if array.ndim > 2:  # reshape would silently flatten each row's table into columns
+            raise ConfigError(f"targets have shape {array.shape}; give a [molecules x targets] table of 2 dimensions")
         frame = pd.DataFrame(array.reshape(num_rows, -1))
     if len(frame) != num_rows:
         raise ConfigError(f"got {len(frame)} target rows for {num_rows} molecules")
@@ -151,10 +158,11 @@ class MoleculeDataset(Dataset):
     With ``strict=True`` the first invalid row raises :class:`InvalidMoleculeError` instead.
 
     Args:
-        molecules: SMILES strings or RDKit molecules (``None`` entries count as unreadable). A
-            sequence is read item by item while featurizing (never on a cache hit), so it may
-            build its molecules lazily, as :class:`~dgl_graphtx.datasets.qm9.GeometryMolecules` does.
-        targets: ``[M, T]`` array-like or DataFrame of target values (``None`` for no targets).
+        molecules: a list of SMILES strings or RDKit molecules (``None`` entries count as
+            unreadable). A sequence is read item by item while featurizing (never on a cache hit),
+            so it may build its molecules lazily, as :class:`~dgl_graphtx.datasets.qm9.GeometryMolecules` does.
+        targets: ``[M, T]`` array-like, DataFrame or ``{name: column}`` dict of target values
+            (``None`` for no targets).
         target_names: names of the ``T`` target columns.
         identifiers: text naming each molecule in reports (default: the SMILES).
         featurizer: featurization settings.
@@ -209,6 +217,9 @@ class MoleculeDataset(Dataset):
         strict: bool = False,
         progress: Optional[bool] = None,
     ) -> None:
+        if isinstance(molecules, (str, Chem.Mol)):  # a string would be read letter by letter
+            raise ConfigError(f"molecules is one molecule, {describe_molecule(molecules)!r}; pass a list of molecules, "
+                              f"e.g. [{describe_molecule(molecules)!r}]")
         if not isinstance(molecules, SequenceABC):
             molecules = list(molecules)
         num_rows = len(molecules)

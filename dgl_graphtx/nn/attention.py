@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
 import torch
 from torch import nn
 
+from ..errors import ConfigError
 from . import graph_ops as ops
 from .dense_blocks import BLOCK_FILL_LIMIT, BlockLayout
 from .graph_tensors import GraphLike
@@ -105,6 +106,10 @@ class StructureTerm(nn.Module, metaclass=abc.ABCMeta):
     #: places the terms into dense blocks once per forward pass, and :meth:`preparation_key`
     #: shares that placement too.
     reads_qk: bool = True
+
+    #: The relation graph's ``edata`` fields the term reads; a graph without one of them (a
+    #: molecular graph passed for its relation graph, say) raises a ``ConfigError`` naming them.
+    edge_fields: Tuple[str, ...] = ()
 
     def prepare(self, graph: GraphLike) -> Any:
         """Structural quantities derived from ``graph`` once per forward (default: nothing)."""
@@ -217,9 +222,16 @@ class RelationAttention(nn.Module):
         n = feat.shape[0]
         if graph.num_nodes() != n:
             raise ValueError(f"feat has {n} rows but the relation graph has {graph.num_nodes()} nodes")
+        if feat.dim() != 2 or feat.shape[1] != self.embed_dim:
+            raise ValueError(f"feat has shape {tuple(feat.shape)} but the layer takes [N, embed_dim={self.embed_dim}]; "
+                             f"project the node features to {self.embed_dim} columns first (a torch.nn.Linear, say)")
+        structure = self.structure
+        missing = [name for name in structure.edge_fields if name not in graph.edata] if structure is not None else []
+        if missing:
+            raise ConfigError(f"{type(self).__name__} needs a relation graph with edata {missing}, got a graph whose edata is "
+                              f"{sorted(graph.edata.keys())}; pass the relation graph of build_relation_graph or smiles_to_graphs")
         qkv = self.qkv(feat)  # [N, 3 d]: q, k and v side by side
         blocks = self._block_layout(graph)
-        structure = self.structure
         key = structure.preparation_key() if structure is not None else None
         state = None if structure is None else shared_value(shared, key, lambda: structure.prepare(graph))
         adds_values = structure is not None and structure.adds_values

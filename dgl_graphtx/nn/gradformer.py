@@ -103,6 +103,8 @@ class DecayTerm(StructureTerm):
         [1.0, 1.0, 0.5, 0.25]
     """
 
+    edge_fields = ("spd",)
+
     def __init__(self, params: DecayParameters, mode: str = "paper", slope: float = REFERENCE_SLOPE) -> None:
         super().__init__()
         if mode not in GRADFORMER_MODES:

@@ -30,6 +30,8 @@ class GraphormerBias(StructureTerm):
         (torch.Size([7, 4]), torch.Size([63, 4]))
     """
 
+    edge_fields = ("spd", "bond")
+
     def __init__(self, num_heads: int, max_distance: int = 5, vocab: BondVocabulary = BondVocabulary()) -> None:
         super().__init__()
         self.spatial = SpatialClasses(max_distance)

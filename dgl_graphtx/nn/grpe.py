@@ -124,6 +124,8 @@ class GRPETerm(StructureTerm):
         True
     """
 
+    edge_fields = ("spd", "bond")
+
     def __init__(self, encodings: GRPEEncodings, mode: str = "paper") -> None:
         super().__init__()
         if mode not in GRPE_MODES:
@@ -204,7 +206,7 @@ class GRPETerm(StructureTerm):
         # sum_j a_ij (PV[psi_ij] + EV[phi_ij]) = sum_c mass[i, c] (PV + EV)[c]
         c = state.value_table.shape[0]
         mass = attn.new_zeros(graph.num_nodes() * c, attn.shape[1]).index_add_(0, state.query_rows, attn)
-        return torch.einsum("nch,chd->nhd", mass.view(graph.num_nodes(), c, -1), state.value_table)
+        return torch.einsum("nch,chd->nhd", mass.view(graph.num_nodes(), c, attn.shape[1]), state.value_table)
 
 
 class GRPEAttention(RelationAttention):

@@ -77,6 +77,8 @@ class MoireTerm(StructureTerm):
         torch.Size([9, 8])
     """
 
+    edge_fields = ("spd",)
+
     def __init__(
         self,
         num_heads: int,
@@ -108,7 +110,8 @@ class MoireTerm(StructureTerm):
         return f"focus={self.focus!r}, distance={self.distance!r}, mode={self.mode!r}, num_heads={self.shift.numel()}"
 
     def distances(self, graph: GraphLike) -> torch.Tensor:
-        """``D`` per edge: ``dist`` or ``spd``, with ``1e6`` across fragments."""
+        """``D`` per edge: ``dist`` or ``spd``, with ``1e6`` across fragments; in float32 at least
+        (float16 holds neither ``1e6`` nor the focus of a far pair)."""
         spd = graph.edata["spd"]
         if self.distance == "dist":
             if "dist" not in graph.edata:
@@ -119,7 +122,7 @@ class MoireTerm(StructureTerm):
             d = graph.edata["dist"]
         else:
             d = spd
-        d = d.to(self.shift.dtype)
+        d = d.to(torch.promote_types(self.shift.dtype, torch.float32))
         return torch.where(spd == SPD_UNREACHABLE, torch.full_like(d, UNREACHABLE_DISTANCE), d)
 
     def effective_focus(self) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -143,10 +146,11 @@ class MoireTerm(StructureTerm):
         authors' code."""
         reference = self.mode == "reference"
         mu, sigma = self.effective_focus()
-        log_f = FOCUS_FUNCTIONS[self.focus](self.distances(graph)[:, None], mu, sigma)
+        d = self.distances(graph)[:, None]
+        log_f = FOCUS_FUNCTIONS[self.focus](d, mu.to(d.dtype), sigma.to(d.dtype))
         if reference:
             log_f = torch.clamp(log_f, min=math.log(REFERENCE_FOCUS_FLOOR))
-        return log_f.masked_fill(self._virtual_pairs(graph), 0.0)
+        return log_f.masked_fill(self._virtual_pairs(graph), 0.0).to(self.shift.dtype)
 
     @staticmethod
     def _virtual_pairs(graph: GraphLike) -> torch.Tensor:
@@ -156,7 +160,7 @@ class MoireTerm(StructureTerm):
         """The distance basis ``[E, K]`` of :attr:`radial` (``None`` without ``rbf``)."""
         if self.radial is None:
             return None
-        return self.radial.basis(self.distances(graph), self._virtual_pairs(graph)[:, 0])
+        return self.radial.basis(self.distances(graph), self._virtual_pairs(graph)[:, 0]).to(self.shift.dtype)
 
     @property
     def adds_values(self) -> bool:

@@ -199,10 +199,12 @@ def build_relation_graph(
     any DGLGraph of your own.
 
     Args:
-        graph: bonds (or any structural edges) as DGL edges; hop counts treat them as undirected.
-            ``edata[bond_class_field]`` (int64 bond classes, see :class:`BondVocabulary`) labels
-            bonds; without it every edge gets class 0. ``ndata[pos_field]`` ([N, 3]) gives
-            coordinates, when present (needed by ``radius`` mode).
+        graph: one homogeneous graph (not a batch), bonds (or any structural edges) as DGL
+            edges; hop counts treat them as undirected. ``edata[bond_class_field]`` (int64 bond
+            classes ``0 .. vocab.num_bond_types - 1``, see :class:`BondVocabulary`) labels bonds;
+            without it every edge gets class 0. ``ndata[pos_field]`` ([N, 3], finite) gives
+            coordinates, when present (needed by ``radius`` mode). Other input raises
+            :class:`~dgl_graphtx.errors.ConfigError` naming the fix.
         config: which pairs to keep (``hops`` / ``radius`` for large graphs: built in time and
             memory proportional to the kept pairs).
         vocab: bond vocabulary whose special classes label non-bonded pairs.
@@ -224,6 +226,12 @@ def build_relation_graph(
         >>> build_relation_graph(chain, RelationConfig("radius", radius=3.0)).num_edges()  # not 10^6
         4994
     """
+    if len(graph.ntypes) != 1 or len(graph.etypes) != 1:
+        raise ConfigError(f"build_relation_graph takes a homogeneous graph, got node types {graph.ntypes} and edge types "
+                          f"{graph.etypes}; convert it with dgl.to_homogeneous(graph)")
+    if graph.batch_size != 1:
+        raise ConfigError(f"build_relation_graph takes one graph, got a batch of {graph.batch_size}; build each graph's "
+                          "relation graph (dgl.unbatch(batch)) and dgl.batch the results")
     n = graph.num_nodes()
     if config.mode == "complete":
         num_edges = n * n + (2 * n + 1 if config.virtual_node else 0)
@@ -239,6 +247,9 @@ def build_relation_graph(
             f"relation mode {config} needs 3-D coordinates in ndata[{pos_field!r}]; "
             "featurize with coordinates='auto' (or 'etkdg'), or use mode 'complete'/'hops'"
         )
+    if pos is not None and not np.isfinite(pos).all():
+        node = int(np.flatnonzero(~np.isfinite(pos).all(axis=-1))[0])
+        raise ConfigError(f"ndata[{pos_field!r}] of node {node} is not finite ({pos[node].tolist()}); give every node finite coordinates")
     src, dst = (t.cpu().numpy().astype(np.int64) for t in graph.edges())
     if config.mode == "complete":
         q_idx, k_idx = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)  # row-major: by query, then key
@@ -254,6 +265,11 @@ def build_relation_graph(
         if bond_class_field in graph.edata
         else np.zeros(len(src), dtype=np.int64)
     )
+    outside = (classes < 0) | (classes >= vocab.num_bond_types)
+    if outside.any():
+        raise ConfigError(f"edata[{bond_class_field!r}] holds bond class {int(classes[outside][0])}, outside 0..{vocab.num_bond_types - 1} "
+                          f"of the bond vocabulary (radices {vocab.radices}); encode bond features with vocab.encode, or pass "
+                          "the vocab= whose classes they are")
     e_bond = _pair_bond_classes(n, src, dst, classes, q_idx, k_idx, vocab)
     e_dist = None if pos is None else np.linalg.norm(pos[q_idx] - pos[k_idx], axis=-1)
 

@@ -204,6 +204,27 @@ def test_all_invalid_and_empty_inputs_raise():
         MoleculeDataset(["CC", "CCO"], [[1.0], [2.0]], target_names=["a", "b"], progress=False)
 
 
+def test_one_molecule_and_misshapen_targets_are_refused_not_reread():
+    # a string is a sequence of letters: "CCO" would have been three molecules C, C and O
+    for one in ("CCO", Chem.MolFromSmiles("CCO")):
+        with pytest.raises(ConfigError, match=r"molecules is one molecule, 'CCO'; pass a list of molecules, e.g. \['CCO'\]"):
+            MoleculeDataset(one, progress=False)
+    # a [molecules x 2 x 2] array would have been flattened into four target columns
+    with pytest.raises(ConfigError, match=r"targets have shape \(2, 2, 2\)"):
+        MoleculeDataset(["CC", "CCO"], np.zeros((2, 2, 2)), progress=False)
+
+
+def test_targets_dict_reads_as_named_columns():
+    ds = MoleculeDataset(["CC", "CCO", "CCN"], {"logp": [1.0, None, 3.0], "mw": [30.0, 46.0, 45.0]}, progress=False)
+    assert ds.target_names == ["logp", "mw"]
+    assert [ds[i][2].tolist() for i in range(3)] == [[1.0, 30.0], [0.0, 46.0], [3.0, 45.0]]
+    assert [ds[i][3].tolist() for i in range(3)] == [[True, True], [False, True], [True, True]]
+    with pytest.raises(ConfigError, match="got 2 target rows for 3 molecules"):
+        MoleculeDataset(["CC", "CCO", "CCN"], {"logp": [1.0, 2.0]}, progress=False)
+    with pytest.raises(ConfigError, match="cannot read the targets dict as columns .*give each target a column of 3 values"):
+        MoleculeDataset(["CC", "CCO", "CCN"], {"logp": [1.0, 2.0, 3.0], "mw": [30.0]}, progress=False)
+
+
 def test_from_sdf_properties_as_targets_and_coordinates(sdf_path, sdf_records):
     energy = "r_mmffld_Potential_Energy-OPLS_2005"
     ds = MoleculeDataset.from_sdf(

@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -220,6 +221,30 @@ def test_no_nan_with_unreachable_pairs(v, dtype):
         assert (attn[unreachable] == 0).all()
 
 
+# DGL's CPU kernels take no float16, which the value sums of MoireGT's distance basis run through
+HALF_MOIRE = [(v, dtype) for v in VARIANTS if v.kind == "moire" for dtype in (torch.float16, torch.bfloat16)
+              if not (v.rbf and dtype == torch.float16)]
+
+
+@pytest.mark.parametrize("v,dtype", HALF_MOIRE, ids=lambda p: p.id if isinstance(p, Variant) else str(p)[6:])
+def test_moire_in_half_precision_follows_float64(v, dtype):
+    """A model cast with .half() / .bfloat16(): unreachable pairs' 1e6 and their focus (-1e12 /
+    sigma) do not fit float16, so the focus is computed in float32 and its logits cast."""
+    bg = dgl.batch(mixed_graphs())
+    layer = make_layer(v, dtype=torch.float64)
+    x = features(bg.num_nodes(), 5, torch.float64)
+    expected = layer(bg, x)
+    layer.to(dtype)
+    low = x.to(dtype).requires_grad_(True)
+    out = layer(bg, low)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.double(), expected, atol=0.1, rtol=0.05)
+    out.double().sum().backward()
+    assert torch.isfinite(low.grad).all()
+    for name, p in layer.named_parameters():
+        assert p.grad is None or torch.isfinite(p.grad).all(), name
+
+
 # ---------------------------------------------------------------------------------------------
 # Gradients of the structural parameters
 # ---------------------------------------------------------------------------------------------
@@ -382,6 +407,48 @@ def test_moire_dist_without_coordinates_is_a_config_error():
         with pytest.raises(ConfigError):
             MoireAttention(D_MODEL, HEADS, distance="dist", mode=mode)(rel, x)
     assert MoireAttention(D_MODEL, HEADS, distance="spd")(rel, x).shape == x.shape
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
+def test_graph_without_nodes_gives_no_rows_and_leaves_a_batch_unchanged(v):
+    empty = dgl.graph(([], []), num_nodes=0, idtype=torch.int64)
+    empty.ndata["pos"] = torch.zeros(0, 3)
+    empty_rel = build_relation_graph(empty)
+    _, rel = smiles_to_graphs("CCO", FEAT3D)
+    layer = build(v)
+    x = torch.randn(rel.num_nodes(), D_MODEL, dtype=torch.float64)
+    layer.double()
+    for aggregation in ("auto", "message_passing"):
+        layer.aggregation = aggregation
+        assert layer(empty_rel, x[:0]).shape == (0, D_MODEL)
+        batched = layer(dgl.batch([empty_rel, rel, empty_rel]), x)
+        torch.testing.assert_close(batched, layer(rel, x), atol=1e-12, rtol=0)
+
+
+def test_features_that_do_not_fit_the_layer_are_named():
+    _, rel = smiles_to_graphs("CCO")
+    layer = GRPEAttention(D_MODEL, HEADS)
+    with pytest.raises(ValueError, match=r"feat has 2 rows but the relation graph has 3 nodes"):
+        layer(rel, torch.randn(2, D_MODEL))
+    for shape in ((3, 8), (3, 1, D_MODEL)):
+        with pytest.raises(ValueError, match=re.escape(f"feat has shape {shape} but the layer takes [N, embed_dim={D_MODEL}]")):
+            layer(rel, torch.randn(*shape))
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.id)
+def test_molecular_graph_for_the_relation_graph_is_a_config_error(v):
+    # the careless call: the bond graph (edata feat, bond_class) where the relation graph belongs
+    graph, rel = smiles_to_graphs("CCO", FEAT3D)
+    layer = build(v)
+    x = torch.randn(graph.num_nodes(), D_MODEL)
+    if v.kind == "vanilla":  # plain attention reads no edge data: over the bonds, it is just that
+        assert layer(graph, x).shape == x.shape
+        return
+    needed = ["spd", "bond"] if v.kind in ("grpe", "graphormer") else ["spd"]
+    message = f"needs a relation graph with edata {needed}, got a graph whose edata is ['bond_class', 'feat']; pass the relation graph"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        layer(graph, x)
+    assert layer(rel, x).shape == x.shape
 
 
 # ---------------------------------------------------------------------------------------------

@@ -251,6 +251,29 @@ def test_build_relation_graph_without_bond_classes_and_with_positions():
     assert int(rel_r2.edata["spd"][index_r2[(0, 2)]]) == 2
 
 
+def test_build_relation_graph_refuses_input_it_would_misread():
+    pair = dgl.graph(([0, 1], [1, 0]), num_nodes=2)
+    # a batch: one relation graph over both would pair nodes of different graphs (attention across molecules)
+    with pytest.raises(ConfigError, match=r"takes one graph, got a batch of 2.*dgl.unbatch"):
+        build_relation_graph(dgl.batch([pair, pair]))
+    hetero = dgl.heterograph({("atom", "single", "atom"): ([0], [1]), ("atom", "double", "atom"): ([1], [0])})
+    with pytest.raises(ConfigError, match=r"homogeneous graph.*dgl.to_homogeneous"):
+        build_relation_graph(hetero)
+    # classes 60..62 of the default vocabulary are NO_EDGE / SELF / VIRTUAL, and 500 indexes no table row
+    for bad in (60, 500, -1):
+        g = dgl.graph(([0, 1], [1, 0]), num_nodes=2)
+        g.edata["bond_class"] = torch.tensor([bad, 0])
+        with pytest.raises(ConfigError, match=rf"bond class {bad}, outside 0..59"):
+            build_relation_graph(g)
+    for mode in (RelationConfig(), RelationConfig("radius", radius=2.0)):
+        g = dgl.graph(([0, 1], [1, 0]), num_nodes=3)
+        g.ndata["pos"] = torch.tensor([[0.0, 0, 0], [1.0, 0, 0], [float("nan"), 0, 0]])
+        with pytest.raises(ConfigError, match=r"ndata\['pos'\] of node 2 is not finite"):
+            build_relation_graph(g, mode)
+    single = build_relation_graph(dgl.batch([pair]))  # a batch of one is one graph
+    assert single.edata["spd"].tolist() == [0, 1, 1, 0]
+
+
 def test_docstring_style_two_node_example():
     g = dgl.graph(([0, 1], [1, 0]), num_nodes=2)
     r = build_relation_graph(g, RelationConfig(virtual_node=True))
