@@ -122,7 +122,8 @@ class MoireTerm(StructureTerm):
             d = graph.edata["dist"]
         else:
             d = spd
-        d = d.to(torch.promote_types(self.shift.dtype, torch.float32))
+        # float32 for the half types (a dtype rule of Python's: torch.promote_types would be an operation of every step)
+        d = d.to(torch.float32 if self.shift.dtype in (torch.float16, torch.bfloat16) else self.shift.dtype)
         return torch.where(spd == SPD_UNREACHABLE, torch.full_like(d, UNREACHABLE_DISTANCE), d)
 
     def effective_focus(self) -> Tuple[torch.Tensor, torch.Tensor]:
