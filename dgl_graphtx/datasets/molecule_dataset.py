@@ -461,5 +461,6 @@ class MoleculeDataset(Dataset):
 
     def __getitems__(self, indices: Indices) -> MoleculeBatch:
         idx = torch.as_tensor(indices, dtype=torch.int64)
+        idx = torch.where(idx < 0, idx + len(self), idx)  # from the end, as ds[-1] and Subset(ds, [-1])
         labels, mask = labels_and_mask(self.raw_labels[idx])
         return MoleculeBatch(self.graphs.batch(idx), self.relations.batch(idx), labels, mask)

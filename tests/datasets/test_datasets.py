@@ -314,6 +314,9 @@ def test_getitems_equals_collate_of_items():
     _assert_graphs_equal(fast.relation_graph, slow.relation_graph)
     assert torch.equal(fast.labels, slow.labels) and torch.equal(fast.mask, slow.mask)
     assert fast.labels[:, 0].tolist() == [5.0, 0.0, 3.0, 1.0, 7.0]
+    assert ds.__getitems__([-1, -8]).labels[:, 0].tolist() == [len(ds) - 1.0, len(ds) - 8.0]  # from the end, as ds[-1]
+    with pytest.raises(IndexError):
+        ds.__getitems__([-len(ds) - 1])
     assert collate_molecules(fast) is fast
     assert fast.batch_size == 5
     with pytest.raises(ValueError):
