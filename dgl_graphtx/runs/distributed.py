@@ -364,7 +364,6 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
         raise ConfigError(f"--nproc must be >= 1, got {nproc}")
     if launched_by_torchrun():
         raise ConfigError("--nproc starts torchrun itself; leave it out when launching with torchrun")
-    os.environ[LAUNCHER_PID] = str(os.getpid())  # inherited by the processes, which end with this one
     args = torchrun.parse_args([
         "--standalone", f"--nproc-per-node={nproc}", f"--monitor-interval={monitor_interval_s}",
         "-m", "dgl_graphtx", *argv,
@@ -376,6 +375,10 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     levels = [logger.level for logger in elastic]
     for logger in elastic:
         logger.setLevel(logging.CRITICAL)
+    # inherited by the processes, which end with this one; only theirs: a process this one starts
+    # later (hpopt --jobs, another --nproc) would take this pid for its parent's and end at once
+    previous_launcher = os.environ.get(LAUNCHER_PID)
+    os.environ[LAUNCHER_PID] = str(os.getpid())
     try:
         torchrun.run(args)
     except SignalException as err:  # the launcher was interrupted and stopped the processes
@@ -396,4 +399,8 @@ def launch_local(nproc: int, argv: Sequence[str], monitor_interval_s: float = 1.
     finally:
         for logger, level in zip(elastic, levels):
             logger.setLevel(level)
+        if previous_launcher is None:
+            os.environ.pop(LAUNCHER_PID, None)
+        else:
+            os.environ[LAUNCHER_PID] = previous_launcher
     return 0

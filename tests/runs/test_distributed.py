@@ -245,6 +245,17 @@ def test_a_process_ends_with_its_launcher_even_one_killed_by_sigkill(tmp_path):
     assert_process_ends(pid, 20, "the process outlived its launcher", poll_s=0.1)
 
 
+def test_a_process_started_after_a_launch_is_not_taken_for_one_of_its_processes(tmp_path):
+    """launch_local names itself the launcher of the processes it starts; it left that name in its
+    environment, so a process started later (the workers of ``hpopt --jobs 2`` after an
+    in-process ``--nproc`` run) took it for its parent's and ended at once."""
+    assert launch_local(1, ["info"]) == 0
+    worker = "import time; from dgl_graphtx.runs.distributed import end_with_launcher; end_with_launcher(0.05); time.sleep(1)"
+    search = "import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]]).returncode)"
+    done = subprocess.run([sys.executable, "-c", search, worker], env=command_env(), cwd=REPO, timeout=120)
+    assert done.returncode == 0  # the worker lived while its parent (the search) did
+
+
 def test_a_finished_process_ends_with_its_exit_handlers_run_and_its_output_flushed():
     """end_process skips only the interpreter's shutdown (where a process group's thread can abort
     the process): the status, a thread still working, the exit handlers (the featurizing pool's,
