@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from cli_runner import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line, must_not_be_called, run_cli
 from pretraining_helpers import assert_same_backbone, interrupted_at_epoch
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
@@ -97,6 +97,30 @@ def test_interrupted_pretraining_resumes_to_the_same_weights(backbone, corpus, t
     assert load_checkpoint(tmp_path / "run" / "last.pt").training_state["epoch"] == 2
     _pretrain(corpus, tmp_path / "run", resume=True)
     assert_same_backbone(tmp_path / "run", backbone)
+
+
+def test_resume_on_another_corpus_or_with_other_pretraining_settings_is_refused(backbone, corpus, tmp_path, monkeypatch):
+    # resumed silently before: the card then named the other corpus (or mask share) for a backbone trained on the first
+    other = tmp_path / "other.smi"
+    other.write_text(corpus.read_text().replace("\n", "C\n", 1))  # one molecule changed: the same descriptors keep a spread
+    run = tmp_path / "run"
+    shutil.copytree(backbone, run)
+    card = (run / "card.json").read_text()
+    with pytest.raises(ConfigError, match=r"was pretrained on another corpus \(corpus.smi, .*\) than other.smi"):
+        _pretrain(other, run, resume=True)
+    preset = get_preset("gradformer", **TINY)
+    config = TrainConfig(epochs=3, batch_size=8, lr=1e-3, progress=False)
+    with pytest.raises(ConfigError, match=r"pretrained with mask_share=0.3; resume with the same settings \(now mask_share=0.5\)"):
+        pretrain(corpus, run, preset, config, PretrainConfig(valid_share=0.2, mask_share=0.5), name="tiny", resume=True)
+    assert (run / "card.json").read_text() == card
+    # the command line refuses before the corpus is featurized or its descriptors computed
+    monkeypatch.setattr(MoleculeDataset, "__init__", must_not_be_called("featurizing"))
+    flags = ["--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", "--epochs", "3", "--batch-size", "8",
+             "--lr", "1e-3", "--valid-share", "0.2", "--mask-share", "0.3", "--resume", "-q"]
+    assert_one_error_line(run_cli(["pretrain", other, "--out", run, *flags]), "another corpus", "other.smi")
+    assert_one_error_line(run_cli(["pretrain", corpus, "--out", run, *flags, "--objective", "both"]),
+                          "pretrained with objective='descriptors'", "(now objective='both')")
+    assert (run / "card.json").read_text() == card
 
 
 def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path, monkeypatch):
