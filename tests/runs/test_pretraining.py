@@ -202,6 +202,17 @@ def test_damaged_backbone_fails_the_hash_check(backbone, tmp_path):
         get_pretrained("nothing-here")
 
 
+def test_another_file_of_a_pretraining_folder_is_named_as_not_its_backbone(backbone, tmp_path):
+    # best.pt and last.pt were called damaged, with the advice to reinstall the library
+    csv = tmp_path / "d.csv"
+    freesolv()[:20][["smiles", "expt"]].to_csv(csv, index=False)
+    for name in ("best.pt", "last.pt"):
+        line = assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "r",
+                                              "--from-pretrained", backbone / name]),
+                                     f"{backbone / name} is not the backbone its card", f"give the folder {backbone} or its backbone.pt")
+        assert "damaged" not in line and "reinstall" not in line
+
+
 def test_embed_by_pretrained_path(backbone, tmp_path):
     code, out, err = run_cli(["embed", "--checkpoint", backbone, "CCO", "c1ccccc1", "--output", tmp_path / "e.npy", "-q"])
     assert code == 0, err
