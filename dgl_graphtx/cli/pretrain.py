@@ -81,12 +81,12 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if args.corpus == "moses":
         corpus = moses_corpus(args.moses_dir, args.moses_dir)
         smiles_col, name, licence = args.smiles_col or "SMILES", name or "MOSES", licence or MOSES_LICENCE
-    if args.nproc != 1:
-        check_pretraining(config, corpus, args.out, args.overwrite, args.resume, processes=args.nproc)
-        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     settings = PretrainConfig(objective=args.objective, atom_mask_share=args.atom_mask_share, mask_share=args.mask_share,
                               valid_share=args.valid_share, workers=args.workers, subset=args.subset,
                               corpus_name=name or Path(corpus).name, corpus_licence=licence or "unknown", notes=args.notes)
+    if args.nproc != 1:
+        check_pretraining(config, corpus, args.out, args.overwrite, args.resume, processes=args.nproc, settings=settings)
+        return launch_local(args.nproc, without_option(args.argv, "--nproc"))
     out = Path(args.out)
     result = pretrain_from_config(config, corpus, out, settings, name=args.name, smiles_col=smiles_col,
                                   overwrite=args.overwrite, resume=args.resume)

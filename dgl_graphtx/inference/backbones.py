@@ -100,6 +100,9 @@ def get_pretrained(name_or_path: PathLike) -> Pretrained:
                           "a backbone without a card cannot be checked")
     card = read_card(card_path, name_or_path)
     actual = file_sha256(backbone)
+    if actual != card.sha256 and backbone.name != BACKBONE_FILE:  # best.pt or last.pt of a pretraining folder, say
+        raise ConfigError(f"pretrained model {str(name_or_path)!r}: {backbone} is not the backbone its card {card_path} "
+                          f"describes; give the folder {backbone.parent} or its {BACKBONE_FILE}")
     if actual != card.sha256:
         raise CheckpointError(f"pretrained model {str(name_or_path)!r}: {backbone} has SHA-256 {actual[:12]}..., its card "
                               f"says {card.sha256[:12]}...; the file is damaged or replaced: reinstall "

@@ -86,7 +86,9 @@ def with_intervals(table: pd.DataFrame, names: Sequence[str], calibration: Calib
 
 def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
     """The ensemble calibration in ``<folder>/calibration.json`` when exactly one folder is given
-    and holds one (a replicate folder written by :func:`train_ensemble`), else ``None``.
+    and holds one (a replicate folder written by :func:`train_ensemble`), or is an ensemble's
+    folder of one replicate (the same members), else ``None``; an ensemble's folder of several
+    replicates, each calibrated for its own members, is predicted without one, and a warning says so.
 
     Example:
         >>> stored_calibration(["no/such/folder"]) is None
@@ -94,7 +96,15 @@ def stored_calibration(folders: Sequence[PathLike]) -> Optional[Calibration]:
     """
     if len(folders) != 1 or not Path(folders[0]).is_dir():
         return None
-    path = Path(folders[0]) / CALIBRATION_FILE
+    folder = Path(folders[0])
+    replicates = sorted(path for path in folder.glob("replicate_*") if path.is_dir())
+    if len(replicates) > 1:
+        if any((replicate / CALIBRATION_FILE).is_file() for replicate in replicates):
+            logger.warning("%s holds %d replicates, each calibrated for its own members: all their members predict together "
+                           "with their uncalibrated spread as the std and no interval; give one replicate's folder (%s) for "
+                           "its calibrated std and interval", folder, len(replicates), replicates[0])
+        return None
+    path = (replicates[0] if replicates else folder) / CALIBRATION_FILE
     fix = "train the ensemble again (--overwrite), or predict with its members' best.pt files to leave the calibration out"
     data = read_json(path, fix, optional=True)
     if data is None:

@@ -219,8 +219,15 @@ def _checked(table: pd.DataFrame, names: Sequence[str], task: Optional[str], sou
             more.append(f"target {name!r}: {int(bad.sum())} prediction(s) not a finite number (NaN, infinite or beyond "
                         f"float32's range) left out of the metrics (first: row {int(np.argmax(bad))})")
             labels[bad, t] = np.nan
-        if f"{name}_lo" in numbers and f"{name}_hi" in numbers:
-            intervals[name] = _interval(numbers[f"{name}_lo"].to_numpy(), numbers[f"{name}_hi"].to_numpy(), labels[:, t], name, more)
+        bounds = [f"{name}_{end}" for end in ("lo", "hi") if f"{name}_{end}" in numbers]
+        if len(bounds) == 1:
+            more.append(f"target {name!r}: the table has {bounds[0]} without its other bound, so no interval is scored")
+        if len(bounds) == 2:
+            blank = table[bounds].isna().any(axis=1).to_numpy() & np.isfinite(labels[:, t])
+            if blank.any():
+                more.append(f"target {name!r}: {int(blank.sum())} labelled row(s) with a blank {name}_lo or {name}_hi (first: "
+                            f"row {int(np.argmax(blank))}) left out of coverage and width")
+            intervals[name] = _interval(numbers[bounds[0]].to_numpy(), numbers[bounds[1]].to_numpy(), labels[:, t], name, more)
     return _Checked(labels, predicted, intervals, notes + more), task, num_classes
 
 
@@ -268,8 +275,9 @@ def evaluate_predictions(table: pd.DataFrame, task: Optional[str] = None, source
     the table when not given (see :func:`prediction_task`), else checked against it.
 
     Labels are read as the checkpoint route reads them; a cell that is not a number, a prediction
-    that is not a finite number (NaN, infinite, beyond float32's range) and an interval with
-    ``lo > hi`` are left out of the metrics, and ``notes`` says how many and names the first row.
+    that is not a finite number (NaN, infinite, beyond float32's range), an interval with
+    ``lo > hi`` or a blank bound are left out of the metrics, and ``notes`` says how many and names
+    the first row (and names a bound without the other).
 
     Example:
         >>> oof = pd.DataFrame({"row": [0, 1, 2, 3], "fold": [0, 0, 1, 1], "y": [1.0, 2.0, 3.0, 4.0],

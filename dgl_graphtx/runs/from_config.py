@@ -21,7 +21,7 @@ from ..errors import ConfigError, GraphTxError
 from ..inference.backbones import describe_loaded
 from ..logs import log_to_file
 from ..training import ProcessHooks
-from ..training.resume import check_resume_settings
+from ..training.resume import check_resume_pretraining, check_resume_settings
 from ..training.target_metrics import format_metrics
 from .config import RunConfig, default_preset_name
 from .calibration_part import GivenCalibration, check_resumed_calibration
@@ -32,6 +32,8 @@ from .experiment import ExperimentResult, train_and_evaluate
 from .folder import RunFolder, check_run_tree
 from .plan import RunPlan
 from .pretraining import PretrainConfig, PretrainResult, pretrain
+from .pretraining.card import pretraining_recipe
+from .pretraining.corpus import corpus_record, corpus_sha256
 from .training_data import load_calibration_data, load_training_data
 
 logger = logging.getLogger("dgl_graphtx")
@@ -224,10 +226,11 @@ def _for_process(config: RunConfig, plan: RunPlan, hooks: ProcessHooks, out: Pat
 
 
 def check_pretraining(config: RunConfig, corpus: PathLike, out_dir: PathLike, overwrite: bool = False,
-                      resume: bool = False, processes: int = 1) -> None:
+                      resume: bool = False, processes: int = 1, settings: PretrainConfig = PretrainConfig()) -> None:
     """What :func:`pretrain_from_config` can check before reading its corpus and before the
     processes of a distributed run start: the corpus is there, the device and compute path are
-    usable (a GPU per process), the output folder is free (or resumed).
+    usable (a GPU per process), the output folder is free (or resumed: with the corpus and the
+    ``settings`` and training settings its ``last.pt`` was written with).
 
     Example:
         >>> import tempfile
@@ -241,6 +244,12 @@ def check_pretraining(config: RunConfig, corpus: PathLike, out_dir: PathLike, ov
         raise GraphTxError(f"corpus {corpus} not found: give a SMILES file, a featurized store or 'moses'")
     resolve_compute(config.train.compute, check_processes(processes, config.train.device))
     RunFolder(out_dir, overwrite, resume=resume).check()
+    last = Path(out_dir) / "last.pt"
+    if resume and last.is_file():  # before the corpus is featurized and its descriptors computed
+        extra = load_checkpoint(last, map_location="cpu").meta.extra
+        current = {"corpus": corpus_record(corpus, corpus_sha256(corpus)), "recipe": pretraining_recipe(settings, config.train)}
+        check_resume_pretraining(last, extra.pretraining, current)
+        check_resume_settings(last, extra.train_config or {}, config.train)
 
 
 def pretrain_from_config(config: RunConfig, corpus: PathLike, out_dir: PathLike, settings: PretrainConfig = PretrainConfig(),
@@ -260,7 +269,7 @@ def pretrain_from_config(config: RunConfig, corpus: PathLike, out_dir: PathLike,
         >>> pretrain_from_config(run, folder / "c.smi", folder / "run", PretrainConfig(valid_share=0.25)).card.epochs
         1
     """
-    check_pretraining(config, corpus, out_dir, overwrite, resume)
+    check_pretraining(config, corpus, out_dir, overwrite, resume, settings=settings)
     with process_hooks(config.train.device) as hooks:
         result = pretrain(corpus, out_dir, config.as_preset(), process_settings(config.train, hooks), settings, name=name,
                           smiles_col=smiles_col, overwrite=overwrite, resume=resume, hooks=hooks)

@@ -23,6 +23,8 @@ logger = logging.getLogger("dgl_graphtx")
 
 #: TrainConfig fields that may differ between a run and its resumption.
 RESUMABLE_CHANGES = ("device", "compute", "num_workers", "progress", "threads")
+#: PretrainConfig fields that may differ between a pretraining run and its resumption: they shape no step of it.
+RESUMABLE_PRETRAINING = ("workers", "corpus_name", "corpus_licence", "notes")
 
 
 def capture_rng_state() -> Dict[str, Any]:
@@ -144,6 +146,38 @@ def check_resume_settings(path: Path, saved: Dict[str, Any], config: Any) -> Non
             f"{path} was trained with {', '.join(f'{k}={saved[k]!r}' for k in changed)}; "
             f"resume with the same settings (now {', '.join(f'{k}={current[k]!r}' for k in changed)})"
         )
+
+
+def check_resume_pretraining(path: Path, saved: Optional[Dict[str, Any]], current: Optional[Dict[str, Any]]) -> None:
+    """Refuse to resume the pretraining run of ``path`` (its ``last.pt``) on another corpus or with
+    other pretraining settings than it was written with: ``saved`` and ``current`` are the
+    checkpoints' ``pretraining`` records (``corpus``: its ``source`` and ``sha256``, and ``recipe``);
+    ``current`` is ``None`` for a training run, which this leaves alone. One
+    :class:`~dgl_graphtx.errors.ConfigError` names what changed.
+
+    Example:
+        >>> saved = {"corpus": {"source": "a.smi", "sha256": "ab" * 32}, "recipe": {"pretrain": {"mask_share": 0.15, "workers": 1}}}
+        >>> check_resume_pretraining(Path("last.pt"), saved, {**saved, "recipe": {"pretrain": {"mask_share": 0.15, "workers": 4}}})
+        >>> check_resume_pretraining(Path("last.pt"), saved, {**saved, "recipe": {"pretrain": {"mask_share": 0.5, "workers": 1}}})
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: last.pt was pretrained with mask_share=0.15; resume with the same settings (now mask_share=0.5)
+    """
+    if current is None:
+        return
+    if saved is None:
+        raise ConfigError(f"{path} is not a pretraining run's: continue it with 'dgl-graphtx train --resume', or pretrain "
+                          "into another --out")
+    before, now = saved.get("corpus"), current["corpus"]
+    if before is not None and before["sha256"] != now["sha256"]:
+        raise ConfigError(f"{path} was pretrained on another corpus ({before['source']}, sha256 {before['sha256'][:12]}) than "
+                          f"{now['source']} (sha256 {now['sha256'][:12]}); resume with the run's corpus, or start a new run "
+                          "(--overwrite, or another --out)")
+    old, new = saved.get("recipe", {}).get("pretrain", {}), current["recipe"]["pretrain"]
+    changed = [k for k, v in new.items() if k in old and old[k] != v and k not in RESUMABLE_PRETRAINING]
+    if changed:
+        raise ConfigError(f"{path} was pretrained with {', '.join(f'{k}={old[k]!r}' for k in changed)}; "
+                          f"resume with the same settings (now {', '.join(f'{k}={new[k]!r}' for k in changed)})")
 
 
 def check_resume_data(path: Path, saved: Optional[Dict[str, Any]], current: Optional[Dict[str, Any]]) -> None:

@@ -14,7 +14,8 @@ from ..checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from ..errors import CheckpointError, ConfigError
 from ..models import MoleculeModel
 from .hooks import ProcessHooks
-from .resume import TrainingState, capture_rng_state, check_resume_data, check_resume_settings, restore_rng_state
+from .resume import (TrainingState, capture_rng_state, check_resume_data, check_resume_pretraining, check_resume_settings,
+                     restore_rng_state)
 
 logger = logging.getLogger("dgl_graphtx")
 
@@ -105,9 +106,10 @@ class RunCheckpoints:
         loaded = load_checkpoint(path, map_location="cpu")
         if loaded.training_state is None:
             raise CheckpointError(f"{path} holds no training state; resume from the last.pt that training writes")
-        if loaded.model.config != model.config:
-            raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
+        check_resume_pretraining(path, loaded.meta.extra.pretraining, self.meta.extra.pretraining if self.meta is not None else None)
         check_resume_settings(path, loaded.meta.extra.train_config or {}, self.config)
+        if loaded.model.config != model.config:  # after the settings and corpus, which change it and are named
+            raise ConfigError(f"{path} was trained with another model configuration; resume with the same settings")
         check_resume_data(path, loaded.meta.extra.data, self.meta.extra.data if self.meta is not None else None)
         raw = loaded.training_state
         model.load_state_dict(loaded.model.state_dict())

@@ -83,6 +83,19 @@ def test_intervals_with_lo_above_hi_are_left_out_and_unbounded_ones_said(table, 
     assert width == pytest.approx(2.0) and width > 0
 
 
+def test_a_blank_bound_or_a_bound_without_the_other_is_said(table, tmp_path):
+    """A blank bound left its row out of coverage and width, and a lone y_lo left the intervals out, without a note."""
+    lo, hi = PREDICTED - 1.0, PREDICTED + 1.0
+    lo[3] = np.nan
+    report = _evaluate(table.assign(y_lo=lo, y_hi=hi), tmp_path / "t.csv")
+    keep = np.arange(10) != 3
+    assert report["intervals"]["y"]["coverage"] == pytest.approx(float(((LABELS >= lo) & (LABELS <= hi))[keep].mean()))
+    assert report["notes"] == ["target 'y': 1 labelled row(s) with a blank y_lo or y_hi (first: row 3) left out of coverage and width"]
+    alone = _evaluate(table.assign(y_lo=PREDICTED - 1.0), tmp_path / "a.csv")
+    assert "intervals" not in alone
+    assert alone["notes"] == ["target 'y': the table has y_lo without its other bound, so no interval is scored"]
+
+
 def test_a_blank_fold_is_left_out_of_the_per_fold_scores(table, tmp_path):
     folds = [0, 0, 0, 1, 1, 1, None, 2, 2, 2]
     report = _evaluate(table.assign(fold=folds), tmp_path / "t.csv")

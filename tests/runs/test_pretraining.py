@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from cli_runner import assert_one_error_line, run_cli
+from cli_runner import assert_one_error_line, must_not_be_called, run_cli
 from pretraining_helpers import assert_same_backbone, interrupted_at_epoch
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import MoleculeDataset, freesolv
@@ -99,6 +99,30 @@ def test_interrupted_pretraining_resumes_to_the_same_weights(backbone, corpus, t
     assert_same_backbone(tmp_path / "run", backbone)
 
 
+def test_resume_on_another_corpus_or_with_other_pretraining_settings_is_refused(backbone, corpus, tmp_path, monkeypatch):
+    # resumed silently before: the card then named the other corpus (or mask share) for a backbone trained on the first
+    other = tmp_path / "other.smi"
+    other.write_text(corpus.read_text().replace("\n", "C\n", 1))  # one molecule changed: the same descriptors keep a spread
+    run = tmp_path / "run"
+    shutil.copytree(backbone, run)
+    card = (run / "card.json").read_text()
+    with pytest.raises(ConfigError, match=r"was pretrained on another corpus \(corpus.smi, .*\) than other.smi"):
+        _pretrain(other, run, resume=True)
+    preset = get_preset("gradformer", **TINY)
+    config = TrainConfig(epochs=3, batch_size=8, lr=1e-3, progress=False)
+    with pytest.raises(ConfigError, match=r"pretrained with mask_share=0.3; resume with the same settings \(now mask_share=0.5\)"):
+        pretrain(corpus, run, preset, config, PretrainConfig(valid_share=0.2, mask_share=0.5), name="tiny", resume=True)
+    assert (run / "card.json").read_text() == card
+    # the command line refuses before the corpus is featurized or its descriptors computed
+    monkeypatch.setattr(MoleculeDataset, "__init__", must_not_be_called("featurizing"))
+    flags = ["--set", "model.num_layers=1", "model.hidden_dim=16", "model.num_heads=2", "--epochs", "3", "--batch-size", "8",
+             "--lr", "1e-3", "--valid-share", "0.2", "--mask-share", "0.3", "--resume", "-q"]
+    assert_one_error_line(run_cli(["pretrain", other, "--out", run, *flags]), "another corpus", "other.smi")
+    assert_one_error_line(run_cli(["pretrain", corpus, "--out", run, *flags, "--objective", "both"]),
+                          "pretrained with objective='descriptors'", "(now objective='both')")
+    assert (run / "card.json").read_text() == card
+
+
 def test_fine_tune_50_molecules_from_a_pretrained_backbone(backbone, tmp_path, monkeypatch):
     pretrained = get_pretrained(backbone)
     preset = pretrained_preset(pretrained, get_preset("grpe"))
@@ -176,6 +200,17 @@ def test_damaged_backbone_fails_the_hash_check(backbone, tmp_path):
     assert_one_error_line(run_cli(["embed", "--checkpoint", copy, "CCO", "--output", tmp_path / "e.csv"]), "damaged or replaced")
     with pytest.raises(ConfigError, match="no pretrained model 'nothing-here'"):
         get_pretrained("nothing-here")
+
+
+def test_another_file_of_a_pretraining_folder_is_named_as_not_its_backbone(backbone, tmp_path):
+    # best.pt and last.pt were called damaged, with the advice to reinstall the library
+    csv = tmp_path / "d.csv"
+    freesolv()[:20][["smiles", "expt"]].to_csv(csv, index=False)
+    for name in ("best.pt", "last.pt"):
+        line = assert_one_error_line(run_cli(["train", csv, "--targets", "expt", "--out", tmp_path / "r",
+                                              "--from-pretrained", backbone / name]),
+                                     f"{backbone / name} is not the backbone its card", f"give the folder {backbone} or its backbone.pt")
+        assert "damaged" not in line and "reinstall" not in line
 
 
 def test_embed_by_pretrained_path(backbone, tmp_path):

@@ -381,6 +381,20 @@ def test_ensemble_spread_is_calibrated_and_reloaded_for_predict(tmp_path):
     assert report["test"]["expt"]["coverage"] == pytest.approx(
         ((table["expt"] >= table["expt_lo"]) & (table["expt"] <= table["expt_hi"])).mean())
     assert stored_calibration([tmp_path / "replicate_0"]) == calibration
+    # the ensemble's folder holds the same members: the same calibration (it gave their raw spread as the std, no interval)
+    assert stored_calibration([tmp_path]) == calibration
+    top, replicate = (run_cli(["predict", "--checkpoint", folder, "CCO", "c1ccccc1O"]) for folder in (tmp_path, tmp_path / "replicate_0"))
+    assert top[0] == 0 and top[1] == replicate[1] and "expt_lo" in top[1]
+
+
+def test_an_ensemble_of_several_replicates_is_predicted_without_a_calibration_and_says_so(tmp_path, caplog):
+    folder = tmp_path / "ens"
+    for replicate in (0, 1):
+        (folder / f"replicate_{replicate}").mkdir(parents=True)
+        calibration = Calibration("ensemble", 0.9, z_scale=[3.0 + replicate], conformal=[2.0], normalised=True)
+        (folder / f"replicate_{replicate}" / "calibration.json").write_text(json.dumps(calibration.to_dict()))
+    assert stored_calibration([folder]) is None
+    assert "holds 2 replicates, each calibrated for its own members" in caplog.text and str(folder / "replicate_0") in caplog.text
 
 
 def test_classification_gets_a_temperature_and_mc_dropout_std():

@@ -9,7 +9,7 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -65,7 +65,7 @@ def read_corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optio
         dataset = load_store(path)
         dataset.check_featurized_as(preset.featurizer, preset.relation, f"the {preset.model.variant} model",
                                     "featurize it with that model's featurizer and relation settings", name=f"store {path}")
-        return dataset, list(dataset.identifiers), file_sha256(path / MANIFEST)
+        return dataset, list(dataset.identifiers), corpus_sha256(path)
     table = read_molecules(path, smiles_col)
     rows = list(range(len(table)))
     if subset is not None and subset < len(rows):
@@ -73,7 +73,18 @@ def read_corpus(source: PathLike, preset: Preset, smiles_col: str, subset: Optio
     molecules = [table.molecules[r] for r in rows]
     dataset = MoleculeDataset(molecules, identifiers=[table.identifiers[r] for r in rows], featurizer=preset.featurizer,
                               relation=preset.relation, progress=progress)
-    return dataset, [molecules[r] for r in dataset.rows.tolist()], file_sha256(table.source)
+    return dataset, [molecules[r] for r in dataset.rows.tolist()], corpus_sha256(table.source)
+
+
+def corpus_sha256(source: PathLike) -> str:
+    """The SHA-256 a corpus is known by: of its file, or of a featurized store's manifest."""
+    path = Path(source)
+    return file_sha256(path / MANIFEST if is_store(path) else path)
+
+
+def corpus_record(source: PathLike, sha256: str) -> Dict[str, str]:
+    """The corpus as a pretraining run's checkpoints record it: its name and SHA-256 (:func:`corpus_sha256`)."""
+    return {"source": Path(source).name, "sha256": sha256}
 
 
 def _molecules_key(corpus_sha: str, subset: Optional[int], seed: int) -> str:
@@ -163,6 +174,10 @@ class DescriptorCorpus:
     names: List[str]
     scaler: FeatureScaler
     descriptor_seconds: float
+
+    def record(self) -> Dict[str, str]:
+        """What the run's checkpoints keep of the corpus, so that a resumed run is refused on another one."""
+        return corpus_record(self.source, self.sha256)
 
 
 def descriptor_corpus(source: PathLike, out: Path, preset: Preset, smiles_col: str, config: PretrainConfig,

@@ -94,7 +94,7 @@ def pretrain(
         recipe = pretraining_recipe(config, train_config)
         meta = CheckpointMeta(preset.featurizer, preset.relation, data.names,
                               CheckpointExtras(pretraining={"targets": config.generator, "scaler": data.scaler.to_dict(),
-                                                            "recipe": recipe}))
+                                                            "recipe": recipe, "corpus": data.record()}))
         model = build_model(model_config)
         pretext = MaskedAtoms(model, config.atom_mask_share) if config.objective != "descriptors" else None
         trainer = MaskedDescriptorTrainer(model, train_config, out_dir=out, meta=meta, hooks=hooks, mask_share=config.mask_share,
