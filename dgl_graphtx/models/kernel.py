@@ -26,7 +26,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 import torch
@@ -40,6 +40,9 @@ KERNEL_TASKS = ("regression", "classification")
 ALPHAS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 #: Blend weights of the network tried on the validation part.
 WEIGHTS = tuple(i / 20 for i in range(21))
+#: Fewest labelled validation molecules a blend weight is chosen on without a warning: on fewer,
+#: some weight between the network and the kernel fits them almost exactly, whatever its worth.
+FEW_VALIDATION = 5
 #: Most training molecules the kernel keeps (a seeded draw above it): kernel matrices of
 #: 5,000 molecules take 200 MB in float64 and a few seconds to solve.
 MAX_REFERENCES = 5000
@@ -111,6 +114,7 @@ class KernelFit:
     validation_network: List[float]
     validation_kernel: List[float]
     validation_blend: List[float]
+    validation_counts: List[int] = field(default_factory=list)
 
 
 def _mse(y: torch.Tensor, p: torch.Tensor) -> float:
@@ -150,7 +154,7 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
     return KernelFit(fps.clamp(max=255).to(torch.uint8), coefficients.float(),
                      torch.tensor([t.intercept for t in tasks]), torch.tensor([t.weight for t in tasks]),
                      [t.alpha for t in tasks], [t.error_network for t in tasks], [t.error_kernel for t in tasks],
-                     [t.error_blend for t in tasks])
+                     [t.error_blend for t in tasks], [t.validation_count for t in tasks])
 
 
 @dataclass
@@ -162,6 +166,7 @@ class _TaskFit:
     error_network: float = float("nan")
     error_kernel: float = float("nan")
     error_blend: float = float("nan")
+    validation_count: int = 0
 
 
 def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor, is_train: torch.Tensor,
@@ -177,8 +182,9 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     known = ~torch.isnan(labels)
     fitted = torch.nonzero(known).flatten()
     validation = ~is_train[fitted]
-    if not bool(validation.any()) or len(fitted) < 3:
-        return _TaskFit(torch.zeros(len(labels), dtype=torch.float64))
+    count = int(validation.sum())
+    if not count or len(fitted) < 3:
+        return _TaskFit(torch.zeros(len(labels), dtype=torch.float64), validation_count=count)
     y = labels[fitted]
     mean = y.mean()
     eigenvalues, vectors = torch.linalg.eigh(kernel[fitted][:, fitted])
@@ -194,7 +200,8 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in weights)
     coefficients = torch.zeros(len(labels), dtype=torch.float64)
     coefficients[fitted] = dual
-    return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend)
+    return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend,
+                    count)
 
 
 class FingerprintKernel(nn.Module):
@@ -300,13 +307,41 @@ def describe_fit(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> 
         >>> print(describe_fit(fit, ["pKi"]))
         fingerprint kernel, pKi: network weight 0.25, ridge 0.1; validation RMSE network 1.000, kernel 0.707, blend 0.671
     """
-    names = list(task_names) if task_names is not None else [f"task {i}" for i in range(len(fit.alphas))]
+    names = _task_names(fit, task_names)
+    counts = fit.validation_counts or [0] * len(names)
     lines = []
-    for name, w, alpha, net, kern, blend in zip(names, fit.weight.tolist(), fit.alphas, fit.validation_network,
-                                                fit.validation_kernel, fit.validation_blend):
-        if alpha != alpha:  # NaN: no labelled validation rows
-            lines.append(f"fingerprint kernel, {name}: not used (no labelled validation molecules)")
+    for name, w, alpha, net, kern, blend, count in zip(names, fit.weight.tolist(), fit.alphas, fit.validation_network,
+                                                       fit.validation_kernel, fit.validation_blend, counts):
+        if alpha != alpha:  # NaN: not fitted
+            why = "fewer than 3 labelled molecules" if count else "no labelled validation molecules"
+            lines.append(f"fingerprint kernel, {name}: not used ({why})")
             continue
         lines.append(f"fingerprint kernel, {name}: network weight {w:.2f}, ridge {alpha:g}; validation RMSE "
                      f"network {net ** 0.5:.3f}, kernel {kern ** 0.5:.3f}, blend {blend ** 0.5:.3f}")
     return "\n".join(lines)
+
+
+def few_validation_warning(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> Optional[str]:
+    """One line naming the tasks whose network weight was chosen on fewer than
+    :data:`FEW_VALIDATION` labelled validation molecules (on so few, a weight between the two fits
+    them almost exactly, whatever it is worth), or ``None``.
+
+    Example:
+        >>> fit = KernelFit(torch.zeros(1, 2), torch.zeros(1, 2), torch.zeros(2), torch.tensor([0.25, 1.0]), [0.1, 0.1],
+        ...                 [1.0, 1.0], [0.5, 0.5], [0.01, 1.0], [1, 40])
+        >>> few_validation_warning(fit, ["pKi", "logD"])  # doctest: +ELLIPSIS
+        'fingerprint kernel: network weight chosen on fewer than 5 labelled validation molecules for pKi (1, weight 0.25), too few ...'
+    """
+    few = [(name, w, count) for name, w, alpha, count in zip(_task_names(fit, task_names), fit.weight.tolist(), fit.alphas,
+                                                              fit.validation_counts) if alpha == alpha and count < FEW_VALIDATION]
+    if not few:
+        return None
+    shown = ", ".join(f"{name} ({count}, weight {w:.2f})" for name, w, count in few[:3]) + (
+        f" and {len(few) - 3} more target(s)" if len(few) > 3 else "")
+    return (f"fingerprint kernel: network weight chosen on fewer than {FEW_VALIDATION} labelled validation molecules for "
+            f"{shown}, too few to tell a good blend from chance; give the validation part more "
+            "(--set data.fractions=0.7,0.2,0.1, --split-col, or --valid with --test)")
+
+
+def _task_names(fit: KernelFit, task_names: Optional[Sequence[str]]) -> List[str]:
+    return list(task_names) if task_names is not None else [f"task {i}" for i in range(len(fit.alphas))]

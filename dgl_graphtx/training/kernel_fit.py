@@ -12,7 +12,7 @@ from torch.utils.data import Dataset, Subset
 
 from ..errors import ConfigError
 from ..featurize.molecule import KERNEL_FINGERPRINTS
-from ..models.kernel import FingerprintKernel, KernelFit, describe_fit, fit_fingerprint_kernel
+from ..models.kernel import FingerprintKernel, KernelFit, describe_fit, few_validation_warning, fit_fingerprint_kernel
 from .trainer import Trainer, dataset_labels
 
 logger = logging.getLogger("dgl_graphtx")
@@ -63,26 +63,31 @@ def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) 
     fit = fit_fingerprint_kernel(dataset_fingerprints(train), dataset_labels(train), dataset_fingerprints(valid),
                                  dataset_labels(valid), network, seed=seed)
     model.attach_kernel(FingerprintKernel.from_fit(fit))
-    logger.info("%s", describe_fit(fit, getattr(_root(train), "target_names", None)))
+    names = getattr(_root(train), "target_names", None)
+    logger.info("%s", describe_fit(fit, names))
+    warning = few_validation_warning(fit, names)
+    if warning is not None:
+        logger.warning("%s", warning)
     return fit
 
 
 def kernel_summary(fit: KernelFit) -> Dict[str, Any]:
     """The fit in plain numbers (for ``metrics.json``): per task the network's weight, the ridge,
-    and the validation RMSE of the network, the kernel and the blend (``None`` where unused).
+    the validation RMSE of the network, the kernel and the blend (``None`` where unused), and the
+    labelled validation molecules they were measured on.
 
     Example:
         >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
-        ...                 [1.0], [0.25], [0.16])
+        ...                 [1.0], [0.25], [0.16], [12])
         >>> kernel_summary(fit)
-        {'network_weight': [0.5], 'ridge': [0.1], 'valid_rmse_network': [1.0], 'valid_rmse_kernel': [0.5], 'valid_rmse_blend': [0.4]}
+        {'network_weight': [0.5], 'ridge': [0.1], 'valid_rmse_network': [1.0], 'valid_rmse_kernel': [0.5], 'valid_rmse_blend': [0.4], 'valid_molecules': [12]}
     """
     def rmse(values):
         return [None if v != v else round(v ** 0.5, 6) for v in values]
 
     return {"network_weight": [round(w, 4) for w in fit.weight.tolist()], "ridge": [None if a != a else a for a in fit.alphas],
             "valid_rmse_network": rmse(fit.validation_network), "valid_rmse_kernel": rmse(fit.validation_kernel),
-            "valid_rmse_blend": rmse(fit.validation_blend)}
+            "valid_rmse_blend": rmse(fit.validation_blend), "valid_molecules": list(fit.validation_counts)}
 
 
 def _root(dataset: Dataset) -> Dataset:

@@ -17,7 +17,8 @@ from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_featu
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.featurize.descriptors import kernel_fingerprints
 from dgl_graphtx.models import ModelConfig, build_model
-from dgl_graphtx.models.kernel import ALPHAS, WEIGHTS, FingerprintKernel, fit_fingerprint_kernel, minmax_kernel
+from dgl_graphtx.models.kernel import (ALPHAS, FEW_VALIDATION, WEIGHTS, FingerprintKernel, describe_fit, few_validation_warning,
+                                       fit_fingerprint_kernel, minmax_kernel)
 from dgl_graphtx.relation_graph import RelationConfig
 
 SMILES = list(freesolv()["smiles"][:80])
@@ -103,6 +104,24 @@ def test_without_validation_labels_the_kernel_is_not_used_and_large_sets_are_dra
     assert fit.weight.tolist() == [1.0] and np.isnan(fit.alphas[0]) and (fit.coefficients == 0).all()
     drawn = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], labels[30:], max_references=25, seed=3)
     assert drawn.references.shape == (25, 2048) and drawn.references.dtype == torch.uint8
+
+
+def test_a_weight_chosen_on_few_validation_molecules_is_said_and_an_unfitted_task_says_why():
+    x, y = _labels(40)
+    fps, labels = torch.from_numpy(x), torch.from_numpy(np.stack([y, y], axis=1))
+    labels[:38, 1] = np.nan  # task 1: two labelled molecules in all, both in validation
+    valid = labels[30:].clone()
+    valid[1:, 0] = np.nan  # task 0: one labelled validation molecule
+    network = valid[:, :1].nan_to_num(0.0).repeat(1, 2) + 1.0
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], valid, network)
+    assert fit.validation_counts == [1, 2]
+    assert few_validation_warning(fit, ["a", "b"]) == (
+        f"fingerprint kernel: network weight chosen on fewer than {FEW_VALIDATION} labelled validation molecules for a "
+        f"(1, weight {fit.weight[0]:.2f}), too few to tell a good blend from chance; give the validation part more "
+        "(--set data.fractions=0.7,0.2,0.1, --split-col, or --valid with --test)")  # b was not fitted: nothing chosen
+    assert describe_fit(fit, ["a", "b"]).splitlines()[1] == "fingerprint kernel, b: not used (fewer than 3 labelled molecules)"
+    enough = fit_fingerprint_kernel(fps[:30], labels[:30, :1], fps[30:], labels[30:, :1], labels[30:, :1] + 1.0)
+    assert enough.validation_counts == [10] and few_validation_warning(enough) is None
 
 
 def _dataset(task="regression"):

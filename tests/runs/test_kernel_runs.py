@@ -42,7 +42,9 @@ def kernel_run(data, tmp_path_factory):
 def test_a_default_run_fits_the_kernel_says_so_and_predict_reads_it(kernel_run, tmp_path):
     out, stdout = kernel_run
     summary = json.loads((out / "metrics.json").read_text())["fingerprint_kernel"]
-    assert set(summary) == {"network_weight", "ridge", "valid_rmse_network", "valid_rmse_kernel", "valid_rmse_blend"}
+    assert set(summary) == {"network_weight", "ridge", "valid_rmse_network", "valid_rmse_kernel", "valid_rmse_blend",
+                            "valid_molecules"}
+    assert summary["valid_molecules"] == [12]
     assert 0 <= summary["network_weight"][0] <= 1
     assert summary["valid_rmse_blend"][0] <= min(summary["valid_rmse_network"][0], summary["valid_rmse_kernel"][0]) + 1e-9
     assert "fingerprint kernel, expt: network weight" in stdout
