@@ -117,8 +117,8 @@ def encode_class_labels(
     """Map each target column of two text classes to 0/1 (see the module docstring).
 
     Columns whose numbers are all 0/1 are kept as they are; other numbers (say -1/1) are mapped only
-    when ``positive_label`` names one of them. A mapped column with more or fewer than two classes
-    is an error naming its values.
+    when ``positive_label`` names one of them. A mapped column with more or fewer than two classes,
+    or a 0/1 column of one class, is an error naming its values.
 
     Example:
         >>> frame = pd.DataFrame({"BBB": ["BBB+", "BBB-", "BBB+", ""]})
@@ -134,21 +134,27 @@ def encode_class_labels(
         values = frame[name]
         numbers = _numbers(values)
         observed = numbers[np.isfinite(numbers)]
-        if len(observed) and np.isin(observed, (0.0, 1.0)).all():
-            continue  # already 0/1 (stray text cells are reported as unusable by the dataset)
         texts = [t for t in _texts(values) if t not in BLANKS]
         classes = list(dict.fromkeys(texts))
+        if len(observed) and np.isin(observed, (0.0, 1.0)).all():
+            if len(np.unique(observed)) == 1:
+                _refuse_classes(name, [f"{observed[0]:g}"])
+            continue  # already 0/1 (stray text cells are reported as unusable by the dataset)
         if positive_label is None and len(observed) == len(texts):
             continue  # numbers other than 0/1: check_binary_labels says how to map them
         if len(classes) != 2:
-            shown = ", ".join(repr(c) for c in classes[:6]) + (", ..." if len(classes) > 6 else "")
-            raise ConfigError(f"classification target {name!r} has {len(classes)} distinct value(s) ({shown}); "
-                              "it needs exactly two classes (map them to 0/1, or train with --task regression)")
+            _refuse_classes(name, classes)
         labels = _choose(str(name), classes, positive_label)
         out[name] = labels.encode(values)
         found.append(labels)
         logger.info("classification %s (pick the other with --positive-label)", labels.describe())
     return out, tuple(found)
+
+
+def _refuse_classes(name: Any, classes: Sequence[str]) -> None:
+    shown = ", ".join(repr(c) for c in classes[:6]) + (", ..." if len(classes) > 6 else "")
+    raise ConfigError(f"classification target {name!r} has {len(classes)} distinct value(s) ({shown}); "
+                      "it needs exactly two classes (map them to 0/1, or train with --task regression)")
 
 
 def check_usable_targets(frame: pd.DataFrame, source: Any, task: str) -> None:

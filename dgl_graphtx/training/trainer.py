@@ -401,13 +401,21 @@ class Trainer:
         return list(self.meta.target_names) if self.meta is not None else [f"target {t}" for t in range(count)]
 
     def _check_labels(self, train_set: Dataset, valid_set: Optional[Dataset]) -> None:
-        """Refuse labels the task cannot train on; warn about validation labels some metric cannot score."""
+        """Refuse labels the task cannot train on; warn about a classification target of one class in
+        the training part, and about validation labels some metric cannot score."""
         names = self.meta.target_names if self.meta is not None else None
         for part in (train_set, valid_set):
             if part is not None and self.task == "classification":
                 check_binary_labels(dataset_labels(part).double().numpy(), names)
             elif part is not None and self.task == "multiclass":
                 check_class_labels(dataset_labels(part).double().numpy(), self.model.config.num_classes, names)
+        if self.task == "classification" and self.hooks.is_main:
+            labels = dataset_labels(train_set).double()
+            for t, name in enumerate(self._target_names(labels.shape[1])):
+                classes = torch.unique(labels[~torch.isnan(labels[:, t]), t])
+                if len(classes) == 1:
+                    logger.warning("training set: target %r holds only class %g, so the model cannot learn to tell the "
+                                   "classes apart; split otherwise (another --seed, or --split-col)", name, float(classes[0]))
         if valid_set is not None and self.hooks.is_main:
             for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
                 logger.warning("validation set: %s", note)

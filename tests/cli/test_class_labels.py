@@ -116,6 +116,15 @@ def test_more_than_two_text_classes_are_refused():
         encode_class_labels(pd.DataFrame({"y": ["a", "b", "c"]}))
 
 
+def test_a_0_1_column_of_one_class_is_refused_as_text_of_one_class_is():
+    with pytest.raises(ConfigError, match=r"^classification target 'y' has 1 distinct value\(s\) \('1'\); it needs exactly two"):
+        encode_class_labels(pd.DataFrame({"y": [1.0, np.nan, 1.0]}))
+    with pytest.raises(ConfigError, match=r"^classification target 'y' has 1 distinct value\(s\) \('yes'\)"):
+        encode_class_labels(pd.DataFrame({"y": ["yes", "", "yes"]}))
+    kept, classes = encode_class_labels(pd.DataFrame({"y": [1.0, 0.0, np.nan]}))
+    assert classes == () and kept["y"].tolist()[:2] == [1.0, 0.0]
+
+
 def test_a_column_with_some_numbers_passes_the_usable_label_check():
     check_usable_targets(pd.DataFrame({"y": ["1.5", "n/a", ""]}), "d.csv", "regression")
     with pytest.raises(ConfigError, match="every value is blank"):

@@ -171,3 +171,17 @@ def test_layer_lr_decay_gives_each_block_its_rate():
     assert rate_of == pytest.approx(expected)
     with pytest.raises(ConfigError, match="layer_lr_decay"):
         TrainConfig(layer_lr_decay=0.0)
+
+
+def test_a_classification_target_of_one_class_in_the_training_part_is_said(caplog):
+    preset = tiny_preset("vanilla", "tiny", num_layers=1, task="classification", num_tasks=2)
+    frame = freesolv_rows(0, 24)
+    frame = frame.assign(active=[1.0] * 16 + [0.0, 1.0] * 4, other=[1.0, 0.0] * 12)
+    ds = MoleculeDataset.from_dataframe(frame, target_cols=["active", "other"], featurizer=preset.featurizer,
+                                        relation=preset.relation, progress=False)
+    trainer = Trainer(seeded_model(preset), TrainConfig(epochs=1, batch_size=8, progress=False, device="cpu"))
+    with caplog.at_level("WARNING", logger="dgl_graphtx"):
+        trainer.fit(torch.utils.data.Subset(ds, range(16)), torch.utils.data.Subset(ds, range(16, 24)))
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("training set:")]
+    assert said == ["training set: target 'target 0' holds only class 1, so the model cannot learn to tell the classes apart; "
+                    "split otherwise (another --seed, or --split-col)"]
