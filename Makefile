@@ -13,6 +13,10 @@ OLDEST_VENV ?= .venv-oldest
 PIP_VERSION := "pip>=23.1,<25"
 export DGLBACKEND := pytorch
 export PYTHONUNBUFFERED := 1
+# Test processes (pytest-xdist, whole files per process): one per CPU core this process may use, at
+# most 4 (each imports torch); one core, or `make test TEST_WORKERS=0`, runs the tests in one process.
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1; print(min(n, 4) if n > 1 else 0)' 2>/dev/null || echo 0)
+PYTEST := -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: demo test test-benchmarks test-oldest lint venv venv-oldest clean-venv
 
@@ -39,12 +43,12 @@ demo: venv
 	$(VENV)/bin/dgl-graphtx demo
 
 test: venv
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python $(PYTEST)
 
 # The tests of the benchmark scripts (tests/benchmarks/, marker `benchmarks`): not part of `make test`,
 # which is about the library; CI runs them on the newest set.
 test-benchmarks: venv
-	$(VENV)/bin/python -m pytest -q -m benchmarks tests/benchmarks
+	$(VENV)/bin/python $(PYTEST) -m benchmarks tests/benchmarks
 
 # ruff and mypy as configured in pyproject.toml, installed into .venv on first use (the lint extra).
 lint: $(VENV)/.lint-stamp
@@ -56,7 +60,7 @@ $(VENV)/.lint-stamp: $(VENV)/.installed-stamp
 	@touch $@
 
 test-oldest: venv-oldest
-	$(OLDEST_VENV)/bin/python -m pytest -q
+	$(OLDEST_VENV)/bin/python $(PYTEST)
 
 clean-venv:
 	rm -rf $(VENV) $(OLDEST_VENV)
