@@ -130,10 +130,8 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
     For each task, on its labelled molecules (NaN labels are left out): the ridge is the one of
     ``alphas`` with the smallest leave-one-out error; the network's weight the one of ``weights``
     with the smallest validation error of ``w * valid_network + (1 - w) * kernel``, the kernel's
-    validation predictions being its leave-one-out ones. Molecules of one fingerprint (the same
-    molecule in several rows, stereoisomers) are left out together: left in, each copy would
-    predict the others from their own labels, which no new molecule has. Without labelled
-    validation molecules the kernel is not used (weight 1).
+    validation predictions being its leave-one-out ones. Without labelled validation molecules the
+    kernel is not used (weight 1).
 
     Args:
         train_fps, valid_fps: count fingerprints ``[N, F]`` and ``[V, F]``.
@@ -151,8 +149,7 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
         keep = torch.randperm(len(fps), generator=torch.Generator().manual_seed(seed))[:max_references].sort().values
         fps, labels, network, is_train = fps[keep], labels[keep], network[keep], is_train[keep]
     kernel = minmax_kernel(fps.float(), fps.float()).double()  # float32 sums of counts are exact, and twice as fast
-    groups = torch.unique(fps, dim=0, return_inverse=True)[1]
-    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, groups, alphas, weights) for t in range(labels.shape[1])]
+    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, alphas, weights) for t in range(labels.shape[1])]
     coefficients = torch.stack([t.coefficients for t in tasks], dim=1)
     return KernelFit(fps.clamp(max=255).to(torch.uint8), coefficients.float(),
                      torch.tensor([t.intercept for t in tasks]), torch.tensor([t.weight for t in tasks]),
@@ -173,13 +170,11 @@ class _TaskFit:
 
 
 def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor, is_train: torch.Tensor,
-              groups: torch.Tensor, alphas: Sequence[float], weights: Sequence[float]) -> _TaskFit:
-    """One task of :func:`fit_fingerprint_kernel` (rows: training then validation molecules;
-    ``groups``: the same number for rows of the same fingerprint).
+              alphas: Sequence[float], weights: Sequence[float]) -> _TaskFit:
+    """One task of :func:`fit_fingerprint_kernel` (rows: training then validation molecules).
 
     The ridge is chosen by the leave-one-out error over all labelled molecules, which kernel ridge
-    regression gives in closed form (``y_i - c_i / H_ii`` with ``H = (K + alpha I)^-1``, and for a
-    group ``G`` of rows of one fingerprint, left out together, ``y_G - H_GG^-1 c_G``; the
+    regression gives in closed form (``y_i - c_i / H_ii`` with ``H = (K + alpha I)^-1``; the
     intercept, the labels' mean, is kept), from one eigendecomposition for every ridge. The
     network's weight is chosen on the validation molecules against those leave-one-out
     predictions, which come from a kernel as strong as the one kept (fitted on all molecules but one).
@@ -194,15 +189,11 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     mean = y.mean()
     eigenvalues, vectors = torch.linalg.eigh(kernel[fitted][:, fitted])
     projected = vectors.T @ (y - mean)
-    _, group, size = torch.unique(groups[fitted], return_inverse=True, return_counts=True)
-    shared = [torch.nonzero(group == g).flatten() for g in torch.nonzero(size > 1).flatten().tolist()]
     scored = []
     for alpha in alphas:
         inverse = 1.0 / (eigenvalues.clamp_min(0.0) + alpha)
         dual = vectors @ (inverse * projected)
         left_out = y - dual / ((vectors ** 2) @ inverse)
-        for rows in shared:
-            left_out[rows] = y[rows] - torch.linalg.solve((vectors[rows] * inverse) @ vectors[rows].T, dual[rows])
         scored.append((_mse(y, left_out), alpha, dual, left_out))
     _, alpha, dual, left_out = min(scored, key=lambda item: item[0])
     y_valid, net, kernel_valid = y[validation], network[fitted][validation], left_out[validation]

@@ -79,37 +79,6 @@ def test_fit_chooses_ridge_by_leave_one_out_and_weight_on_validation_like_sklear
     assert kernel.predictions(torch.from_numpy(query)).shape == (2, 1)
 
 
-def test_rows_of_one_fingerprint_are_left_out_together_like_sklearn_refitted_without_them():
-    x, y = _labels(30)
-    copies = np.array([0, 0, 1, 5, 5, 5, 7])  # the same molecules measured again, with other labels
-    x = np.concatenate([x, x[copies]])
-    y = np.concatenate([y, y[copies] + np.random.default_rng(2).normal(0, 0.3, len(copies))])
-    order = np.random.default_rng(3).permutation(len(y))  # copies in training and validation
-    x, y = x[order], y[order]
-    train, valid, every = np.arange(29), np.arange(29, 37), np.arange(37)
-    network = y[valid] + np.random.default_rng(1).normal(0, 0.3, 8)
-    fit = fit_fingerprint_kernel(torch.from_numpy(x[train]), torch.from_numpy(y[train, None]), torch.from_numpy(x[valid]),
-                                 torch.from_numpy(y[valid, None]), torch.from_numpy(network[:, None]))
-    gram = minmax_kernel(torch.from_numpy(x), torch.from_numpy(x)).numpy()
-    mean = y.mean()
-
-    def left_out(alpha):  # every row predicted by sklearn refitted without the rows of its fingerprint
-        out = []
-        for i in every:
-            rows = np.flatnonzero((x != x[i]).any(axis=1))
-            model = KernelRidge(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(rows, rows)], y[rows] - mean)
-            out.append(model.predict(gram[np.ix_([i], rows)])[0] + mean)
-        return np.array(out)
-
-    predicted = {a: left_out(a) for a in ALPHAS}
-    errors = {a: np.mean((predicted[a] - y) ** 2) for a in ALPHAS}
-    alpha = min(errors, key=errors.get)
-    assert fit.alphas == [alpha]
-    assert fit.validation_kernel[0] == pytest.approx(np.mean((predicted[alpha][valid] - y[valid]) ** 2), rel=1e-6)
-    blends = {w: np.mean((w * network + (1 - w) * predicted[alpha][valid] - y[valid]) ** 2) for w in WEIGHTS}
-    assert fit.weight.item() == pytest.approx(min(blends, key=blends.get))
-
-
 def test_tasks_are_fitted_on_their_own_labelled_rows():
     x, y = _labels(80)
     labels = np.stack([y, 2 * y], axis=1)
