@@ -83,20 +83,18 @@ def classification_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, 
 
 
 def _multiclass_task(y: np.ndarray, p: np.ndarray) -> Tuple[float, float, float]:
+    """Accuracy, macro-F1 over the classes labelled or predicted (as sklearn's default), and the
+    mean of each labelled class's ROC-AUC against the rest on its own probability column (sklearn's
+    one-vs-rest when every class is labelled; NaN when fewer than two are)."""
     from sklearn.metrics import f1_score, roc_auc_score
 
-    labels = np.arange(p.shape[1])
     predicted = p.argmax(1)
     accuracy = float((predicted == y).mean())
-    f1 = float(f1_score(y, predicted, labels=labels, average="macro", zero_division=0))
+    f1 = float(f1_score(y, predicted, average="macro", zero_division=0))
     present = np.unique(y)
     if len(present) < 2:
         return accuracy, f1, math.nan
-    if len(present) == 2:  # sklearn's one-vs-rest needs every class present; two: a binary AUC
-        return accuracy, f1, float(roc_auc_score(y == present[1], p[:, present[1]] / (p[:, present].sum(1) + 1e-12)))
-    if len(present) < len(labels):
-        p = p[:, present] / p[:, present].sum(1, keepdims=True)
-    return accuracy, f1, float(roc_auc_score(y, p, multi_class="ovr", labels=present))
+    return accuracy, f1, float(np.mean([roc_auc_score(y == k, p[:, k]) for k in present]))
 
 
 def multiclass_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, float]:

@@ -43,3 +43,26 @@ def test_classification_per_target_auc_by_hand():
     metrics = per_target_metrics("classification", y, p, ["a", "b"])
     # target a: positives 0.9, 0.4 vs negatives 0.1, 0.6 -> 3 of 4 pairs ordered; target b: all ordered
     assert metrics["a"]["rocauc"] == pytest.approx(0.75) and metrics["b"]["rocauc"] == pytest.approx(1.0)
+
+
+def test_multiclass_metrics_of_a_part_missing_a_class_follow_sklearn():
+    """Class 0 of 4 is neither labelled nor predicted: a perfect classification scored F1 0.75
+    (the absent class counted as 0), and ROC-AUC renormalised the probabilities over the classes
+    present (1.0 for columns that do not separate the classes)."""
+    from sklearn.metrics import f1_score, roc_auc_score
+
+    from dgl_graphtx.training.metrics import multiclass_metrics
+
+    perfect = np.array([[0.1, 0.7, 0.1, 0.1], [0.1, 0.1, 0.7, 0.1], [0.1, 0.1, 0.1, 0.7], [0.3, 0.4, 0.2, 0.1]])
+    assert multiclass_metrics(np.array([[1.0], [2.0], [3.0], [1.0]]), perfect)["f1"] == 1.0
+    y = np.array([1, 2, 1, 2, 3, 3, 1])
+    p = np.array([[0.6, 0.3, 0.1, 0.0], [0.0, 0.4, 0.6, 0.0], [0.0, 0.45, 0.5, 0.05], [0.7, 0.1, 0.2, 0.0],
+                  [0.2, 0.2, 0.2, 0.4], [0.0, 0.5, 0.1, 0.4], [0.1, 0.8, 0.05, 0.05]])
+    metrics = multiclass_metrics(y[:, None].astype(float), p)
+    # each labelled class against the rest on its own column: 1: 9 of 12 pairs ordered, 2: 8.5 of 10 (a tie), 3: 10 of 10
+    assert metrics["rocauc"] == pytest.approx((9 / 12 + 8.5 / 10 + 1.0) / 3)
+    assert metrics["rocauc"] == pytest.approx(np.mean([roc_auc_score(y == k, p[:, k]) for k in (1, 2, 3)]))
+    assert metrics["f1"] == pytest.approx(f1_score(y, p.argmax(1), average="macro"))
+    full = np.array([0, 1, 2, 3, 0, 2])  # every class labelled: sklearn's one-vs-rest itself
+    q = np.random.default_rng(0).dirichlet(np.ones(4), size=6)
+    assert multiclass_metrics(full[:, None].astype(float), q)["rocauc"] == pytest.approx(roc_auc_score(full, q, multi_class="ovr"))
