@@ -4,6 +4,7 @@ are combined on what they share, with a warning), and calibrated intervals from 
 calibration (:func:`~dgl_graphtx.runs.ensemble.train_ensemble` writes one per replicate)."""
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..errors import ConfigError, DamagedFileError
 from ..featurize.molecule import MoleculeLike
 from ..featurize.similarity import SIMILARITY_COLUMN
 from ..saved_files import read_json
-from ..training.outputs import prediction_column
+from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
 from .cross_conformal import CVPlus
@@ -66,6 +67,29 @@ def combine_members(tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.
     out = out.rename(columns={f"{prediction_column(n)}_std": f"{n}_std" for n in names})
     for name, variance in member_variance.items():
         out[f"{name}_std"] = np.sqrt(out[f"{name}_std"].to_numpy(float) ** 2 + variance)
+    return _with_mean_class_probabilities(out, tables, names)
+
+
+def _with_mean_class_probabilities(out: pd.DataFrame, tables: Sequence[pd.DataFrame], names: Sequence[str]) -> pd.DataFrame:
+    """``out`` with each multiclass target's ``<name>_prob_<k>`` the members' mean probabilities
+    and ``<name>_pred`` the most probable class of that mean (a class index has no spread: no
+    ``<name>_std``), rather than the mean of the members' classes.
+
+    Example:
+        >>> a = pd.DataFrame({"k_pred": [0.0], "k_prob_0": [0.6], "k_prob_1": [0.4], "k_prob_2": [0.0]})
+        >>> b = pd.DataFrame({"k_pred": [2.0], "k_prob_0": [0.4], "k_prob_1": [0.0], "k_prob_2": [0.6]})
+        >>> combine_members([a, a, b], ["k"]).round(3).values.tolist()
+        [[0.0, 0.533, 0.267, 0.2]]
+    """
+    for name in names:
+        columns = list(itertools.takewhile(tables[0].__contains__, (f"{name}_prob_{k}" for k in itertools.count())))
+        if not columns:
+            continue
+        frame = prediction_frame("multiclass", len(columns), [name], np.mean([t[columns].to_numpy(float) for t in tables], axis=0))
+        out = out.drop(columns=[f"{name}_std", *columns])
+        for offset, column in enumerate(frame.columns[1:], start=out.columns.get_loc(prediction_column(name)) + 1):
+            out.insert(offset, column, frame[column].to_numpy())
+        out[prediction_column(name)] = frame[prediction_column(name)].to_numpy()
     return out
 
 

@@ -191,3 +191,32 @@ def test_members_that_agree_everywhere_give_no_spearman_and_a_warning(caplog):
             result = _ensemble_result(run, done)
     assert np.isnan(result.spearman)
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["the ensemble's members agree on every test molecule of 'y'"]
+
+
+def test_multiclass_members_average_their_probabilities(tmp_path):
+    """Two multiclass models of a cross-validation or of `predict --checkpoint A --checkpoint B`:
+    `<t>_pred` was the mean of the members' classes (1.5), `<t>_std` their spread, and the
+    probabilities the first member's. Now the mean probabilities and their most probable class."""
+    import torch
+
+    from dgl_graphtx.checkpoint import CheckpointMeta, save_checkpoint
+    from dgl_graphtx.models import build_model
+
+    preset = tiny_preset("vanilla", task="multiclass", num_classes=3, num_tasks=2)
+    paths = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        paths.append(save_checkpoint(tmp_path / f"m{seed}.pt", build_model(preset.model),
+                                     CheckpointMeta(preset.featurizer, preset.relation, ["a", "b"])))
+    smiles = ["CCO", "C1CC", "c1ccccc1O", "CC(=O)N", "ClCCl"]
+    table = ensemble_predict([Predictor(p) for p in paths], smiles)
+    members = [Predictor(p).predict(smiles) for p in paths]
+    for name in ("a", "b"):
+        columns = [f"{name}_prob_{k}" for k in range(3)]
+        mean = np.mean([m[columns].to_numpy(float) for m in members], axis=0)
+        np.testing.assert_allclose(table[columns], mean, rtol=1e-6)
+        valid = ~np.isnan(mean).any(1)
+        assert table[f"{name}_pred"][valid].tolist() == mean[valid].argmax(1).tolist()
+        assert table[f"{name}_pred"].isna().tolist() == (~valid).tolist()
+        assert f"{name}_std" not in table
+    assert list(table.columns[2:10]) == ["a_pred", "a_prob_0", "a_prob_1", "a_prob_2", "b_pred", "b_prob_0", "b_prob_1", "b_prob_2"]
