@@ -79,8 +79,11 @@ def kernel_summary(fit: KernelFit) -> Dict[str, Any]:
     Example:
         >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
         ...                 [1.0], [0.25], [0.16], [12])
-        >>> kernel_summary(fit)
-        {'network_weight': [0.5], 'ridge': [0.1], 'valid_rmse_network': [1.0], 'valid_rmse_kernel': [0.5], 'valid_rmse_blend': [0.4], 'valid_molecules': [12]}
+        >>> summary = kernel_summary(fit)
+        >>> summary["network_weight"], summary["ridge"], summary["valid_molecules"]
+        ([0.5], [0.1], [12])
+        >>> summary["valid_rmse_network"], summary["valid_rmse_kernel"], summary["valid_rmse_blend"]
+        ([1.0], [0.5], [0.4])
     """
     def rmse(values):
         return [None if v != v else round(v ** 0.5, 6) for v in values]
