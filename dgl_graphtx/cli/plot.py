@@ -14,7 +14,6 @@ from ..training import prediction_column
 from ..insight import (
     VIRTUAL,
     atom_importance,
-    attention_maps,
     DEFAULT_STEPS,
     error_table,
     plot_atom_contributions,
@@ -139,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if args.query is not None and not args.per_head:
             raise GraphTxError("--query chooses the query of the --per-head panels; the drawing without --per-head shows "
                                "each atom's importance to the prediction, which has no query: add --per-head or drop --query")
-        maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
+        maps = predictor.attention_maps(args.smiles)
         if args.per_head:
             layers, heads = _indices(args.layers, maps.weights.shape[0], "--layers"), _indices(args.heads, maps.weights.shape[1], "--heads")
             query = VIRTUAL if args.query is None else args.query

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
+import dgl
 import numpy as np
 import torch
 from rdkit import Chem
@@ -76,15 +77,24 @@ class AttentionMaps:
 
 
 def attention_maps(
-    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto"
+    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto",
+    graphs: Optional[Tuple[dgl.DGLGraph, dgl.DGLGraph]] = None,
 ) -> AttentionMaps:
     """Run ``model`` (in eval mode, on its device, along the ``compute`` path of
     :func:`~dgl_graphtx.devices.resolve_compute`) on one molecule and collect its attention as
-    dense matrices."""
-    try:
-        graph, relation = featurizer(molecule)
-    except InvalidMoleculeError as err:
-        raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
+    dense matrices. ``graphs``: the molecule's graph and relation graph already featurized, with
+    the extra features the model reads (``Predictor.attention_maps`` computes them as ``predict``
+    does); without them ``featurizer`` builds both, so a model that reads extra features is refused."""
+    if graphs is None:
+        config = model.config
+        if config.molecule_features or config.atom_extra_features or config.kernel_references:
+            raise ConfigError("this model reads extra features (descriptors, feature columns or kernel fingerprints), which "
+                              "the featurizer alone does not compute: use Predictor(checkpoint).attention_maps(molecule)")
+        try:
+            graphs = featurizer(molecule)
+        except InvalidMoleculeError as err:
+            raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
+    graph, relation = graphs
     device = next(model.parameters()).device
     compute = resolve_compute(compute, device)
     with model.eval_mode(), torch.no_grad():
