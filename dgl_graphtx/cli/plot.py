@@ -167,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
         data = read_input(args, args.data, predictor)
         rows = evaluate_table(predictors, data, progress=verbosity(args) >= 0).rows
         measured, predicted = rows[target], rows[prediction_column(target)]
+        if not (measured.notna() & predicted.notna()).any():
+            why = next((f": {r.smiles}: {r.error}" for r in rows.itertuples() if isinstance(r.error, str)), "")
+            raise GraphTxError(f"plot parity: none of the {len(rows)} rows of {args.data} has both a label in column {target!r} and a "
+                               f"prediction{why}; give labelled molecules that featurize")
         plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
         table = error_table(rows["smiles"], measured, predicted)
         errors = out.with_name(f"{out.stem}_errors.csv")

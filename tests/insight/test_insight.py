@@ -268,3 +268,19 @@ def test_attention_of_a_model_that_reads_descriptors(tmp_path):
         attention_maps(predictor.model, predictor.featurizer, SMILES)
     assert_one_error_line(run_cli(["plot", "attention", "--checkpoint", tmp_path / "run", "--smiles", "C1CC", "--out", tmp_path / "b.png"]),
                           "cannot explain 'C1CC'")
+
+
+def test_parity_of_a_file_without_a_usable_pair_is_one_line(tmp_path):
+    """A file whose molecules all fail or lack labels ended in numpy's "zero-size array to
+    reduction operation minimum" traceback."""
+    from cli_runner import assert_one_error_line
+    from dgl_graphtx.errors import GraphTxError
+    with pytest.raises(GraphTxError, match="none of the 2 molecules has both"):
+        plot_parity_residuals([1.0, np.nan], [np.nan, 2.0])
+    model, _, preset = _model("grpe")
+    checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
+    data = tmp_path / "d.csv"
+    data.write_text("smiles,expt\nC1CC,-3\nCCO,\n")
+    assert_one_error_line(run_cli(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"]),
+                          "none of the 2 rows", "C1CC: SMILES syntax error")
+    assert not (tmp_path / "p.png").exists()
