@@ -28,8 +28,9 @@ class AttentionMaps:
         weights: ``[L, H, N, N]``; ``weights[l, h, i, j]`` is how much query node ``i`` attends
             to key node ``j`` (rows sum to 1; pairs absent from the relation graph are 0).
         node_atoms: for each graph node, the index of its atom in the input molecule
-            (``graph.ndata["input_atom"]`` when the featurizer records it, else the node index);
-            ``-1`` for the virtual node, which is the last node when present.
+            (``graph.ndata["input_atom"]`` when the featurizer records it, else the node index; a
+            hydrogen the featurizer adds: a hydrogen of ``mol`` on the same atom); ``-1`` for the
+            virtual node, which is the last node when present.
         mol: the RDKit molecule the atom indices refer to.
         smiles: the input as text.
 
@@ -106,8 +107,24 @@ def attention_maps(
     for layer, attn in enumerate(attentions):
         weights[layer][:, dst, src] = attn.detach().cpu().double().numpy().T
     atoms = graph.ndata["input_atom"].cpu().numpy() if "input_atom" in graph.ndata else np.arange(graph.num_nodes())
-    node_atoms = np.concatenate([atoms, -np.ones(n - graph.num_nodes(), dtype=np.int64)]).astype(np.int64)
     mol = molecule if isinstance(molecule, Chem.Mol) else Chem.MolFromSmiles(molecule)
     if featurizer.config.explicit_hydrogens:
         mol = Chem.AddHs(mol)
+        atoms = _added_hydrogens_mapped(graph, atoms, mol)
+    node_atoms = np.concatenate([atoms, -np.ones(n - graph.num_nodes(), dtype=np.int64)]).astype(np.int64)
     return AttentionMaps(weights, node_atoms, mol, molecule if isinstance(molecule, str) else Chem.MolToSmiles(molecule))
+
+
+def _added_hydrogens_mapped(graph: dgl.DGLGraph, atoms: np.ndarray, mol: Chem.Mol) -> np.ndarray:
+    """``atoms`` with each hydrogen the featurizer added (``-1``) given a hydrogen of ``mol``
+    (``Chem.AddHs`` of the input) bonded to the same input atom, so that only the virtual node is
+    ``-1``. Hydrogens of one atom are interchangeable in the graph, so they are taken in order."""
+    atoms = atoms.astype(np.int64).copy()
+    src, dst = (t.cpu().numpy() for t in graph.edges())
+    free = {a.GetIdx(): [h.GetIdx() for h in a.GetNeighbors() if h.GetAtomicNum() == 1 and h.GetIdx() not in atoms]
+            for a in mol.GetAtoms()}
+    for node in np.flatnonzero(atoms < 0):
+        heavy = atoms[dst[src == node]]
+        atoms[node] = free[int(heavy[heavy >= 0][0])].pop(0)
+    return atoms
+

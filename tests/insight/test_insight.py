@@ -284,3 +284,26 @@ def test_parity_of_a_file_without_a_usable_pair_is_one_line(tmp_path):
     assert_one_error_line(run_cli(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"]),
                           "none of the 2 rows", "C1CC: SMILES syntax error")
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("variant", ["grpe", "moire"])
+def test_hydrogens_the_featurizer_adds_are_drawn_as_hydrogens_not_as_the_virtual_node(variant):
+    """With explicit hydrogens the added hydrogens (``input_atom`` -1) were read as the virtual node:
+    ``--query virtual`` drew the first hydrogen's row (and was accepted on MoireGT, which has none)."""
+    import dataclasses
+    seed_everything(0)
+    preset = tiny_preset(variant)
+    featurizer = MoleculeFeaturizer(dataclasses.replace(preset.featurizer, explicit_hydrogens=True), preset.relation)
+    smiles = "OCC(=O)[O-].[Na+]"
+    maps = attention_maps(build_model(preset.model).eval(), featurizer, smiles)
+    graph, relation = featurizer(smiles)
+    mol = maps.mol
+    assert mol.GetNumAtoms() == 9 and sorted(maps.node_atoms[:graph.num_nodes()].tolist()) == list(range(9))
+    src, dst = graph.edges()
+    for a, b in zip(src.tolist(), dst.tolist()):  # every bond of the graph is a bond of the drawn molecule
+        assert mol.GetBondBetweenAtoms(int(maps.node_atoms[a]), int(maps.node_atoms[b])) is not None
+    if variant == "grpe":
+        assert maps.virtual_index == relation.num_nodes() - 1 == graph.num_nodes()
+    else:
+        with pytest.raises(Exception, match="no virtual node"):
+            maps.query_node("virtual")
