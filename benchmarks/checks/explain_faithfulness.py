@@ -36,7 +36,7 @@ from benchmarks.common.report import REPO, markdown_table
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.datasets.splits import random_split
 from dgl_graphtx.inference import Predictor
-from dgl_graphtx.insight import atom_importance, attention_maps, draw_molecule_weights
+from dgl_graphtx.insight import atom_importance, draw_molecule_weights
 from dgl_graphtx.insight.figures import SIGNED_CMAP
 from dgl_graphtx.models import get_preset
 from dgl_graphtx.runs import train_and_evaluate
@@ -173,7 +173,7 @@ def main(argv: Sequence[str] = None) -> int:
     methods = {
         f"integrated gradients ({args.steps} steps), {model}": ours,
         "attention rollout, same model":
-            [atom_importance(attention_maps(predictor.model, predictor.featurizer, s))["importance"].to_numpy() for s in held_out],
+            [atom_importance(predictor.attention_maps(s))["importance"].to_numpy() for s in held_out],
         "random forest on Morgan bits: bit importances spread over atoms": spread,
         "random forest on Morgan bits: similarity map (atom's bits removed)": similarity_map,
         "random numbers": A.random_explanations(held_truth),

@@ -14,7 +14,6 @@ from ..training import prediction_column
 from ..insight import (
     VIRTUAL,
     atom_importance,
-    attention_maps,
     DEFAULT_STEPS,
     error_table,
     plot_atom_contributions,
@@ -139,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if args.query is not None and not args.per_head:
             raise GraphTxError("--query chooses the query of the --per-head panels; the drawing without --per-head shows "
                                "each atom's importance to the prediction, which has no query: add --per-head or drop --query")
-        maps = attention_maps(predictor.model, predictor.featurizer, args.smiles)
+        maps = predictor.attention_maps(args.smiles)
         if args.per_head:
             layers, heads = _indices(args.layers, maps.weights.shape[0], "--layers"), _indices(args.heads, maps.weights.shape[1], "--heads")
             query = VIRTUAL if args.query is None else args.query
@@ -168,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
         data = read_input(args, args.data, predictor)
         rows = evaluate_table(predictors, data, progress=verbosity(args) >= 0).rows
         measured, predicted = rows[target], rows[prediction_column(target)]
+        if not (measured.notna() & predicted.notna()).any():
+            why = next((f": {r.smiles}: {r.error}" for r in rows.itertuples() if isinstance(r.error, str)), "")
+            raise GraphTxError(f"plot parity: none of the {len(rows)} rows of {args.data} has both a label in column {target!r} and a "
+                               f"prediction{why}; give labelled molecules that featurize")
         plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
         table = error_table(rows["smiles"], measured, predicted)
         errors = out.with_name(f"{out.stem}_errors.csv")

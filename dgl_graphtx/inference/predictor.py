@@ -31,6 +31,7 @@ from ..errors import ConfigError, InvalidMoleculeError
 from ..featurize import MoleculeFeaturizer, SizeLimits, describe_molecule
 from ..featurize.molecule import MoleculeLike, prepare_input, to_mol
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
+from ..insight.attention_maps import AttentionMaps, attention_maps
 from ..insight.integrated_gradients import repeated_batch
 from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
@@ -390,6 +391,18 @@ class Predictor:
                  with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
         return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
+
+    def attention_maps(self, molecule: MoleculeLike) -> AttentionMaps:
+        """The attention of the model on one molecule (:func:`~dgl_graphtx.insight.attention_maps`),
+        featurized as :meth:`predict` featurizes it, with the extra features the model reads."""
+        if isinstance(molecule, list) or self.model.config.molecules.several:
+            raise ConfigError("attention maps are drawn for one molecule of a one-molecule model: pass one SMILES or RDKit molecule")
+        prepared = self._prepare(molecule)
+        done, _ = self._featurize([prepared])
+        if done.graphs is None or done.relations is None:
+            raise InvalidMoleculeError(f"cannot explain {describe_molecule(molecule)!r}: {done.errors[0]}")
+        graphs = (done.graphs.batch([0]), done.relations.batch([0]))
+        return attention_maps(self.model, self.featurizer, prepared, self.compute, graphs)
 
     def explain(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], target: Optional[str] = None,
                 steps: Optional[int] = None, baseline: Optional[str] = None, **options: Any) -> Explanations:

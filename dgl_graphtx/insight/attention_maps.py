@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
+import dgl
 import numpy as np
 import torch
 from rdkit import Chem
@@ -27,8 +28,9 @@ class AttentionMaps:
         weights: ``[L, H, N, N]``; ``weights[l, h, i, j]`` is how much query node ``i`` attends
             to key node ``j`` (rows sum to 1; pairs absent from the relation graph are 0).
         node_atoms: for each graph node, the index of its atom in the input molecule
-            (``graph.ndata["input_atom"]`` when the featurizer records it, else the node index);
-            ``-1`` for the virtual node, which is the last node when present.
+            (``graph.ndata["input_atom"]`` when the featurizer records it, else the node index; a
+            hydrogen the featurizer adds: a hydrogen of ``mol`` on the same atom); ``-1`` for the
+            virtual node, which is the last node when present.
         mol: the RDKit molecule the atom indices refer to.
         smiles: the input as text.
 
@@ -76,15 +78,24 @@ class AttentionMaps:
 
 
 def attention_maps(
-    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto"
+    model: MoleculeModel, featurizer: MoleculeFeaturizer, molecule: MoleculeLike, compute: str = "auto",
+    graphs: Optional[Tuple[dgl.DGLGraph, dgl.DGLGraph]] = None,
 ) -> AttentionMaps:
     """Run ``model`` (in eval mode, on its device, along the ``compute`` path of
     :func:`~dgl_graphtx.devices.resolve_compute`) on one molecule and collect its attention as
-    dense matrices."""
-    try:
-        graph, relation = featurizer(molecule)
-    except InvalidMoleculeError as err:
-        raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
+    dense matrices. ``graphs``: the molecule's graph and relation graph already featurized, with
+    the extra features the model reads (``Predictor.attention_maps`` computes them as ``predict``
+    does); without them ``featurizer`` builds both, so a model that reads extra features is refused."""
+    if graphs is None:
+        config = model.config
+        if config.molecule_features or config.atom_extra_features or config.kernel_references:
+            raise ConfigError("this model reads extra features (descriptors, feature columns or kernel fingerprints), which "
+                              "the featurizer alone does not compute: use Predictor(checkpoint).attention_maps(molecule)")
+        try:
+            graphs = featurizer(molecule)
+        except InvalidMoleculeError as err:
+            raise InvalidMoleculeError(f"cannot explain {molecule!r}: {err}") from None
+    graph, relation = graphs
     device = next(model.parameters()).device
     compute = resolve_compute(compute, device)
     with model.eval_mode(), torch.no_grad():
@@ -96,8 +107,24 @@ def attention_maps(
     for layer, attn in enumerate(attentions):
         weights[layer][:, dst, src] = attn.detach().cpu().double().numpy().T
     atoms = graph.ndata["input_atom"].cpu().numpy() if "input_atom" in graph.ndata else np.arange(graph.num_nodes())
-    node_atoms = np.concatenate([atoms, -np.ones(n - graph.num_nodes(), dtype=np.int64)]).astype(np.int64)
     mol = molecule if isinstance(molecule, Chem.Mol) else Chem.MolFromSmiles(molecule)
     if featurizer.config.explicit_hydrogens:
         mol = Chem.AddHs(mol)
+        atoms = _added_hydrogens_mapped(graph, atoms, mol)
+    node_atoms = np.concatenate([atoms, -np.ones(n - graph.num_nodes(), dtype=np.int64)]).astype(np.int64)
     return AttentionMaps(weights, node_atoms, mol, molecule if isinstance(molecule, str) else Chem.MolToSmiles(molecule))
+
+
+def _added_hydrogens_mapped(graph: dgl.DGLGraph, atoms: np.ndarray, mol: Chem.Mol) -> np.ndarray:
+    """``atoms`` with each hydrogen the featurizer added (``-1``) given a hydrogen of ``mol``
+    (``Chem.AddHs`` of the input) bonded to the same input atom, so that only the virtual node is
+    ``-1``. Hydrogens of one atom are interchangeable in the graph, so they are taken in order."""
+    atoms = atoms.astype(np.int64).copy()
+    src, dst = (t.cpu().numpy() for t in graph.edges())
+    free = {a.GetIdx(): [h.GetIdx() for h in a.GetNeighbors() if h.GetAtomicNum() == 1 and h.GetIdx() not in atoms]
+            for a in mol.GetAtoms()}
+    for node in np.flatnonzero(atoms < 0):
+        heavy = atoms[dst[src == node]]
+        atoms[node] = free[int(heavy[heavy >= 0][0])].pop(0)
+    return atoms
+

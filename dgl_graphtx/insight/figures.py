@@ -307,9 +307,11 @@ def plot_parity_residuals(y_true: Sequence[float], y_pred: Sequence[float], path
     """
     y, p = np.asarray(y_true, dtype=float), np.asarray(y_pred, dtype=float)
     keep = np.isfinite(y) & np.isfinite(p)
+    if not keep.any():
+        raise GraphTxError(f"nothing to plot: none of the {len(keep)} molecules has both a finite measured value and a prediction")
     y, p = y[keep], p[keep]
     s = None if std is None else np.asarray(std, dtype=float)[keep]
-    rmse = float(np.sqrt(np.mean((p - y) ** 2))) if len(y) else float("nan")
+    rmse = float(np.sqrt(np.mean((p - y) ** 2)))
     label = f" ({unit})" if unit else ""
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
     lo, hi = float(min(y.min(), p.min())), float(max(y.max(), p.max()))

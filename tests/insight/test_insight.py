@@ -237,3 +237,73 @@ def test_the_query_is_used_or_refused_never_ignored(tmp_path):
                                 ("--heads", str(heads), f"the model has {heads} (heads 0..{heads - 1})"),
                                 ("--heads", "-1", "(heads 0.."), ("--layers", "x", "comma-separated numbers, got 'x'")):
         assert_one_error_line(run_cli([*per_head, f"{option}={value}"]), option, said)  # the probe: IndexError, or -1 as Python's last
+
+
+def test_attention_of_a_model_that_reads_descriptors(tmp_path):
+    """`plot attention` on a run of the default recipe (RDKit descriptors in the head) ended in
+    "model expects 217 molecule-level extra features": the drawing featurized without them."""
+    from cli_runner import assert_one_error_line
+    from dgl_graphtx.inference import Predictor
+    data = tmp_path / "d.csv"
+    freesolv_rows(0, 20)[["smiles", "expt"]].to_csv(data, index=False)
+    code, _, err = run_cli(["train", data, "--targets", "expt", "--out", tmp_path / "run", "--model", "grpe", "--epochs", "1",
+                            "--no-cache", "-q", "--set", "model.num_layers=2", "model.hidden_dim=16", "model.num_heads=2"])
+    assert code == 0, err
+    code, out, err = run_cli(["plot", "attention", "--checkpoint", tmp_path / "run", "--smiles", SMILES, "--out", tmp_path / "a.png"])
+    assert code == 0 and "most important atoms" in out, err
+    predictor = Predictor(tmp_path / "run")
+    config = predictor.model.config
+    assert config.molecule_features and config.kernel_references
+    graph, relation = predictor.featurizer(SMILES)
+    graph.ndata["mol_features"] = torch.zeros(graph.num_nodes(), config.molecule_features)  # the head's and the kernel's
+    graph.ndata["kernel_fp"] = torch.zeros(graph.num_nodes(), config.kernel_size)  # inputs: attention reads neither
+    with torch.no_grad():
+        _, reference = predictor.model(graph, relation, return_attention=True)
+    maps = predictor.attention_maps(SMILES)
+    src, dst = relation.edges()
+    for layer, attn in enumerate(reference):
+        np.testing.assert_allclose(maps.weights[layer][:, dst.numpy(), src.numpy()], attn.numpy().T, rtol=1e-5, atol=1e-7)
+    assert maps.node_atoms.tolist() == [*graph.ndata["input_atom"].tolist(), -1]
+    with pytest.raises(Exception, match=r"reads extra features .* Predictor\(checkpoint\)\.attention_maps"):
+        attention_maps(predictor.model, predictor.featurizer, SMILES)
+    assert_one_error_line(run_cli(["plot", "attention", "--checkpoint", tmp_path / "run", "--smiles", "C1CC", "--out", tmp_path / "b.png"]),
+                          "cannot explain 'C1CC'")
+
+
+def test_parity_of_a_file_without_a_usable_pair_is_one_line(tmp_path):
+    """A file whose molecules all fail or lack labels ended in numpy's "zero-size array to
+    reduction operation minimum" traceback."""
+    from cli_runner import assert_one_error_line
+    from dgl_graphtx.errors import GraphTxError
+    with pytest.raises(GraphTxError, match="none of the 2 molecules has both"):
+        plot_parity_residuals([1.0, np.nan], [np.nan, 2.0])
+    model, _, preset = _model("grpe")
+    checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
+    data = tmp_path / "d.csv"
+    data.write_text("smiles,expt\nC1CC,-3\nCCO,\n")
+    assert_one_error_line(run_cli(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"]),
+                          "none of the 2 rows", "C1CC: SMILES syntax error")
+    assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("variant", ["grpe", "moire"])
+def test_hydrogens_the_featurizer_adds_are_drawn_as_hydrogens_not_as_the_virtual_node(variant):
+    """With explicit hydrogens the added hydrogens (``input_atom`` -1) were read as the virtual node:
+    ``--query virtual`` drew the first hydrogen's row (and was accepted on MoireGT, which has none)."""
+    import dataclasses
+    seed_everything(0)
+    preset = tiny_preset(variant)
+    featurizer = MoleculeFeaturizer(dataclasses.replace(preset.featurizer, explicit_hydrogens=True), preset.relation)
+    smiles = "OCC(=O)[O-].[Na+]"
+    maps = attention_maps(build_model(preset.model).eval(), featurizer, smiles)
+    graph, relation = featurizer(smiles)
+    mol = maps.mol
+    assert mol.GetNumAtoms() == 9 and sorted(maps.node_atoms[:graph.num_nodes()].tolist()) == list(range(9))
+    src, dst = graph.edges()
+    for a, b in zip(src.tolist(), dst.tolist()):  # every bond of the graph is a bond of the drawn molecule
+        assert mol.GetBondBetweenAtoms(int(maps.node_atoms[a]), int(maps.node_atoms[b])) is not None
+    if variant == "grpe":
+        assert maps.virtual_index == relation.num_nodes() - 1 == graph.num_nodes()
+    else:
+        with pytest.raises(Exception, match="no virtual node"):
+            maps.query_node("virtual")
