@@ -156,7 +156,7 @@ class MoleculeTable:
             available = [c for c in self.columns.columns]
             raise ConfigError(
                 f"{what} {missing} not found {where} {self.source}; available: {available}. "
-                "Check the spelling in --targets (names are case-sensitive)"
+                "Check the spelling of the target names (they are case-sensitive)"
             )
         return self.columns[names].reset_index(drop=True)
 

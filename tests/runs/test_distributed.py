@@ -210,7 +210,7 @@ def test_a_user_error_found_inside_the_processes_is_one_line_from_the_main_proce
     lines = [line for line in job.stderr.splitlines() if line.strip()]
     assert job.returncode == 2, job.stderr
     assert lines == [f"error: column(s) ['nope'] not found in {small_csv}; available: ['smiles', 'expt']. "
-                     "Check the spelling in --targets (names are case-sensitive)"], job.stderr
+                     "Check the spelling of the target names (they are case-sensitive)"], job.stderr
 
 
 def test_a_user_error_of_another_process_is_reported_after_the_main_ones_grace(monkeypatch, capsys):
