@@ -36,7 +36,7 @@ from ..datasets.level_targets import LevelTargets
 from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.sharded_store import is_store
 from ..datasets.split_kinds import split_kind
-from ..datasets.splits import DEFAULT_FRACTIONS
+from ..datasets.splits import DEFAULT_FRACTIONS, check_fractions
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits
 from ..models import ModelConfig, Preset, get_preset
@@ -213,6 +213,7 @@ class DataConfig:
         if self.is_qm9 and (self.valid is not None or self.split_col is not None):
             raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
         split_kind(self.split)
+        check_fractions(self.fractions)
         if (self.valid is None) != (self.test is None):
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
