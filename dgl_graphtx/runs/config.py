@@ -34,6 +34,7 @@ from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
 from ..datasets.level_targets import LevelTargets
 from ..datasets.molecule_columns import MoleculeColumns
+from ..datasets.readers import parse_delimiter
 from ..datasets.sharded_store import is_store
 from ..datasets.split_kinds import split_kind
 from ..datasets.splits import DEFAULT_FRACTIONS, check_fractions
@@ -99,7 +100,7 @@ class DataConfig:
         path: the training file (CSV/TSV, gzipped or not, SDF, ``.smi``).
         targets: target columns or SD properties.
         smiles_col: SMILES column of a table.
-        delimiter: table delimiter (sniffed when ``None``).
+        delimiter: table delimiter: one character, or ``tab`` (sniffed when ``None``).
         split: ``random``, ``scaffold``, ``kmeans`` (k-means clusters of Morgan fingerprints) or
             ``kennard_stone`` (on the fingerprints; deterministic) (ignored when ``split_col`` or ``valid``/``test`` are given).
         fractions: train/valid/test fractions of a random or scaffold split.
@@ -184,6 +185,8 @@ class DataConfig:
     atom_sums: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.delimiter is not None:
+            self.delimiter = parse_delimiter(self.delimiter)
         if len(self.features_generators) > 1 and set(self.features_generators) & {AUTO, NONE}:
             raise ConfigError(f"data.features_generators={','.join(self.features_generators)}: give auto, none, or a list "
                               "of generators, not a mix")
