@@ -590,9 +590,7 @@ def resolve_run_config(
         node[name] = value
     if flag_tree:
         layers.append(_normalise(flag_tree, "command-line flags"))
-    user: Dict[str, Any] = {}
-    for layer in layers:
-        user = _merge(user, layer)
+    user = _merge_layers(layers)
 
     choice = PresetChoice(**user.get("preset", {}))
     base = get_preset(choice.model, choice.name)
@@ -635,6 +633,27 @@ def resolve_run_config(
     _check_kernel_spec(data, model.task, resolved["train"]["loss"])
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+#: ``data`` fields that together choose the dataset cache: a layer setting one of them replaces
+#: an earlier layer's choice whole (``--no-cache`` over a file's ``cache_dir``).
+CACHE_FIELDS = ("cache", "cache_dir")
+
+
+def _merge_layers(layers: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The layers of settings merged, later winning field by field, and the cache as one choice
+    (:data:`CACHE_FIELDS`).
+
+    Example:
+        >>> _merge_layers([{"data": {"cache_dir": "c", "cache": True}}, {"data": {"cache": False}}])
+        {'data': {'cache': False}}
+    """
+    user: Dict[str, Any] = {}
+    for layer in layers:
+        if any(name in layer.get("data", {}) for name in CACHE_FIELDS):
+            user["data"] = {k: v for k, v in user.get("data", {}).items() if k not in CACHE_FIELDS}
+        user = _merge(user, layer)
+    return user
 
 
 def _check_kernel_spec(data: DataConfig, task: str, loss: str) -> None:

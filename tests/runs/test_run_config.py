@@ -418,3 +418,17 @@ def test_a_tab_delimiter_is_kept_from_a_flag_a_file_and_set_and_saved(tmp_path):
     assert columns == ["smiles", "expt", "reference (author, year)"]
     with pytest.raises(ConfigError, match="delimiter must be one character, 'tab'"):
         resolve_run_config(overrides=["data.targets=expt", "data.delimiter=ab"])
+
+
+def test_a_later_source_choosing_the_cache_replaces_an_earlier_ones_choice(tmp_path):
+    """``--config OUT/config.yaml --no-cache`` of a run with ``--cache-dir`` (and ``--cache-dir`` over
+    a ``--no-cache`` run's config) was refused as both given, though the flag named one."""
+    cached = resolve_run_config(overrides=["data.targets=y", "data.cache_dir=c"]).save(tmp_path / "cached.yaml")
+    uncached = resolve_run_config(overrides=["data.targets=y", "data.cache=false"]).save(tmp_path / "uncached.yaml")
+    off = resolve_run_config(cached, flags={"data.cache": False}).data
+    on = resolve_run_config(uncached, flags={"data.cache_dir": "d"}).data
+    assert (off.cache, off.cache_dir, off.dataset_cache) == (False, None, None)
+    assert (on.cache, on.cache_dir, on.dataset_cache) == (True, "d", "d")
+    assert resolve_run_config(cached, ["data.cache=false"]).data.dataset_cache is None
+    with pytest.raises(ConfigError, match="give one of them"):  # one source naming both
+        resolve_run_config(uncached, flags={"data.cache_dir": "d", "data.cache": False})
