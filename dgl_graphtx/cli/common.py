@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-from ..datasets import read_molecules
+from ..datasets import read_molecules, readers
 from ..datasets.level_targets import ATOM_INDEXES, FORMAL_CHARGE
 from ..datasets.molecule_columns import MoleculeColumns
 from ..datasets.split_kinds import SPLIT_KINDS, SPLITS
@@ -371,17 +371,16 @@ def verbosity(args: argparse.Namespace) -> int:
 
 
 def parse_delimiter(text: str) -> str:
-    """``"tab"`` or ``"\\t"`` -> a tab; otherwise the single character given.
+    """``--delimiter``'s value, as :func:`~dgl_graphtx.datasets.readers.parse_delimiter` reads it.
 
     Example:
         >>> parse_delimiter("tab"), parse_delimiter(";")
         ('\\t', ';')
     """
-    if text.lower() in ("tab", "\\t", "\t"):
-        return "\t"
-    if len(text) != 1:
-        raise argparse.ArgumentTypeError(f"delimiter must be one character or 'tab', got {text!r}")
-    return text
+    try:
+        return readers.parse_delimiter(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def explicit_train_flags(args: argparse.Namespace) -> Dict[str, Any]:

@@ -5,12 +5,13 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 
-from ..atomic_io import atomic_torch_save
-from ..errors import DamagedFileError
+from ..atomic_io import atomic_torch_save, describe_os_error
+from ..errors import DamagedFileError, OutputError
 from ..saved_files import read_torch
 from .compact import narrow_integers, widen_integers
 
@@ -32,6 +33,28 @@ def default_cache_dir() -> Path:
     """
     root = os.environ.get("XDG_CACHE_HOME", "").strip()
     return (Path(root) if root else Path.home() / ".cache") / "dgl_graphtx" / "datasets"
+
+
+def check_cache_dir(folder: Union[str, Path]) -> None:
+    """Refuse, before any featurizing, a cache folder no file can be written in (a file, a folder
+    under a file, a read-only folder); a missing one is created, as the cache would create it.
+
+    Example:
+        >>> import tempfile
+        >>> file = tempfile.mkstemp()[1]
+        >>> check_cache_dir(file)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.OutputError: cannot write the dataset cache in ...: it is a file; name another folder ...
+    """
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        why = "it is a file" if isinstance(err, FileExistsError) else describe_os_error(err)
+        raise OutputError(f"cannot write the dataset cache in {folder}: {why}; name another folder "
+                          "(--cache-dir), or --no-cache") from None
 
 
 def cache_key(settings: Dict[str, Any]) -> str:

@@ -232,6 +232,20 @@ def sniff_delimiter(sample: str, path: PathLike = "") -> str:
         return best if counts[best] else ","
 
 
+def parse_delimiter(text: str) -> str:
+    """A table delimiter as given: ``"tab"`` or ``"\\t"`` is a tab, otherwise one character.
+
+    Example:
+        >>> parse_delimiter("tab"), parse_delimiter("\\t"), parse_delimiter(";")
+        ('\\t', '\\t', ';')
+    """
+    if text.lower() in ("tab", "\\t"):
+        return "\t"
+    if len(text) != 1:
+        raise ConfigError(f"delimiter must be one character, 'tab' or '\\t', got {text!r}")
+    return text
+
+
 def read_molecule_csv(path: PathLike, smiles_col: str = "smiles", delimiter: Optional[str] = None) -> pd.DataFrame:
     """Read a delimited table of molecules (SMILES kept as text; gzip detected from the content),
     with one-line errors for the usual mistakes: missing, empty, binary or malformed file, repeated
@@ -240,7 +254,7 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles", delimiter: Opt
     Args:
         path: the file.
         smiles_col: the column holding SMILES.
-        delimiter: one character; sniffed from the first lines when ``None``.
+        delimiter: one character, or ``"tab"`` (:func:`parse_delimiter`); sniffed from the first lines when ``None``.
 
     Example:
         >>> import tempfile, pathlib
@@ -251,9 +265,7 @@ def read_molecule_csv(path: PathLike, smiles_col: str = "smiles", delimiter: Opt
     """
     path = check_file(path, "data")
     text = _read_text(path, "CSV")
-    if delimiter is not None and len(delimiter) != 1:
-        raise ConfigError(f"delimiter must be one character, got {delimiter!r} (use '\\t' for tab)")
-    sep = delimiter or sniff_delimiter(text[:_SNIFF_BYTES], path)
+    sep = parse_delimiter(delimiter) if delimiter is not None else sniff_delimiter(text[:_SNIFF_BYTES], path)
     header = next(csv.reader(io.StringIO(text), delimiter=sep), None)
     if not header:
         raise ConfigError(f"cannot read {path} as CSV: the file is empty (expected a header row naming the columns)")

@@ -365,6 +365,22 @@ def is_store(path: PathLike) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
+def store_atom_budget(path: PathLike) -> Optional[int]:
+    """The atom budget a complete store was featurized within (``featurize --max-atoms``; ``None``:
+    none): its molecules above it were left out.
+
+    Example:
+        >>> import tempfile
+        >>> store = featurize_to_store(["CCO", "CCCCCC"], tempfile.mkdtemp(), limits=SizeLimits(max_atoms=4), progress=False)
+        >>> store_atom_budget(store)
+        4
+    """
+    root = Path(path)
+    settings = read_json(root / MANIFEST, _rebuild(root))["settings"]
+    limits = settings.get("limits", asdict(SizeLimits()))  # recorded where it is not the default budget
+    return None if limits is None else limits["max_atoms"]
+
+
 def check_store_files(root: Path, manifest: Dict[str, Any]) -> None:
     """Compare every file of the store ``root`` with the checksum its manifest recorded; a damaged
     or missing file is a :class:`ConfigError` naming it and how to rebuild the store. A store of

@@ -2,6 +2,7 @@
 fingerprints and Kennard-Stone; and k folds for cross-validation."""
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -24,9 +25,23 @@ class Split(NamedTuple):
     test: List[int]
 
 
+def check_fractions(fractions: Sequence[float]) -> None:
+    """Refuse split ``fractions`` that are not three finite non-negative numbers summing to 1.
+
+    Example:
+        >>> check_fractions((0.8, 0.1, 0.1))
+        >>> check_fractions((float("nan"), 0.1, 0.1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: split fractions (data.fractions) must be three finite non-negative numbers ..., got (nan, 0.1, 0.1)
+    """
+    if len(fractions) != 3 or not all(math.isfinite(f) and f >= 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
+        raise ConfigError("split fractions (data.fractions) must be three finite non-negative numbers summing to 1, "
+                          f"got {tuple(fractions)}")
+
+
 def _sizes(n: int, fractions: Tuple[float, float, float]) -> Tuple[int, int]:
-    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1.0) > 1e-6:
-        raise ConfigError(f"split fractions must be three non-negative numbers summing to 1, got {fractions}")
+    check_fractions(fractions)
     n_train = int(round(fractions[0] * n))
     n_valid = int(round(fractions[1] * n))
     return n_train, min(n_valid, n - n_train)

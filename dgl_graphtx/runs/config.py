@@ -34,9 +34,10 @@ from ..datasets.cache import default_cache_dir
 from ..datasets.extra_features import ExtraFeatures
 from ..datasets.level_targets import LevelTargets
 from ..datasets.molecule_columns import MoleculeColumns
+from ..datasets.readers import parse_delimiter
 from ..datasets.sharded_store import is_store
 from ..datasets.split_kinds import split_kind
-from ..datasets.splits import DEFAULT_FRACTIONS
+from ..datasets.splits import DEFAULT_FRACTIONS, check_fractions
 from ..errors import ConfigError
 from ..featurize import FeaturizerConfig, MoleculeFeaturizer, SizeLimits
 from ..models import ModelConfig, Preset, get_preset
@@ -99,7 +100,7 @@ class DataConfig:
         path: the training file (CSV/TSV, gzipped or not, SDF, ``.smi``).
         targets: target columns or SD properties.
         smiles_col: SMILES column of a table.
-        delimiter: table delimiter (sniffed when ``None``).
+        delimiter: table delimiter: one character, or ``tab`` (sniffed when ``None``).
         split: ``random``, ``scaffold``, ``kmeans`` (k-means clusters of Morgan fingerprints) or
             ``kennard_stone`` (on the fingerprints; deterministic) (ignored when ``split_col`` or ``valid``/``test`` are given).
         fractions: train/valid/test fractions of a random or scaffold split.
@@ -184,6 +185,8 @@ class DataConfig:
     atom_sums: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.delimiter is not None:
+            self.delimiter = parse_delimiter(self.delimiter)
         if len(self.features_generators) > 1 and set(self.features_generators) & {AUTO, NONE}:
             raise ConfigError(f"data.features_generators={','.join(self.features_generators)}: give auto, none, or a list "
                               "of generators, not a mix")
@@ -213,6 +216,7 @@ class DataConfig:
         if self.is_qm9 and (self.valid is not None or self.split_col is not None):
             raise ConfigError("the qm9 data source is split with data.split (random or scaffold), not --valid/--test or --split-col")
         split_kind(self.split)
+        check_fractions(self.fractions)
         if (self.valid is None) != (self.test is None):
             raise ConfigError("give both a validation and a test file (--valid and --test), or neither")
         if self.split_col is not None and self.valid is not None:
@@ -586,9 +590,7 @@ def resolve_run_config(
         node[name] = value
     if flag_tree:
         layers.append(_normalise(flag_tree, "command-line flags"))
-    user: Dict[str, Any] = {}
-    for layer in layers:
-        user = _merge(user, layer)
+    user = _merge_layers(layers)
 
     choice = PresetChoice(**user.get("preset", {}))
     base = get_preset(choice.model, choice.name)
@@ -631,6 +633,27 @@ def resolve_run_config(
     _check_kernel_spec(data, model.task, resolved["train"]["loss"])
     return RunConfig(choice, data, model, featurizer, relation, TrainConfig(**resolved["train"]),
                      EnsembleConfig(**resolved["ensemble"]), uncertainty)
+
+
+#: ``data`` fields that together choose the dataset cache: a layer setting one of them replaces
+#: an earlier layer's choice whole (``--no-cache`` over a file's ``cache_dir``).
+CACHE_FIELDS = ("cache", "cache_dir")
+
+
+def _merge_layers(layers: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The layers of settings merged, later winning field by field, and the cache as one choice
+    (:data:`CACHE_FIELDS`).
+
+    Example:
+        >>> _merge_layers([{"data": {"cache_dir": "c", "cache": True}}, {"data": {"cache": False}}])
+        {'data': {'cache': False}}
+    """
+    user: Dict[str, Any] = {}
+    for layer in layers:
+        if any(name in layer.get("data", {}) for name in CACHE_FIELDS):
+            user["data"] = {k: v for k, v in user.get("data", {}).items() if k not in CACHE_FIELDS}
+        user = _merge(user, layer)
+    return user
 
 
 def _check_kernel_spec(data: DataConfig, task: str, loss: str) -> None:

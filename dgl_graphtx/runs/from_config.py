@@ -15,6 +15,7 @@ import torch
 from .._version import __version__
 from ..checkpoint import load_checkpoint
 from ..datasets import MoleculeDataset
+from ..datasets.cache import check_cache_dir
 from ..datasets.extra_features import ExtraFeatures
 from ..devices import resolve_compute
 from ..errors import ConfigError, GraphTxError
@@ -51,7 +52,8 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
     given, the input files there, every rule between the settings (the run's
     :class:`~dgl_graphtx.runs.plan.RunPlan`, which also resolves ``train.from_pretrained``: its
     backbone located, hash-checked and loaded, once; and the device), a GPU per process, the
-    output folder free (or the run there resumable with these settings). One error for the
+    output folder free (or the run there resumable with these settings), the dataset cache's
+    folder writable. One error for the
     first problem; the plan when there is none.
 
     Example:
@@ -70,6 +72,8 @@ def check_run(config: RunConfig, out_dir: PathLike, overwrite: bool = False, res
         if path is not None and not (path == training_path and data.is_qm9) and not Path(path).exists():
             raise GraphTxError(f"data file not found: {path}")
     plan = RunPlan.from_config(config)
+    if data.dataset_cache is not None:
+        check_cache_dir(data.dataset_cache)
     if resume and not plan.single:
         raise GraphTxError("--resume continues a single run; ensembles (--ensemble-size/--replicates) and --cv cannot resume")
     if processes > 1:

@@ -132,14 +132,20 @@ def coerce(value: Any, hint: Any, key: str, origin: str = "") -> Any:
 
 #: What :func:`_converted` returns for a value that does not fit the type.
 _WRONG = object()
-_EMPTY_TEXT = ("none", "null", "")
+_EMPTY_WORDS = ("none", "null")
+
+
+def _is_empty_text(value: Any) -> bool:
+    """Whether ``value`` is the text of an empty value: nothing, ``none`` or ``null`` (whitespace
+    alone is a value: a tab delimiter)."""
+    return isinstance(value, str) and (value == "" or value.strip().lower() in _EMPTY_WORDS)
 
 
 def _converted(value: Any, hint: Any) -> Any:
     """``value`` as type ``hint``, or :data:`_WRONG`."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Union:  # Optional[X], or "auto"-or-a-number fields
-        if value is None or (isinstance(value, str) and value.strip().lower() in _EMPTY_TEXT):
+        if value is None or _is_empty_text(value):
             return None if type(None) in args else _WRONG
         options = [a for a in args if a is not type(None)]
         if float in options and _is_number(value):

@@ -9,7 +9,8 @@ from typing import Any, Dict, Optional, Union
 
 from ..atomic_io import atomic_write_text
 from ..datasets import MoleculeDataset
-from ..errors import DamagedFileError
+from ..datasets.sharded_store import store_atom_budget
+from ..errors import ConfigError, DamagedFileError
 from ..featurize import FeaturizerConfig
 from ..relation_graph import RelationConfig
 from ..saved_files import read_json
@@ -53,9 +54,16 @@ def recipe_flags(recipe: Dict[str, str]) -> Dict[str, Any]:
     return {"preset.model": recipe["model"], "preset.name": recipe["preset"], "featurizer.atom_features": recipe["atom_features"]}
 
 
-def check_store_settings(store: PathLike, dataset: MoleculeDataset, featurizer: FeaturizerConfig, relation: RelationConfig) -> None:
-    """Refuse a store featurized with other settings than the run's, naming the differences and
-    the flags that fix it."""
+def check_store_settings(store: PathLike, dataset: MoleculeDataset, featurizer: FeaturizerConfig, relation: RelationConfig,
+                         max_atoms: int) -> None:
+    """Refuse a store featurized with other settings than the run's, or within another atom budget
+    than the run's ``max_atoms`` (``data.max_atoms``), naming the differences and the flags that fix it."""
+    budget = store_atom_budget(store)
+    if budget != max_atoms:
+        within = f"within an atom budget of {budget}" if budget is not None else "without an atom budget"
+        keep = f"train with --set data.max_atoms={budget}, or " if budget is not None else ""
+        raise ConfigError(f"store {store} was featurized {within} (featurize --max-atoms) and this run asks for {max_atoms} "
+                          f"(data.max_atoms): {keep}featurize it again with --max-atoms {max_atoms}")
     recipe = read_store_recipe(store)
     made = (f"it was featurized for --model {recipe['model']} --preset {recipe['preset']} --atom-features "
             f"{recipe['atom_features']}: train with those flags (or without --model/--preset, to take them from the store), or "

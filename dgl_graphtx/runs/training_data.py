@@ -39,7 +39,7 @@ def load_training_data(config: RunConfig) -> Tuple[MoleculeDataset, Optional[Spl
                            "or qm9")
     if data.path is not None and is_store(data.path):
         dataset = load_store(data.path)
-        check_store_settings(data.path, dataset, config.featurizer, config.relation)
+        check_store_settings(data.path, dataset, config.featurizer, config.relation, data.max_atoms)
         if dataset.target_names != list(data.targets):
             raise GraphTxError(f"store {data.path} holds targets {dataset.target_names}, not {list(data.targets)}; "
                                f"use --targets {','.join(dataset.target_names)}")

@@ -18,6 +18,7 @@ from cli_runner import assert_one_error_line, run_cli
 from conftest_models import freesolv_rows
 
 import dgl_graphtx.cli as cli
+from dgl_graphtx.datasets import random_split
 from dgl_graphtx.errors import GraphTxError
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.inference import get_pretrained
@@ -85,6 +86,10 @@ CASES = {
     "model": Case(["--model", "transformer-xl"], {"preset": {"model": "transformer-xl"}}, lambda: get_preset("transformer-xl")),
     "preset": Case(["--preset", "huge"], {"preset": {"name": "huge"}}, lambda: get_preset(DEFAULT_MODEL, "huge")),
     "split": Case(["--split", "alphabetical"], {"data": {"split": "alphabetical"}}, plan(split="alphabetical")),
+    "fractions not summing to 1": Case(["--set", "data.fractions=0.8,0.1,0.2"], {"data": {"fractions": [0.8, 0.1, 0.2]}},
+                                       lambda: random_split(10, (0.8, 0.1, 0.2))),
+    "fractions with nan": Case(["--set", "data.fractions=nan,0.1,0.1"], {"data": {"fractions": [float("nan"), 0.1, 0.1]}},
+                               lambda: random_split(10, (float("nan"), 0.1, 0.1))),
     "device": Case(["--device", "tpu:7"], {"train": {"device": "tpu:7"}}, plan(train=TrainConfig(device="tpu:7"))),
     # rules between settings: the run's plan
     "calibration-share without a method": Case(["--calibration-share", "0.2"], {"uncertainty": {"calibration_share": 0.2}},

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import yaml
+from rdkit import Chem
 
 from conftest_models import freesolv_rows
 from cli_runner import assert_one_error_line, run_cli
@@ -37,3 +38,23 @@ def test_a_store_of_another_model_is_refused_in_cli_terms(moire_store, tmp_path)
     line = assert_one_error_line(run_cli(["train", moire_store, "--targets", "expt", "--out", tmp_path / "o", "--model", "grpe"]),
                                  "--model moire --preset 2d", "relation 'complete'")
     assert "preset.featurizer" not in line and not (tmp_path / "o" / "best.pt").exists()
+
+
+def test_a_store_featurized_within_another_atom_budget_is_refused(tmp_path):
+    """``train STORE --set data.max_atoms=N`` trained on every molecule of the store, whatever its
+    budget, and config.yaml recorded N: a run its own config could not repeat on the input file."""
+    data = tmp_path / "d.csv"
+    rows = freesolv_rows(0, 24)[["smiles", "expt"]]
+    rows.to_csv(data, index=False)
+    code, _, err = run_cli(["featurize", data, "--out", tmp_path / "store", "--targets", "expt", "--model", "vanilla",
+                            "--max-atoms", "8", "--no-progress"])
+    assert code == 0, err
+    train = ["train", tmp_path / "store", "--targets", "expt", "--epochs", "1", "--no-progress", "--device", "cpu",
+             "--set", "model.num_layers=1", "model.hidden_dim=16"]
+    assert_one_error_line(run_cli([*train, "--out", tmp_path / "a"]), "atom budget of 8", "asks for 1000", "--set data.max_atoms=8")
+    assert_one_error_line(run_cli([*train, "data.max_atoms=5", "--out", tmp_path / "b"]), "atom budget of 8", "asks for 5")
+    assert not (tmp_path / "a" / "best.pt").exists() and not (tmp_path / "b" / "best.pt").exists()
+    code, _, err = run_cli([*train, "data.max_atoms=8", "--out", tmp_path / "c"])
+    assert code == 0, err
+    kept = sum(Chem.MolFromSmiles(smiles).GetNumAtoms() <= 8 for smiles in rows["smiles"])
+    assert 0 < kept < len(rows) and sum(json.loads((tmp_path / "c" / "metrics.json").read_text())["sizes"].values()) == kept

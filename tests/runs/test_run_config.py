@@ -24,6 +24,7 @@ from dgl_graphtx.runs.config import DERIVED_MODEL_FIELDS, DERIVED_MODEL_SECTIONS
 from dgl_graphtx.training import TrainConfig
 from cli_runner import run_cli
 from dgl_graphtx.featurize.descriptors import feature_names
+from dgl_graphtx.datasets.readers import read_molecule_csv
 
 #: The width of the descriptors ``data.features_generators=auto`` gives a molecule file with targets.
 DESCRIPTORS = len(feature_names(["rdkit2d"]))
@@ -397,3 +398,37 @@ def test_auto_features_resolve_once_and_config_yaml_keeps_the_resolved_list(tmp_
         resolve_run_config(overrides=["data.targets=y", "data.features_generators=auto,rdkit2d"])
     with pytest.raises(ConfigError, match="resolve it with resolve_run_config"):
         DataConfig().extra_features
+
+
+def test_a_tab_delimiter_is_kept_from_a_flag_a_file_and_set_and_saved(tmp_path):
+    """A tab delimiter (``--delimiter tab``, a tab in a file, ``tab`` or ``\\t`` there or in --set)
+    was read as an empty value and sniffed instead: on a TSV whose header holds a comma, as a comma."""
+    table = tmp_path / "ref.txt"
+    table.write_text("smiles\texpt\treference (author, year)\nCCO\t-5.0\tMobley, 2014\nCCC\t2.0\tMobley, 2014\n")
+    file = tmp_path / "run.yaml"
+    file.write_text('data:\n  delimiter: "\\t"\n')
+    quoted = tmp_path / "quoted.yaml"
+    quoted.write_text("data:\n  delimiter: '\\t'\n")
+    runs = [resolve_run_config(overrides=["data.targets=expt", f"data.delimiter={text}"]) for text in ("tab", "\\t")]
+    runs += [resolve_run_config(path, overrides=["data.targets=expt"]) for path in (file, quoted)]
+    runs.append(resolve_run_config(overrides=["data.targets=expt"], flags={"data.delimiter": "\t"}))
+    runs.append(resolve_run_config(runs[-1].save(tmp_path / "config.yaml")))
+    assert [run.data.delimiter for run in runs] == ["\t"] * 6
+    columns = list(read_molecule_csv(table, delimiter=runs[-1].data.delimiter).columns)
+    assert columns == ["smiles", "expt", "reference (author, year)"]
+    with pytest.raises(ConfigError, match="delimiter must be one character, 'tab'"):
+        resolve_run_config(overrides=["data.targets=expt", "data.delimiter=ab"])
+
+
+def test_a_later_source_choosing_the_cache_replaces_an_earlier_ones_choice(tmp_path):
+    """``--config OUT/config.yaml --no-cache`` of a run with ``--cache-dir`` (and ``--cache-dir`` over
+    a ``--no-cache`` run's config) was refused as both given, though the flag named one."""
+    cached = resolve_run_config(overrides=["data.targets=y", "data.cache_dir=c"]).save(tmp_path / "cached.yaml")
+    uncached = resolve_run_config(overrides=["data.targets=y", "data.cache=false"]).save(tmp_path / "uncached.yaml")
+    off = resolve_run_config(cached, flags={"data.cache": False}).data
+    on = resolve_run_config(uncached, flags={"data.cache_dir": "d"}).data
+    assert (off.cache, off.cache_dir, off.dataset_cache) == (False, None, None)
+    assert (on.cache, on.cache_dir, on.dataset_cache) == (True, "d", "d")
+    assert resolve_run_config(cached, ["data.cache=false"]).data.dataset_cache is None
+    with pytest.raises(ConfigError, match="give one of them"):  # one source naming both
+        resolve_run_config(uncached, flags={"data.cache_dir": "d", "data.cache": False})

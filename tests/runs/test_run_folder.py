@@ -172,6 +172,18 @@ def test_out_that_cannot_be_created(data_csv, no_featurizing):
     assert_one_error_line(run_cli(["train", data_csv, "--out", "/proc/no_such_dir/run", *TRAIN]), "/proc/no_such_dir/run")
 
 
+def test_a_cache_folder_that_cannot_be_written_is_refused_before_featurizing(data_csv, workdir, no_featurizing, monkeypatch):
+    """``--cache-dir`` naming a file (or ``XDG_CACHE_HOME`` under one): refused after featurizing,
+    the work lost, as "cannot write FILE/molecules-<key>.pt"."""
+    target = workdir / "a_file"
+    target.write_text("x")
+    assert_one_error_line(run_cli(["train", data_csv, "--out", workdir / "a", "--cache-dir", target, *TRAIN]),
+                          f"dataset cache in {target}: it is a file", "--no-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(target))
+    assert_one_error_line(run_cli(["train", data_csv, "--out", workdir / "b", *TRAIN]), str(target), "Not a directory")
+    assert target.read_text() == "x"
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores folder permissions")
 def test_read_only_out(data_csv, tmp_path, no_featurizing):
     tmp_path.chmod(0o500)
