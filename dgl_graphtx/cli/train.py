@@ -11,6 +11,7 @@ from ..runs.config import apply_threads, presets_help, resolve_run_config
 from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
 from ..runs.from_config import check_run, train_from_config
 from ..runs.plan import RunPlan
+from ..datasets.sharded_store import store_atom_budget
 from ..runs.store_recipe import read_store_recipe, recipe_flags
 from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, field_type, one_of,
                      without_option)
@@ -69,14 +70,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def store_flags(args: argparse.Namespace) -> dict:
-    """For ``train STORE`` naming no model anywhere (flags, ``--config``, ``--set``): the model,
-    preset and atom features the store was featurized for."""
-    recipe = read_store_recipe(args.data) if args.data is not None and is_store(args.data) else None
-    named = args.model or args.preset or args.atom_features or args.config or any(s.startswith("preset.") for s in args.set)
-    if recipe is None or named:
+    """For ``train STORE``: the model, preset and atom features the store was featurized for, when
+    no model is named anywhere (flags, ``--config``, ``--set``), and its atom budget
+    (``featurize --max-atoms``), when no ``data.max_atoms`` is."""
+    if args.data is None or not is_store(args.data):
         return {}
-    logger.info("store %s was featurized for --model %s --preset %s: training that model", args.data, recipe["model"], recipe["preset"])
-    return recipe_flags(recipe)
+    flags = {}
+    recipe = read_store_recipe(args.data)
+    named = args.model or args.preset or args.atom_features or args.config or any(s.startswith("preset.") for s in args.set)
+    if recipe is not None and not named:
+        logger.info("store %s was featurized for --model %s --preset %s: training that model", args.data, recipe["model"],
+                    recipe["preset"])
+        flags.update(recipe_flags(recipe))
+    budget = store_atom_budget(args.data)
+    if budget is not None and not args.config and not any(s.startswith("data.max_atoms=") for s in args.set):
+        flags["data.max_atoms"] = budget
+    return flags
 
 
 def run(args: argparse.Namespace) -> int:

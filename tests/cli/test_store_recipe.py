@@ -42,7 +42,8 @@ def test_a_store_of_another_model_is_refused_in_cli_terms(moire_store, tmp_path)
 
 def test_a_store_featurized_within_another_atom_budget_is_refused(tmp_path):
     """``train STORE --set data.max_atoms=N`` trained on every molecule of the store, whatever its
-    budget, and config.yaml recorded N: a run its own config could not repeat on the input file."""
+    budget, and config.yaml recorded N: a run its own config could not repeat on the input file.
+    Without a ``data.max_atoms``, the run takes the store's budget, as it takes its model."""
     data = tmp_path / "d.csv"
     rows = freesolv_rows(0, 24)[["smiles", "expt"]]
     rows.to_csv(data, index=False)
@@ -51,10 +52,13 @@ def test_a_store_featurized_within_another_atom_budget_is_refused(tmp_path):
     assert code == 0, err
     train = ["train", tmp_path / "store", "--targets", "expt", "--epochs", "1", "--no-progress", "--device", "cpu",
              "--set", "model.num_layers=1", "model.hidden_dim=16"]
-    assert_one_error_line(run_cli([*train, "--out", tmp_path / "a"]), "atom budget of 8", "asks for 1000", "--set data.max_atoms=8")
-    assert_one_error_line(run_cli([*train, "data.max_atoms=5", "--out", tmp_path / "b"]), "atom budget of 8", "asks for 5")
-    assert not (tmp_path / "a" / "best.pt").exists() and not (tmp_path / "b" / "best.pt").exists()
-    code, _, err = run_cli([*train, "data.max_atoms=8", "--out", tmp_path / "c"])
-    assert code == 0, err
+    assert_one_error_line(run_cli([*train, "data.max_atoms=5", "--out", tmp_path / "b"]), "atom budget of 8", "asks for 5",
+                          "--set data.max_atoms=8")
+    assert not (tmp_path / "b" / "best.pt").exists()
     kept = sum(Chem.MolFromSmiles(smiles).GetNumAtoms() <= 8 for smiles in rows["smiles"])
-    assert 0 < kept < len(rows) and sum(json.loads((tmp_path / "c" / "metrics.json").read_text())["sizes"].values()) == kept
+    assert 0 < kept < len(rows)
+    for given, out in ((["data.max_atoms=8"], "c"), ([], "a")):
+        code, _, err = run_cli([*train, *given, "--out", tmp_path / out])
+        assert code == 0, err
+        assert sum(json.loads((tmp_path / out / "metrics.json").read_text())["sizes"].values()) == kept
+        assert yaml.safe_load((tmp_path / out / "config.yaml").read_text())["data"]["max_atoms"] == 8
