@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -34,8 +35,25 @@ def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> P
         >>> plot_learning_curve(h, "rmse", tempfile.mkdtemp() + "/curve.png").name
         'curve.png'
     """
+    fig = learning_curve_figure(history, metric)
     path = Path(path)
+    _save_figure(fig, path)
+    return path
+
+
+def learning_curve_figure(history: pd.DataFrame, metric: str) -> "plt.Figure":
+    """The figure of :func:`plot_learning_curve`, its epoch axes ticked at whole epochs.
+
+    Example:
+        >>> h = pd.DataFrame({"epoch": [1, 2], "train_loss": [1.0, 0.5], "valid_rmse": [2.0, 1.5]})
+        >>> fig = learning_curve_figure(h, "rmse")
+        >>> [t for t in fig.axes[0].get_xticks().tolist() if 1 <= t <= 2]
+        [1.0, 2.0]
+        >>> plt.close(fig)
+    """
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].plot(history["epoch"], history["train_loss"], label="train loss")
     axes[0].set(xlabel="epoch", ylabel="loss (standardised)", yscale="log", title="training loss")
     column = f"valid_{metric}"
@@ -47,8 +65,7 @@ def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> P
             axes[1].legend()
     axes[1].set(xlabel="epoch", ylabel=metric, title=f"validation {metric}")
     fig.tight_layout()
-    _save_figure(fig, path)
-    return path
+    return fig
 
 
 def plot_parity(y_true: Sequence[float], y_pred: Sequence[float], path: PathLike, title: str = "", unit: str = "") -> Path:
