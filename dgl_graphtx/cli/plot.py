@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             raise GraphTxError(f"plot parity: none of the {len(rows)} rows of {args.data} has both a label in column {target!r} and a "
                                f"prediction{why}; give labelled molecules that featurize")
         plot_parity_residuals(measured, predicted, out, title=f"{target}: {Path(args.data).name}")
-        table = error_table(rows["smiles"], measured, predicted)
+        table = error_table(rows["smiles"], measured, predicted, reasons=rows["error"])
         errors = out.with_name(f"{out.stem}_errors.csv")
         table.to_csv(errors, index=False)
         written.append(errors)

@@ -329,16 +329,21 @@ def plot_parity_residuals(y_true: Sequence[float], y_pred: Sequence[float], path
 
 
 def error_table(smiles: Sequence[str], y_true: Sequence[float], y_pred: Sequence[float],
-                std: Optional[Sequence[float]] = None) -> pd.DataFrame:
-    """Per-molecule errors, largest absolute error first (``std`` column when given).
+                std: Optional[Sequence[float]] = None, reasons: Optional[Sequence[Any]] = None) -> pd.DataFrame:
+    """Per-molecule errors, largest absolute error first (``std`` column when given; ``reason``,
+    why a molecule has no prediction, when ``reasons`` are given: blank for the others).
 
     Example:
         >>> error_table(["A", "B"], [1.0, 2.0], [1.5, 0.0])[["smiles", "abs_error"]].values.tolist()
         [['B', 2.0], ['A', 0.5]]
+        >>> error_table(["A", "B"], [1.0, 2.0], [1.5, float("nan")], reasons=[None, "no parse"])["reason"].tolist()
+        ['', 'no parse']
     """
     table = pd.DataFrame({"smiles": list(smiles), "measured": np.asarray(y_true, float), "predicted": np.asarray(y_pred, float)})
     table["error"] = table["predicted"] - table["measured"]
     table["abs_error"] = table["error"].abs()
     if std is not None:
         table["std"] = np.asarray(std, float)
+    if reasons is not None:
+        table["reason"] = [r if isinstance(r, str) else "" for r in reasons]
     return table.sort_values("abs_error", ascending=False, kind="stable").reset_index(drop=True)
