@@ -17,6 +17,30 @@ def one_line(message: object) -> str:
     return " ".join(line.strip() for line in str(message).splitlines())
 
 
+def raised_by_interruption(error: BaseException) -> bool:
+    """Whether ``error`` is a ``KeyboardInterrupt`` or was raised while one unwound (a library's
+    clean-up failing halfway, say): Ctrl-C is then what stopped the work.
+
+    Example:
+        >>> try:
+        ...     try:
+        ...         raise KeyboardInterrupt
+        ...     finally:
+        ...         raise FileNotFoundError("lock file")  # a clean-up that failed halfway
+        ... except FileNotFoundError as err:
+        ...     raised_by_interruption(err), raised_by_interruption(FileNotFoundError("lock file"))
+        (True, False)
+    """
+    seen = set()
+    current: "BaseException | None" = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 class GraphTxError(Exception):
     """Base class for errors caused by input or configuration, not by a bug."""
 

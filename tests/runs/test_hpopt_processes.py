@@ -51,3 +51,32 @@ def test_a_search_killed_outright_takes_its_processes_with_it(tmp_path):
     job.communicate(timeout=60)
     for pid in workers:
         assert_process_ends(pid, 30, f"process {pid} of the killed search went on")
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_a_process_is_the_interruption(tmp_path, monkeypatch):
+    """Ctrl-C interrupted Optuna's journal lock in a process of ``hpopt --jobs 2``, whose clean-up
+    then failed (``os.unlink`` of the lock's file): that error's traceback was printed, where the
+    process should end as interrupted, quietly; an error of its own still surfaces."""
+    import logging
+
+    from dgl_graphtx.runs.distributed import INTERRUPTED_EXIT
+    from dgl_graphtx.runs.hpopt import search
+
+    def interrupted_lock(*args):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise FileNotFoundError("hpopt.journal.lock")
+
+    monkeypatch.setattr(search, "end_with_launcher", lambda: None)
+    handlers = list(logging.getLogger("dgl_graphtx").handlers)
+    try:
+        monkeypatch.setattr(search, "_optimize", interrupted_lock)
+        with pytest.raises(SystemExit) as ended:
+            search._worker(str(tmp_path), [], None, "minimize", 0, 1, None, 0)
+        assert ended.value.code == INTERRUPTED_EXIT
+        monkeypatch.setattr(search, "_optimize", lambda *args: (_ for _ in ()).throw(FileNotFoundError("its own")))
+        with pytest.raises(FileNotFoundError, match="its own"):
+            search._worker(str(tmp_path), [], None, "minimize", 0, 1, None, 0)
+    finally:
+        logging.getLogger("dgl_graphtx").handlers[:] = handlers

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import pandas as pd
 
 from ...atomic_io import atomic_to_csv, atomic_write_text
-from ...errors import ConfigError, DamagedFileError, GraphTxError, one_line
+from ...errors import ConfigError, DamagedFileError, GraphTxError, one_line, raised_by_interruption
 from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
@@ -303,8 +303,10 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
     try:
         with log_to_file(Path(out) / "hpopt.log"):
             _optimize(Path(out), space, settings, direction, worker, trials, deadline, start)
-    except KeyboardInterrupt:  # Ctrl-C reaches every process of the search: the main one says it, once
-        sys.exit(INTERRUPTED_EXIT)
+    except BaseException as err:  # Ctrl-C reaches every process of the search: the main one says it, once
+        if raised_by_interruption(err):  # Optuna's journal lock, say, may fail to clean up while it unwinds
+            sys.exit(INTERRUPTED_EXIT)
+        raise
 
 
 def hyperparameter_search(base: RunConfig, out_dir: PathLike, settings: SearchSettings = SearchSettings(),
