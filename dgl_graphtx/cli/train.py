@@ -6,12 +6,12 @@ import logging
 from pathlib import Path
 
 from ..datasets import is_store
+from ..datasets.sharded_store import store_atom_budget
 from ..models.variants import option_sections
 from ..runs.config import apply_threads, presets_help, resolve_run_config
 from ..runs.distributed import BACKENDS, DistributedConfig, launch_local
 from ..runs.from_config import check_run, train_from_config
 from ..runs.plan import RunPlan
-from ..datasets.sharded_store import store_atom_budget
 from ..runs.store_recipe import read_store_recipe, recipe_flags
 from .common import (add_input_options, add_logging_options, add_train_options, bounded, explicit_train_flags, field_type, one_of,
                      without_option)

@@ -127,4 +127,3 @@ def _added_hydrogens_mapped(graph: dgl.DGLGraph, atoms: np.ndarray, mol: Chem.Mo
         heavy = atoms[dst[src == node]]
         atoms[node] = free[int(heavy[heavy >= 0][0])].pop(0)
     return atoms
-

@@ -404,20 +404,22 @@ class Trainer:
         """Refuse labels the task cannot train on; warn about a classification target of one class in
         the training part, and about validation labels some metric cannot score."""
         names = self.meta.target_names if self.meta is not None else None
-        for part in (train_set, valid_set):
-            if part is not None and self.task == "classification":
-                check_binary_labels(dataset_labels(part).double().numpy(), names)
-            elif part is not None and self.task == "multiclass":
-                check_class_labels(dataset_labels(part).double().numpy(), self.model.config.num_classes, names)
-        if self.task == "classification" and self.hooks.is_main:
-            labels = dataset_labels(train_set).double()
-            for t, name in enumerate(self._target_names(labels.shape[1])):
-                classes = torch.unique(labels[~torch.isnan(labels[:, t]), t])
+        checked = self.task in ("classification", "multiclass")  # each part's labels read once, where they are needed
+        train_labels = dataset_labels(train_set).double() if checked else None
+        valid_labels = dataset_labels(valid_set).double() if valid_set is not None and (checked or self.hooks.is_main) else None
+        for labels in (train_labels, valid_labels):
+            if labels is not None and self.task == "classification":
+                check_binary_labels(labels.numpy(), names)
+            elif labels is not None and self.task == "multiclass":
+                check_class_labels(labels.numpy(), self.model.config.num_classes, names)
+        if train_labels is not None and self.task == "classification" and self.hooks.is_main:
+            for t, name in enumerate(self._target_names(train_labels.shape[1])):
+                classes = torch.unique(train_labels[~torch.isnan(train_labels[:, t]), t])
                 if len(classes) == 1:
                     logger.warning("training set: target %r holds only class %g, so the model cannot learn to tell the "
                                    "classes apart; split otherwise (another --seed, or --split-col)", name, float(classes[0]))
-        if valid_set is not None and self.hooks.is_main:
-            for note in metric_notes(self.task, dataset_labels(valid_set).double().numpy(), names):
+        if valid_labels is not None and self.hooks.is_main:
+            for note in metric_notes(self.task, valid_labels.numpy(), names):
                 logger.warning("validation set: %s", note)
 
     def _prepare_labels(self, train_set: Dataset) -> None:
