@@ -88,7 +88,8 @@ class MoleculeModel(nn.Module):
         self.molecule_encoders = nn.ModuleList(self._molecule_encoder() for _ in range(config.molecules.count - 1)
                                                if config.molecules.backbones == "separate")
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
-        self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks)
+        self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks,
+                                         probabilities=config.kernel_probabilities)
                        if config.kernel_references else None)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
@@ -96,7 +97,8 @@ class MoleculeModel(nn.Module):
     def _molecule_encoder(self) -> "MoleculeModel":
         """A backbone of this model's architecture for one molecule of a row (no head of its own)."""
         single = dataclasses.replace(self.config, molecules=MoleculeSetOptions(), levels=LevelOptions(), num_tasks=1,
-                                     uncertainty_head="none", molecule_features=0, atom_reference=False, kernel_references=0)
+                                     uncertainty_head="none", molecule_features=0, atom_reference=False, kernel_references=0,
+                                     kernel_probabilities=False)
         encoder = type(self)(single)
         encoder.head = NoOutputs()  # the row's head reads all molecules
         return encoder
@@ -232,7 +234,8 @@ class MoleculeModel(nn.Module):
     def attach_kernel(self, kernel: FingerprintKernel) -> None:
         """Give the model a fitted fingerprint kernel (its config records the kernel's size)."""
         references, size = kernel.references.shape
-        self.config = dataclasses.replace(self.config, kernel_references=references, kernel_size=size)
+        self.config = dataclasses.replace(self.config, kernel_references=references, kernel_size=size,
+                                          kernel_probabilities=kernel.platt is not None)
         self.kernel = kernel.to(self.target_mean.device)
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:

@@ -8,7 +8,9 @@ docs/decisions/fingerprint-kernel.md). The network still sees what fingerprints 
 long-range structure, large data sets). The two are blended per task,
 ``w * network + (1 - w) * kernel``, in target units (probabilities for classification), with the
 ridge ``alpha`` chosen by the kernel's leave-one-out error and the weight ``w`` on the validation
-part (:func:`fit_fingerprint_kernel`), so a kernel that does not help gets ``w = 1``.
+part (:func:`fit_fingerprint_kernel`), so a kernel that does not help gets ``w = 1``. For
+classification the kernel's values (a regression on 0/1 labels, which strays outside [0, 1]) are
+made probabilities by Platt scaling fitted on their leave-one-out values (:func:`fit_platt`).
 
 The kernel of two count vectors ``a, b`` is ``sum(min(a, b)) / sum(max(a, b))``, computed as
 ``(S - D) / (S + D)`` with ``S = |a|_1 + |b|_1`` and ``D = |a - b|_1``; two empty fingerprints have
@@ -25,6 +27,7 @@ Example:
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -100,11 +103,50 @@ def _minmax(a: torch.Tensor, b_sum: torch.Tensor, shared: torch.Tensor) -> torch
     return shared / (a.sum(dim=1)[:, None] + b_sum[None] - shared).clamp_min(1e-9)
 
 
+def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100) -> Tuple[float, float]:
+    """Platt scaling: ``(a, b)`` such that ``sigmoid(a * score + b)`` is the probability of the
+    positive class, fitted by maximum likelihood on 0/1 ``labels`` with Platt's smoothed targets
+    (``(N+ + 1) / (N+ + 2)`` for positives, ``1 / (N- + 2)`` for negatives, so that separable
+    scores give a finite fit), by Newton's method with step halving (Lin, Lin & Weng 2007).
+
+    Example:
+        >>> a, b = fit_platt(torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0]), torch.tensor([0.0, 0, 1, 0, 1, 1]))
+        >>> round(a, 2), round(b, 2)
+        (2.68, -1.34)
+    """
+    x, y = scores.to(torch.float64), labels.to(torch.float64)
+    positives = float(y.sum())
+    targets = torch.where(y > 0.5, (positives + 1) / (positives + 2), 1 / (len(y) - positives + 2))
+    design = torch.stack([x, torch.ones_like(x)], dim=1)
+
+    def loss(params: torch.Tensor) -> float:
+        z = design @ params
+        return float((torch.nn.functional.softplus(z) - targets * z).sum())
+
+    params = torch.tensor([0.0, math.log((positives + 1) / (len(y) - positives + 1))], dtype=torch.float64)
+    current = loss(params)
+    for _ in range(iterations):
+        p = torch.sigmoid(design @ params)
+        gradient = design.T @ (p - targets)
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) + 1e-12 * torch.eye(2, dtype=torch.float64)
+        step = torch.linalg.solve(hessian, gradient)
+        decrease, size = float(gradient @ step), 1.0  # the loss falls by about size * decrease
+        while size > 1e-10 and loss(params - size * step) > current - 1e-4 * size * decrease:
+            size /= 2
+        if size <= 1e-10 or decrease < 1e-20:
+            break
+        params = params - size * step
+        current = loss(params)
+    return float(params[0]), float(params[1])
+
+
 @dataclass
 class KernelFit:
     """What :func:`fit_fingerprint_kernel` chose and fitted, per task: the references kept, their
     dual coefficients ``[R, T]``, the intercepts ``[T]``, the network's blend weights ``[T]``, the
-    ridges, and the validation errors (mean squared) of the network, the kernel and the blend."""
+    ridges, and the validation errors (mean squared) of the network, the kernel and the blend; for
+    classification the Platt scaling ``[T, 2]`` (``a, b`` of ``sigmoid(a * value + b)``) making the
+    kernel's values probabilities (``None`` for regression)."""
 
     references: torch.Tensor
     coefficients: torch.Tensor
@@ -115,6 +157,7 @@ class KernelFit:
     validation_kernel: List[float]
     validation_blend: List[float]
     validation_counts: List[int] = field(default_factory=list)
+    platt: Optional[torch.Tensor] = None
 
 
 def _mse(y: torch.Tensor, p: torch.Tensor) -> float:
@@ -123,7 +166,7 @@ def _mse(y: torch.Tensor, p: torch.Tensor) -> float:
 
 def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid_fps: torch.Tensor, valid_y: torch.Tensor,
                            valid_network: torch.Tensor, alphas: Sequence[float] = ALPHAS, weights: Sequence[float] = WEIGHTS,
-                           max_references: int = MAX_REFERENCES, seed: int = 0) -> KernelFit:
+                           max_references: int = MAX_REFERENCES, seed: int = 0, probabilities: bool = False) -> KernelFit:
     """Fit the kernel model on the training and validation molecules and its blend with the
     network, task by task.
 
@@ -140,6 +183,8 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
         valid_network: the network's validation predictions ``[V, T]`` in target units.
         max_references: above this many training + validation molecules, a seeded draw of this
             many is kept.
+        probabilities: classification: the kernel's values become probabilities by Platt scaling
+            (:func:`fit_platt`) of their leave-one-out values, before the blend weight is chosen.
     """
     fps = torch.cat([train_fps, valid_fps]).to(torch.float64)
     labels = torch.cat([train_y, valid_y]).to(torch.float64)
@@ -149,12 +194,14 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
         keep = torch.randperm(len(fps), generator=torch.Generator().manual_seed(seed))[:max_references].sort().values
         fps, labels, network, is_train = fps[keep], labels[keep], network[keep], is_train[keep]
     kernel = minmax_kernel(fps.float(), fps.float()).double()  # float32 sums of counts are exact, and twice as fast
-    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, alphas, weights) for t in range(labels.shape[1])]
+    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, alphas, weights, probabilities)
+             for t in range(labels.shape[1])]
     coefficients = torch.stack([t.coefficients for t in tasks], dim=1)
     return KernelFit(fps.clamp(max=255).to(torch.uint8), coefficients.float(),
                      torch.tensor([t.intercept for t in tasks]), torch.tensor([t.weight for t in tasks]),
                      [t.alpha for t in tasks], [t.error_network for t in tasks], [t.error_kernel for t in tasks],
-                     [t.error_blend for t in tasks], [t.validation_count for t in tasks])
+                     [t.error_blend for t in tasks], [t.validation_count for t in tasks],
+                     torch.tensor([t.platt for t in tasks]) if probabilities else None)
 
 
 @dataclass
@@ -167,10 +214,11 @@ class _TaskFit:
     error_kernel: float = float("nan")
     error_blend: float = float("nan")
     validation_count: int = 0
+    platt: Tuple[float, float] = (1.0, 0.0)
 
 
 def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor, is_train: torch.Tensor,
-              alphas: Sequence[float], weights: Sequence[float]) -> _TaskFit:
+              alphas: Sequence[float], weights: Sequence[float], probabilities: bool = False) -> _TaskFit:
     """One task of :func:`fit_fingerprint_kernel` (rows: training then validation molecules).
 
     The ridge is chosen by the leave-one-out error over all labelled molecules, which kernel ridge
@@ -178,6 +226,8 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     intercept, the labels' mean, is kept), from one eigendecomposition for every ridge. The
     network's weight is chosen on the validation molecules against those leave-one-out
     predictions, which come from a kernel as strong as the one kept (fitted on all molecules but one).
+    With ``probabilities`` those leave-one-out values are Platt-scaled first (the scaling fitted on
+    all of them), and the validation molecules see the scaled values.
     """
     known = ~torch.isnan(labels)
     fitted = torch.nonzero(known).flatten()
@@ -196,36 +246,46 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
         left_out = y - dual / ((vectors ** 2) @ inverse)
         scored.append((_mse(y, left_out), alpha, dual, left_out))
     _, alpha, dual, left_out = min(scored, key=lambda item: item[0])
+    platt = fit_platt(left_out, y) if probabilities else (1.0, 0.0)
+    if probabilities:
+        left_out = torch.sigmoid(platt[0] * left_out + platt[1])
     y_valid, net, kernel_valid = y[validation], network[fitted][validation], left_out[validation]
     error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in weights)
     coefficients = torch.zeros(len(labels), dtype=torch.float64)
     coefficients[fitted] = dual
     return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend,
-                    count)
+                    count, platt)
 
 
 class FingerprintKernel(nn.Module):
     """The fitted kernel model of :func:`fit_fingerprint_kernel`, as buffers saved with the model:
     reference fingerprints (uint8 counts ``[R, F]``), dual coefficients ``[R, T]``, intercepts and
-    the network's blend weights ``[T]``.
+    the network's blend weights ``[T]``; with ``probabilities`` (classification) also the Platt
+    scaling ``[T, 2]`` that makes its values probabilities.
 
     Example:
         >>> kernel = FingerprintKernel(references=3, size=4, tasks=2)
         >>> kernel.predictions(torch.ones(5, 4)).shape
         torch.Size([5, 2])
+        >>> FingerprintKernel(references=3, size=4, tasks=1, probabilities=True).predictions(torch.ones(1, 4))
+        tensor([[0.5000]])
     """
 
     references: torch.Tensor
     coefficients: torch.Tensor
     intercept: torch.Tensor
     weight: torch.Tensor
+    platt: Optional[torch.Tensor]
 
-    def __init__(self, references: int, size: int, tasks: int) -> None:
+    def __init__(self, references: int, size: int, tasks: int, probabilities: bool = False) -> None:
         super().__init__()
         self.register_buffer("references", torch.zeros(references, size, dtype=torch.uint8))
         self.register_buffer("coefficients", torch.zeros(references, tasks))
         self.register_buffer("intercept", torch.zeros(tasks))
         self.register_buffer("weight", torch.ones(tasks))
+        # Checkpoints of classification kernels fitted before Platt scaling have no such buffer and
+        # blend the raw values, as they did.
+        self.register_buffer("platt", torch.tensor([[1.0, 0.0]] * tasks) if probabilities else None)
         #: Set by :meth:`fix_levels` for a traced program: the kernel by dense matrix products alone.
         self.levels: Optional[int] = None
         self._cached: Optional[Tuple[Tuple[int, int, str], List[torch.Tensor], torch.Tensor]] = None
@@ -239,20 +299,22 @@ class FingerprintKernel(nn.Module):
     def from_fit(cls, fit: KernelFit) -> "FingerprintKernel":
         """The module holding ``fit``."""
         references, size = fit.references.shape
-        kernel = cls(references, size, fit.coefficients.shape[1])
-        for name in ("references", "coefficients", "intercept", "weight"):
+        kernel = cls(references, size, fit.coefficients.shape[1], probabilities=fit.platt is not None)
+        for name in ("references", "coefficients", "intercept", "weight") + (("platt",) if fit.platt is not None else ()):
             getattr(kernel, name).copy_(getattr(fit, name))
         return kernel
 
     def predictions(self, fingerprints: torch.Tensor) -> torch.Tensor:
-        """The kernel model's predictions ``[B, T]`` (target units) for count fingerprints ``[B, F]``."""
+        """The kernel model's predictions ``[B, T]`` (target units; probabilities with Platt scaling)
+        for count fingerprints ``[B, F]``."""
         query = fingerprints.to(self.coefficients.dtype)
         if self.levels is not None:
             similarity = minmax_kernel(query, self.references.to(query.dtype), levels=self.levels)
         else:
             levels, sums = self._levels()
             similarity = minmax_from_levels(query, levels, sums)
-        return similarity @ self.coefficients + self.intercept
+        values = similarity @ self.coefficients + self.intercept
+        return values if self.platt is None else torch.sigmoid(self.platt[:, 0] * values + self.platt[:, 1])
 
     def _levels(self) -> Tuple[List[torch.Tensor], torch.Tensor]:
         """The references' :func:`count_levels` and row sums, computed once for the references as they are."""
@@ -280,6 +342,8 @@ class FingerprintKernel(nn.Module):
             raise ConfigError(f"the fingerprint kernel's network weights must lie in [0, 1], got {self.weight.tolist()}")
         if not (bool(torch.isfinite(self.coefficients).all()) and bool(torch.isfinite(self.intercept).all())):
             raise ConfigError("the fingerprint kernel's coefficients and intercepts must be finite")
+        if self.platt is not None and not bool(torch.isfinite(self.platt).all()):
+            raise ConfigError("the fingerprint kernel's Platt scaling must be finite")
 
     def alone(self) -> List[int]:
         """The tasks this kernel predicts alone (the network's blend weight 0): the network, and

@@ -90,8 +90,10 @@ class ModelSettings:
             with the model; see :mod:`~dgl_graphtx.models.atom_reference`): the baseline of
             extensive targets such as energies, so that the network learns only the rest.
         kernel_references: molecules the fitted fingerprint kernel keeps (0: no kernel; set when it
-            is fitted after training, see :mod:`~dgl_graphtx.models.kernel`), and ``kernel_size``
-            the width of its count fingerprints (``ndata["kernel_fp"]``).
+            is fitted after training, see :mod:`~dgl_graphtx.models.kernel`), ``kernel_size``
+            the width of its count fingerprints (``ndata["kernel_fp"]``), and
+            ``kernel_probabilities`` whether its values are Platt-scaled to probabilities
+            (classification kernels fitted since this setting; earlier ones blend raw values).
         architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
@@ -132,6 +134,7 @@ class ModelSettings:
     atom_reference: bool = False
     kernel_references: int = 0
     kernel_size: int = 2048
+    kernel_probabilities: bool = False
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
     molecules: MoleculeSetOptions = field(default_factory=MoleculeSetOptions)
@@ -187,6 +190,8 @@ class ModelSettings:
         check_number("kernel_size", self.kernel_size, 1, 1 << 20, integer=True)
         _check(not (self.kernel_references and self.task not in ("regression", "classification")),
                "the fingerprint kernel is for regression and binary classification, not multiclass targets")
+        _check(not (self.kernel_probabilities and self.task != "classification"),
+               "kernel_probabilities (Platt scaling of the fingerprint kernel) is for classification targets")
         _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
                "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         _check(self.architecture is None or self.architecture in ARCHITECTURES,

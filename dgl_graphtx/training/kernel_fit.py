@@ -61,7 +61,8 @@ def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) 
         raise ConfigError("the model already has a fingerprint kernel")
     network = torch.from_numpy(trainer.predict(valid))
     fit = fit_fingerprint_kernel(dataset_fingerprints(train), dataset_labels(train), dataset_fingerprints(valid),
-                                 dataset_labels(valid), network, seed=seed)
+                                 dataset_labels(valid), network, seed=seed,
+                                 probabilities=model.config.task == "classification")
     model.attach_kernel(FingerprintKernel.from_fit(fit))
     names = getattr(_root(train), "target_names", None)
     logger.info("%s", describe_fit(fit, names))

@@ -11,6 +11,7 @@ import torch
 from rdkit import Chem, DataStructs
 from rdkit.Chem import rdFingerprintGenerator
 from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import LogisticRegression
 
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
 from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, collate_molecules, freesolv
@@ -18,7 +19,7 @@ from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.featurize.descriptors import kernel_fingerprints
 from dgl_graphtx.models import ModelConfig, build_model
 from dgl_graphtx.models.kernel import (ALPHAS, FEW_VALIDATION, WEIGHTS, FingerprintKernel, describe_fit, few_validation_warning,
-                                       fit_fingerprint_kernel, minmax_kernel)
+                                       fit_fingerprint_kernel, fit_platt, minmax_kernel)
 from dgl_graphtx.relation_graph import RelationConfig
 
 SMILES = list(freesolv()["smiles"][:80])
@@ -77,6 +78,59 @@ def test_fit_chooses_ridge_by_leave_one_out_and_weight_on_validation_like_sklear
     assert np.abs(got - sk(every, alpha, [0, 1, 2])).max() < 1e-3  # fitted on every molecule; float32 buffers
     query = kernel_fingerprints(SPEC, ["CCO", "c1ccccc1Cl"]).astype(float)
     assert kernel.predictions(torch.from_numpy(query)).shape == (2, 1)
+
+
+def _sklearn_platt(scores, labels):
+    """Platt's fit by scikit-learn: each molecule twice, as a positive weighted by its smoothed
+    target and as a negative weighted by the rest, with (almost) no regularisation."""
+    positives = labels.sum()
+    targets = np.where(labels > 0.5, (positives + 1) / (positives + 2), 1 / (len(labels) - positives + 2))
+    model = LogisticRegression(C=1e12, tol=1e-14, max_iter=100_000).fit(
+        np.concatenate([scores, scores])[:, None], np.r_[np.ones(len(scores)), np.zeros(len(scores))],
+        sample_weight=np.r_[targets, 1 - targets])
+    return model.coef_[0, 0], model.intercept_[0]
+
+
+def test_platt_scaling_is_the_weighted_logistic_fit_and_stays_finite_on_separable_scores():
+    rng = np.random.default_rng(0)
+    labels = (rng.random(60) < 0.3).astype(float)
+    scores = labels * 0.6 + rng.normal(0, 0.4, 60)  # overlapping classes
+    assert np.allclose(fit_platt(torch.from_numpy(scores), torch.from_numpy(labels)), _sklearn_platt(scores, labels), atol=1e-5)
+    separable = np.r_[rng.uniform(-1, 0, 10), rng.uniform(1, 2, 5)]
+    a, b = fit_platt(torch.from_numpy(separable), torch.from_numpy(np.r_[np.zeros(10), np.ones(5)]))
+    assert np.isfinite([a, b]).all() and a > 0
+    assert np.allclose((a, b), _sklearn_platt(separable, np.r_[np.zeros(10), np.ones(5)]), atol=1e-4)
+
+
+def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_out_values():
+    """KRR on 0/1 labels strays outside [0, 1] (blends of it were clamped, tying molecules at the
+    bounds); with ``probabilities`` its values are sigmoid(a * value + b), (a, b) Platt's fit on the
+    leave-one-out values, and the blend weight is chosen on the scaled validation values."""
+    x, y = _labels(60)
+    labels = (y > np.median(y)).astype(float)
+    train, valid, every = np.arange(45), np.arange(45, 60), np.arange(60)
+    network = np.clip(labels[valid] * 0.6 + 0.2 + np.random.default_rng(2).normal(0, 0.2, 15), 0.01, 0.99)
+    fit = fit_fingerprint_kernel(torch.from_numpy(x[train]), torch.from_numpy(labels[train, None]), torch.from_numpy(x[valid]),
+                                 torch.from_numpy(labels[valid, None]), torch.from_numpy(network[:, None]), probabilities=True)
+    gram = minmax_kernel(torch.from_numpy(x), torch.from_numpy(x)).numpy()
+    mean, alpha = labels.mean(), fit.alphas[0]
+
+    def sk(rows, query):
+        return KernelRidge(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(rows, rows)], labels[rows] - mean).predict(
+            gram[np.ix_(query, rows)]) + mean
+
+    left_out = np.array([sk(np.delete(every, i), [i])[0] for i in every])
+    a, b = _sklearn_platt(left_out, labels)
+    assert np.allclose(fit.platt.numpy(), [[a, b]], atol=1e-4)
+    scaled = 1 / (1 + np.exp(-(a * left_out + b)))
+    blends = {w: np.mean((w * network + (1 - w) * scaled[valid] - labels[valid]) ** 2) for w in WEIGHTS}
+    assert fit.weight.item() == pytest.approx(min(blends, key=blends.get))
+    kernel = FingerprintKernel.from_fit(fit)
+    got = kernel.predictions(torch.from_numpy(x)).double().numpy()[:, 0]
+    raw = sk(every, every)
+    assert np.abs(got - 1 / (1 + np.exp(-(a * raw + b)))).max() < 1e-4 and 0 < got.min() and got.max() < 1
+    assert fit_fingerprint_kernel(torch.from_numpy(x[train]), torch.from_numpy(labels[train, None]), torch.from_numpy(x[valid]),
+                                  torch.from_numpy(labels[valid, None]), torch.from_numpy(network[:, None])).platt is None
 
 
 def test_tasks_are_fitted_on_their_own_labelled_rows():
@@ -141,9 +195,10 @@ def test_a_model_blends_its_outputs_with_the_kernel_in_target_units(task):
     fps = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40]))
     labels = ds.raw_labels
     fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5),
-                                 weights=(0.25,))  # one weight: the blend is known
+                                 weights=(0.25,), probabilities=task == "classification")  # one weight: the blend is known
     model.attach_kernel(FingerprintKernel.from_fit(fit))
     assert model.config.kernel_references == 40
+    assert model.config.kernel_probabilities == (task == "classification")
     kernel = FingerprintKernel.from_fit(fit).predictions(fps[:10])
     expected = 0.25 * plain + 0.75 * kernel
     if task == "classification":
@@ -164,6 +219,26 @@ def test_checkpoints_keep_the_kernel_and_older_configs_load_without_one(tmp_path
     assert torch.equal(loaded.predict(batch.graph, batch.relation_graph), model.predict(batch.graph, batch.relation_graph))
     old = {k: v for k, v in dataclasses.asdict(model.config).items() if not k.startswith("kernel_")}
     assert ModelConfig.from_dict(old).kernel_references == 0
+
+
+def test_a_classification_checkpoint_from_before_platt_scaling_blends_the_raw_values(tmp_path):
+    """A classification kernel saved without Platt scaling (no ``platt`` buffer, ``kernel_probabilities``
+    absent from its config) loads and predicts as it did: the raw values, the blend clamped."""
+    ds = _dataset("classification")
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, task="classification")).eval()
+    batch = collate_molecules([ds[i] for i in range(10)])
+    plain = model.predict(batch.graph, batch.relation_graph)
+    fps, labels = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40])), ds.raw_labels
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), weights=(0.25,))
+    model.attach_kernel(FingerprintKernel.from_fit(fit))
+    assert model.kernel.platt is None and "kernel.platt" not in model.state_dict()
+    save_checkpoint(tmp_path / "old.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["active"]))
+    loaded = load_checkpoint(tmp_path / "old.pt").model.eval()
+    assert loaded.config.kernel_probabilities is False and loaded.kernel.platt is None
+    raw = (minmax_kernel(fps[:10].float(), fit.references.float()) @ fit.coefficients + fit.intercept)
+    expected = (0.25 * plain + 0.75 * raw).clamp(1e-6, 1 - 1e-6)
+    assert torch.allclose(loaded.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
 
 
 def test_a_model_with_a_kernel_needs_the_fingerprints():
