@@ -238,6 +238,8 @@ def test_derived_and_linked_fields():
         resolve_run_config(overrides=["model.num_tasks=2"])
     with pytest.raises(ConfigError, match="model.variant is derived from preset.model"):
         resolve_run_config(overrides=["model.variant=moire"])
+    with pytest.raises(ConfigError, match=r"model.kernel_probabilities is derived from the fitted kernel \(data.kernel\) and the task"):
+        resolve_run_config(overrides=["model.kernel_probabilities=true"])
 
 
 @pytest.mark.parametrize("overrides,message", [
