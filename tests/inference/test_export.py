@@ -136,13 +136,18 @@ def test_models_of_other_kinds_export_and_agree(tmp_path, variant, preset, overr
 
 
 @EXPORTS
-def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path):
-    config = tiny_preset("gradformer", None)
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path, task):
+    config = tiny_preset("gradformer", None, task=task)
     model = seeded_model(config).eval()
     fps = torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:60]))
     labels = torch.tensor(freesolv_frame()["expt"][:60].to_numpy())[:, None]
+    network = labels[50:] + 1.0
+    if task == "classification":  # Platt-scaled kernel scores, exported with the model
+        labels, network = (labels < labels.median()).double(), torch.full((10, 1), 0.5)
     model.attach_kernel(FingerprintKernel.from_fit(fit_fingerprint_kernel(fps[:50], labels[:50], fps[50:], labels[50:],
-                                                                          labels[50:] + 1.0, weights=(0.5,))))
+                                                                          network, weights=(0.5,),
+                                                                          probabilities=task == "classification")))
     extras = CheckpointExtras(extra_features=FittedExtraFeatures(ExtraFeatures(kernel=DEFAULT_KERNEL)).to_dict())
     checkpoint = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(config.featurizer, config.relation, ["y"], extras))
     done = export_model(checkpoint, tmp_path / "model.pt2")
