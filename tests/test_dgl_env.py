@@ -38,13 +38,15 @@ def _has_library_for(torch_version: str) -> bool:
 
 
 def _python(code: str, cwd: Path) -> List[str]:
-    """The words ``code`` prints in a fresh interpreter started in ``cwd`` (outside the checkout, so
-    only the installed package is found)."""
+    """The words of the last line ``code`` prints in a fresh interpreter started in ``cwd`` (outside
+    the checkout, so only the installed package is found). Without ``DGLBACKEND`` and before
+    ``~/.dgl/config.json`` exists (a fresh machine), DGL's first import prints a line of its own
+    ("Setting the default backend to ...") before the computation's."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("DGLBACKEND", None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.split()
+    return done.stdout.splitlines()[-1].split() if done.stdout.strip() else []
 
 
 EXPECTED = ["4.0", str(not _has_library_for(torch.__version__))]
