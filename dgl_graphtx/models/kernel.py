@@ -109,6 +109,12 @@ def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100)
     (``(N+ + 1) / (N+ + 2)`` for positives, ``1 / (N- + 2)`` for negatives, so that separable
     scores give a finite fit), by Newton's method with step halving (Lin, Lin & Weng 2007).
 
+    The slope is kept at least 0 (the best non-decreasing scaling): scores that rise with the
+    positive class are never turned upside down. Where the unconstrained fit's slope is negative,
+    as for leave-one-out scores of a kernel with little signal (leaving a positive out lowers what
+    the others predict for it), the fit is the constant ``a = 0``, ``sigmoid(b)`` the smoothed
+    targets' mean.
+
     Example:
         >>> a, b = fit_platt(torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0]), torch.tensor([0.0, 0, 1, 0, 1, 1]))
         >>> round(a, 2), round(b, 2)
@@ -116,7 +122,8 @@ def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100)
     """
     x, y = scores.to(torch.float64), labels.to(torch.float64)
     positives = float(y.sum())
-    targets = torch.where(y > 0.5, (positives + 1) / (positives + 2), 1 / (len(y) - positives + 2))
+    targets = torch.where(y > 0.5, torch.tensor((positives + 1) / (positives + 2), dtype=torch.float64),
+                          torch.tensor(1 / (len(y) - positives + 2), dtype=torch.float64))
     design = torch.stack([x, torch.ones_like(x)], dim=1)
 
     def loss(params: torch.Tensor) -> float:
@@ -137,6 +144,9 @@ def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100)
             break
         params = params - size * step
         current = loss(params)
+    if float(params[0]) < 0:  # the loss is convex: the best slope >= 0 is then 0
+        mean = float(targets.mean())
+        return 0.0, math.log(mean / (1 - mean))
     return float(params[0]), float(params[1])
 
 

@@ -102,11 +102,41 @@ def test_platt_scaling_is_the_weighted_logistic_fit_and_stays_finite_on_separabl
     assert np.allclose((a, b), _sklearn_platt(separable, np.r_[np.zeros(10), np.ones(5)]), atol=1e-4)
 
 
+def test_platt_scaling_never_reverses_the_scores():
+    """Leave-one-out scores of a kernel with little signal are anti-correlated with their labels
+    (leaving a positive out lowers what the others predict for it); an unconstrained fit turns them
+    upside down (slope < 0), and a blend weight chosen on them then trusts a kernel that ranks new
+    molecules in reverse. The fit is the best non-decreasing scaling: the loss being convex, with
+    the slope at 0, the constant whose probability is the smoothed targets' mean."""
+    rng = np.random.default_rng(1)
+    labels = (rng.random(40) < 0.3).astype(float)
+    scores = -0.5 * labels + rng.normal(0, 0.3, 40)  # anti-correlated
+    assert _sklearn_platt(scores, labels)[0] < 0
+    a, b = fit_platt(torch.from_numpy(scores), torch.from_numpy(labels))
+    positives = labels.sum()
+    targets = np.where(labels > 0.5, (positives + 1) / (positives + 2), 1 / (len(labels) - positives + 2))
+    assert a == 0.0 and b == pytest.approx(np.log(targets.mean() / (1 - targets.mean())), abs=1e-9)
+
+
+def test_a_kernel_that_cannot_tell_the_classes_apart_does_not_rank_a_known_negative_first():
+    """39 positives and one negative: the kernel's leave-one-out scores are lowest for the
+    positives most like the negative, and a reversed scaling gave the negative itself 0.9999, the
+    highest probability of all 40."""
+    fps = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40]))
+    labels = torch.ones(40, 1, dtype=torch.float64)
+    labels[35] = 0
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), probabilities=True)
+    assert fit.platt[0, 0].item() >= 0
+    got = FingerprintKernel.from_fit(fit).predictions(fps)[:, 0]
+    assert got[35] <= got[torch.arange(40) != 35].min()
+
+
 def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_out_values():
     """KRR on 0/1 labels strays outside [0, 1] (blends of it were clamped, tying molecules at the
     bounds); with ``probabilities`` its values are sigmoid(a * value + b), (a, b) Platt's fit on the
     leave-one-out values, and the blend weight is chosen on the scaled validation values."""
-    x, y = _labels(60)
+    x = kernel_fingerprints(SPEC, SMILES[:60]).astype(float)
+    y = freesolv()["expt"][:60].to_numpy()  # a property the kernel learns: its left-out values rise with the labels
     labels = (y > np.median(y)).astype(float)
     train, valid, every = np.arange(45), np.arange(45, 60), np.arange(60)
     network = np.clip(labels[valid] * 0.6 + 0.2 + np.random.default_rng(2).normal(0, 0.2, 15), 0.01, 0.99)
@@ -121,7 +151,7 @@ def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_
 
     left_out = np.array([sk(np.delete(every, i), [i])[0] for i in every])
     a, b = _sklearn_platt(left_out, labels)
-    assert np.allclose(fit.platt.numpy(), [[a, b]], atol=1e-4)
+    assert a > 0 and np.allclose(fit.platt.numpy(), [[a, b]], atol=1e-4)
     scaled = 1 / (1 + np.exp(-(a * left_out + b)))
     blends = {w: np.mean((w * network + (1 - w) * scaled[valid] - labels[valid]) ** 2) for w in WEIGHTS}
     assert fit.weight.item() == pytest.approx(min(blends, key=blends.get))
