@@ -477,8 +477,9 @@ class Predictor:
             return
         alone = [self.target_names[task] for task in kernel.alone()]
         if alone:
+            mve = ", or use --uncertainty mve" if self.model.config.task == "regression" else ""  # a regression head
             logger.warning("the fingerprint kernel makes this model's whole prediction of %s (the network's blend weight is 0): "
-                           "MC dropout gives them std 0 (train with --kernel none, or use --uncertainty mve)", ", ".join(alone))
+                           "MC dropout gives them std 0 (train with --kernel none%s)", ", ".join(alone), mve)
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""

@@ -222,9 +222,10 @@ def _ensemble_result(run: EnsembleRun, done: Sequence[ReplicateResult]) -> Ensem
     stds = frame.loc[keep, f"{first}_std"]
     spread = run.plan.ensemble.size > 1 and keep.sum() > 2 and stds.nunique() > 1
     if run.plan.ensemble.size > 1 and keep.sum() > 2 and not spread:
+        mve = ", or use --uncertainty mve" if run.plan.preset.model.task == "regression" else ""  # a regression head
         logger.warning("the ensemble's members agree on every test molecule of %r (std %g), as they do when the fingerprint "
                        "kernel carries every member's prediction (network weight 0): its std says nothing here; train with "
-                       "--kernel none, or use --uncertainty mve", first, float(stds.iloc[0]))
+                       "--kernel none%s", first, float(stds.iloc[0]), mve)
     rho = float(spearmanr(stds, errors[keep]).statistic) if spread else float("nan")
     calibrations = [r.calibration for r in done if r.calibration is not None]
     return EnsembleResult([r.runs for r in done], frame, metrics_frame, summary, rho, calibrations, per_target)

@@ -100,9 +100,11 @@ def test_explaining_a_target_the_kernel_predicts_alone_says_so(caplog):
     assert "--kernel none" in caplog.records[0].getMessage()
 
 
-def test_mc_dropout_on_a_target_the_kernel_predicts_alone_says_so(tmp_path, caplog):
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_mc_dropout_on_a_target_the_kernel_predicts_alone_says_so(tmp_path, caplog, task):
+    """The fix it names is one the task allows: the mve head is refused for classification."""
     from dgl_graphtx.models.kernel import FingerprintKernel
-    preset = tiny_preset("gradformer", num_tasks=2)
+    preset = tiny_preset("gradformer", num_tasks=2, task=task)
     model = seeded_model(preset, seed=0)
     kernel = FingerprintKernel(references=3, size=8, tasks=2)
     kernel.weight.copy_(torch.tensor([0.4, 0.0]))
@@ -114,6 +116,7 @@ def test_mc_dropout_on_a_target_the_kernel_predicts_alone_says_so(tmp_path, capl
         Predictor(path, uncertainty="mc_dropout")
     assert len(caplog.records) == 1
     assert "whole prediction of z (the network's blend weight is 0): MC dropout gives them std 0" in caplog.records[0].getMessage()
+    assert ("--uncertainty mve" in caplog.records[0].getMessage()) == (task == "regression")
 
 
 def test_predictions_with_explanations_equal_those_without(checkpoint):

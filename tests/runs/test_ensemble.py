@@ -175,22 +175,26 @@ def test_members_with_and_without_their_own_std_are_combined_on_what_they_share(
     np.testing.assert_allclose(table["expt_std"], means.std(0), rtol=1e-5)
 
 
-def test_members_that_agree_everywhere_give_no_spearman_and_a_warning(caplog):
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_members_that_agree_everywhere_give_no_spearman_and_a_warning(caplog, task):
     """Members whose predictions are equal (the kernel carries each one) have std 0 everywhere:
     the rank correlation of std and error is undefined, reported as none with one warning saying
-    why (scipy's ConstantInputWarning leaked with a source line)."""
+    why (scipy's ConstantInputWarning leaked with a source line), and a fix the task allows (the
+    mve head is refused for classification)."""
     import warnings
     from types import SimpleNamespace
     from dgl_graphtx.runs.ensemble import ReplicateResult, _ensemble_result
     table = pd.DataFrame({"y": [1.0, 2.0, 3.0, 4.0], "y_pred": [1.5, 1.5, 2.5, 4.5], "y_std": [0.0] * 4, "replicate": 0})
     done = [ReplicateResult([], table, {"replicate": 0, "rmse": 0.5}, {"y": {"rmse": 0.5}})]
-    run = SimpleNamespace(names=["y"], plan=SimpleNamespace(ensemble=SimpleNamespace(size=2)))
+    run = SimpleNamespace(names=["y"], plan=SimpleNamespace(ensemble=SimpleNamespace(size=2),
+                                                            preset=SimpleNamespace(model=SimpleNamespace(task=task))))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning of scipy's escapes
         with caplog.at_level("WARNING", logger="dgl_graphtx"):
             result = _ensemble_result(run, done)
     assert np.isnan(result.spearman)
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["the ensemble's members agree on every test molecule of 'y'"]
+    assert ("--uncertainty mve" in caplog.records[0].getMessage()) == (task == "regression")
 
 
 def test_multiclass_members_average_their_probabilities(tmp_path):
