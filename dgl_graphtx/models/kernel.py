@@ -237,7 +237,8 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     network's weight is chosen on the validation molecules against those leave-one-out
     predictions, which come from a kernel as strong as the one kept (fitted on all molecules but one).
     With ``probabilities`` those leave-one-out values are Platt-scaled first (the scaling fitted on
-    all of them), and the validation molecules see the scaled values.
+    all of them), and the validation molecules see the scaled values; where the scaling is flat
+    (the scores do not rise with the labels, see :func:`fit_platt`) the kernel is not used (weight 1).
     """
     known = ~torch.isnan(labels)
     fitted = torch.nonzero(known).flatten()
@@ -260,7 +261,10 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     if probabilities:
         left_out = torch.sigmoid(platt[0] * left_out + platt[1])
     y_valid, net, kernel_valid = y[validation], network[fitted][validation], left_out[validation]
-    error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in weights)
+    if platt[0] == 0.0:  # no signal: a constant base rate would only flatten (at weight 0, tie) the network's ranking
+        error_blend, weight = _mse(y_valid, net), 1.0
+    else:
+        error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in weights)
     coefficients = torch.zeros(len(labels), dtype=torch.float64)
     coefficients[fitted] = dual
     return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend,
@@ -384,11 +388,16 @@ def describe_fit(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> 
     names = _task_names(fit, task_names)
     counts = fit.validation_counts or [0] * len(names)
     lines = []
-    for name, w, alpha, net, kern, blend, count in zip(names, fit.weight.tolist(), fit.alphas, fit.validation_network,
-                                                       fit.validation_kernel, fit.validation_blend, counts):
+    flat = [fit.platt is not None and float(fit.platt[task, 0]) == 0.0 for task in range(len(names))]
+    for name, w, alpha, net, kern, blend, count, no_signal in zip(names, fit.weight.tolist(), fit.alphas, fit.validation_network,
+                                                                  fit.validation_kernel, fit.validation_blend, counts, flat):
         if alpha != alpha:  # NaN: not fitted
             why = "fewer than 3 labelled molecules" if count else "no labelled validation molecules"
             lines.append(f"fingerprint kernel, {name}: not used ({why})")
+            continue
+        if no_signal:
+            lines.append(f"fingerprint kernel, {name}: not used (its leave-one-out scores do not rise with the labels); "
+                         f"validation RMSE network {net ** 0.5:.3f}")
             continue
         lines.append(f"fingerprint kernel, {name}: network weight {w:.2f}, ridge {alpha:g}; validation RMSE "
                      f"network {net ** 0.5:.3f}, kernel {kern ** 0.5:.3f}, blend {blend ** 0.5:.3f}")

@@ -125,10 +125,15 @@ def test_a_kernel_that_cannot_tell_the_classes_apart_does_not_rank_a_known_negat
     fps = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40]))
     labels = torch.ones(40, 1, dtype=torch.float64)
     labels[35] = 0
-    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), probabilities=True)
-    assert fit.platt[0, 0].item() >= 0
+    network = torch.linspace(0.6, 0.9, 10)[:, None]
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], network, probabilities=True)
+    assert fit.platt[0, 0].item() == 0.0  # the unconstrained slope is negative here
     got = FingerprintKernel.from_fit(fit).predictions(fps)[:, 0]
     assert got[35] <= got[torch.arange(40) != 35].min()
+    # a flat kernel would only flatten the network's ranking (all tied at weight 0): it is not used
+    assert fit.weight.item() == 1.0 and fit.validation_blend[0] == pytest.approx(fit.validation_network[0])
+    assert describe_fit(fit, ["active"]) == ("fingerprint kernel, active: not used (its leave-one-out scores do not rise "
+                                             f"with the labels); validation RMSE network {fit.validation_network[0] ** 0.5:.3f}")
 
 
 def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_out_values():
