@@ -331,13 +331,15 @@ def plot_parity_residuals(y_true: Sequence[float], y_pred: Sequence[float], path
 def error_table(smiles: Sequence[str], y_true: Sequence[float], y_pred: Sequence[float],
                 std: Optional[Sequence[float]] = None, reasons: Optional[Sequence[Any]] = None) -> pd.DataFrame:
     """Per-molecule errors, largest absolute error first (``std`` column when given; ``reason``,
-    why a molecule has no prediction, when ``reasons`` are given: blank for the others).
+    why a molecule has no error, when ``reasons`` are given: the prediction's error, else
+    ``no measured value`` for an unlabelled molecule, blank for the others).
 
     Example:
         >>> error_table(["A", "B"], [1.0, 2.0], [1.5, 0.0])[["smiles", "abs_error"]].values.tolist()
         [['B', 2.0], ['A', 0.5]]
-        >>> error_table(["A", "B"], [1.0, 2.0], [1.5, float("nan")], reasons=[None, "no parse"])["reason"].tolist()
-        ['', 'no parse']
+        >>> error_table(["A", "B", "C"], [1.0, 2.0, float("nan")], [1.5, float("nan"), 3.0],
+        ...             reasons=[None, "no parse", None])["reason"].tolist()
+        ['', 'no parse', 'no measured value']
     """
     table = pd.DataFrame({"smiles": list(smiles), "measured": np.asarray(y_true, float), "predicted": np.asarray(y_pred, float)})
     table["error"] = table["predicted"] - table["measured"]
@@ -345,5 +347,6 @@ def error_table(smiles: Sequence[str], y_true: Sequence[float], y_pred: Sequence
     if std is not None:
         table["std"] = np.asarray(std, float)
     if reasons is not None:
-        table["reason"] = [r if isinstance(r, str) else "" for r in reasons]
+        table["reason"] = [r if isinstance(r, str) else "no measured value" if np.isnan(m) else ""
+                           for r, m in zip(reasons, table["measured"])]
     return table.sort_values("abs_error", ascending=False, kind="stable").reset_index(drop=True)

@@ -163,7 +163,9 @@ def test_plot_command(variant, tmp_path):
     model, _, preset = _model(variant)
     checkpoint = save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(preset.featurizer, preset.relation, ["expt"]))
     data = tmp_path / "d.csv"
-    freesolv_rows(0, 10)[["smiles", "expt"]].to_csv(data, index=False)
+    rows = freesolv_rows(0, 11)[["smiles", "expt"]].copy()
+    rows.loc[rows.index[-1], "expt"] = float("nan")  # an unlabelled molecule
+    rows.to_csv(data, index=False)
     code, stdout, err = run_cli(["plot", "attention", "--checkpoint", checkpoint, "--smiles", "CCO", "--per-head", "--query", "1",
                               "--out", tmp_path / "a.svg", "--layers", "1"])
     assert code == 0, err
@@ -178,8 +180,10 @@ def test_plot_command(variant, tmp_path):
     code, _, err = run_cli(["plot", "parity", "--checkpoint", checkpoint, "--data", data, "--out", tmp_path / "p.png", "-q"])
     assert code == 0, err
     errors = pd.read_csv(tmp_path / "p_errors.csv", keep_default_na=False)
-    assert len(errors) == 10 and errors["abs_error"].astype(float).is_monotonic_decreasing
-    assert errors["reason"].tolist() == [""] * 10  # why a molecule has no prediction: every one has one here
+    assert len(errors) == 11 and errors["abs_error"][:10].astype(float).is_monotonic_decreasing
+    # why a molecule has no error: every one has a prediction here, the last no label
+    assert errors["reason"].tolist() == [""] * 10 + ["no measured value"]
+    assert errors["smiles"].iloc[-1] == rows["smiles"].iloc[-1]
 
 
 def test_training_never_imports_rdkit_drawing_code(tmp_path):
