@@ -35,6 +35,7 @@ from ..insight.attention_maps import AttentionMaps, attention_maps
 from ..insight.integrated_gradients import repeated_batch
 from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
+from ..uncertainty.calibration import no_spread_advice
 from ..uncertainty.config import stored_settings
 from ..uncertainty.methods import check_method_fits, uncertainty_method
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns, calibrated
@@ -477,9 +478,8 @@ class Predictor:
             return
         alone = [self.target_names[task] for task in kernel.alone()]
         if alone:
-            mve = ", or use --uncertainty mve" if self.model.config.task == "regression" else ""  # a regression head
             logger.warning("the fingerprint kernel makes this model's whole prediction of %s (the network's blend weight is 0): "
-                           "MC dropout gives them std 0 (train with --kernel none%s)", ", ".join(alone), mve)
+                           "MC dropout gives them std 0 (%s)", ", ".join(alone), no_spread_advice(self.model.config.task))
 
     def _check_feature_columns(self, features: Optional[pd.DataFrame], source: str = "the input") -> None:
         """One clear error when the model reads a user feature column that ``features`` lacks."""

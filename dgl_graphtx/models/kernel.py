@@ -257,14 +257,14 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
         left_out = y - dual / ((vectors ** 2) @ inverse)
         scored.append((_mse(y, left_out), alpha, dual, left_out))
     _, alpha, dual, left_out = min(scored, key=lambda item: item[0])
-    platt = fit_platt(left_out, y) if probabilities else (1.0, 0.0)
+    platt = (1.0, 0.0)
     if probabilities:
+        platt = fit_platt(left_out, y)
         left_out = torch.sigmoid(platt[0] * left_out + platt[1])
     y_valid, net, kernel_valid = y[validation], network[fitted][validation], left_out[validation]
-    if platt[0] == 0.0:  # no signal: a constant base rate would only flatten (at weight 0, tie) the network's ranking
-        error_blend, weight = _mse(y_valid, net), 1.0
-    else:
-        error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in weights)
+    # a flat scaling (no signal) would only flatten the network's ranking (at weight 0, tie it): the network alone
+    tried = weights if platt[0] != 0.0 else (1.0,)
+    error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in tried)
     coefficients = torch.zeros(len(labels), dtype=torch.float64)
     coefficients[fitted] = dual
     return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend,

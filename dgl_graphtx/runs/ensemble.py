@@ -24,6 +24,7 @@ from ..models import Preset
 from ..training import TrainConfig, Trainer, compute_metrics, prediction_column
 from ..training.target_metrics import per_target_metrics
 from ..uncertainty import Calibration, UncertaintyConfig, fit_regression_calibration, uncertainty_method
+from ..uncertainty.calibration import no_spread_advice
 from ..uncertainty.evaluation import UncertainPredictions, json_ready, predict_batches, report_metrics
 from .calibration_part import CalibrationPart, GivenCalibration, calibration_part
 from .config import EnsembleConfig
@@ -222,10 +223,9 @@ def _ensemble_result(run: EnsembleRun, done: Sequence[ReplicateResult]) -> Ensem
     stds = frame.loc[keep, f"{first}_std"]
     spread = run.plan.ensemble.size > 1 and keep.sum() > 2 and stds.nunique() > 1
     if run.plan.ensemble.size > 1 and keep.sum() > 2 and not spread:
-        mve = ", or use --uncertainty mve" if run.plan.preset.model.task == "regression" else ""  # a regression head
         logger.warning("the ensemble's members agree on every test molecule of %r (std %g), as they do when the fingerprint "
-                       "kernel carries every member's prediction (network weight 0): its std says nothing here; train with "
-                       "--kernel none%s", first, float(stds.iloc[0]), mve)
+                       "kernel carries every member's prediction (network weight 0): its std says nothing here; %s", first,
+                       float(stds.iloc[0]), no_spread_advice(run.plan.preset.model.task))
     rho = float(spearmanr(stds, errors[keep]).statistic) if spread else float("nan")
     calibrations = [r.calibration for r in done if r.calibration is not None]
     return EnsembleResult([r.runs for r in done], frame, metrics_frame, summary, rho, calibrations, per_target)

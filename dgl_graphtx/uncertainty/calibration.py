@@ -128,11 +128,22 @@ class Calibration:
         return std, mean - half, mean + half
 
 
+def no_spread_advice(task: str) -> str:
+    """What to do when the networks' spread (an ensemble's members, MC dropout) is 0 because the
+    fingerprint kernel carries the whole prediction: the mve head is for regression only.
+
+    Example:
+        >>> no_spread_advice("regression"), no_spread_advice("classification")
+        ('train with --kernel none, or use --uncertainty mve', 'train with --kernel none')
+    """
+    return "train with --kernel none" + (", or use --uncertainty mve" if task == "regression" else "")
+
+
 def _no_spread(method: str, target: str, task: str = "regression") -> str:
     """Why ``method`` cannot be calibrated on ``target`` when it predicts no spread on any
     calibration label, and, for the spread of networks (an ensemble's members, MC dropout), what to do."""
     source = uncertainty_method(method).std
-    instead = "train with --kernel none" + (", or use --uncertainty mve" if task == "regression" else "")
+    instead = no_spread_advice(task)
     why = {"members": ": the ensemble's members agree exactly, as they do when the fingerprint kernel carries every "
                       f"member's prediction (network weight 0); {instead}",
            "dropout": ": the dropout passes agree exactly, as they do when the fingerprint kernel carries the whole "
