@@ -89,7 +89,7 @@ class MoleculeModel(nn.Module):
                                                if config.molecules.backbones == "separate")
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks,
-                                         probabilities=config.kernel_probabilities)
+                                         probabilities=config.kernel_probabilities, logit_blend=config.kernel_logit_blend)
                        if config.kernel_references else None)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
@@ -98,7 +98,7 @@ class MoleculeModel(nn.Module):
         """A backbone of this model's architecture for one molecule of a row (no head of its own)."""
         single = dataclasses.replace(self.config, molecules=MoleculeSetOptions(), levels=LevelOptions(), num_tasks=1,
                                      uncertainty_head="none", molecule_features=0, atom_reference=False, kernel_references=0,
-                                     kernel_probabilities=False)
+                                     kernel_probabilities=False, kernel_logit_blend=False)
         encoder = type(self)(single)
         encoder.head = NoOutputs()  # the row's head reads all molecules
         return encoder
@@ -222,9 +222,12 @@ class MoleculeModel(nn.Module):
 
     def with_kernel(self, graph: GraphLike, outputs: torch.Tensor) -> torch.Tensor:
         """The point outputs ``[B, T]`` (training space) blended with the fingerprint kernel's
-        predictions, in target units (probabilities for classification), and mapped back."""
+        predictions, in target units (for classification in logits, or in probabilities for kernels
+        fitted before log-linear pooling), and mapped back."""
         assert self.kernel is not None  # called only when the model has one
         fingerprints = self._node_input(graph, KERNEL_FINGERPRINTS, self.config.kernel_size, "fingerprint-kernel")[ops.first_nodes(graph)]
+        if self.config.task == "classification" and self.kernel.logit_blend:
+            return self.kernel.blend(outputs, fingerprints)
         if self.config.task == "classification":
             blended = self.kernel.blend(torch.sigmoid(outputs), fingerprints).clamp(1e-6, 1 - 1e-6)
             return torch.logit(blended)
@@ -235,7 +238,7 @@ class MoleculeModel(nn.Module):
         """Give the model a fitted fingerprint kernel (its config records the kernel's size)."""
         references, size = kernel.references.shape
         self.config = dataclasses.replace(self.config, kernel_references=references, kernel_size=size,
-                                          kernel_probabilities=kernel.platt is not None)
+                                          kernel_probabilities=kernel.platt is not None, kernel_logit_blend=kernel.logit_blend)
         self.kernel = kernel.to(self.target_mean.device)
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:

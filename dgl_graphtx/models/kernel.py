@@ -6,11 +6,12 @@ fingerprints, a classic of activity modelling: on small activity sets it is hard
 MoleculeACE's development half it is ahead of every published model, CheMeleon included; see
 docs/decisions/fingerprint-kernel.md). The network still sees what fingerprints miss (geometry,
 long-range structure, large data sets). The two are blended per task,
-``w * network + (1 - w) * kernel``, in target units (probabilities for classification), with the
-ridge ``alpha`` chosen by the kernel's leave-one-out error and the weight ``w`` on the validation
-part (:func:`fit_fingerprint_kernel`), so a kernel that does not help gets ``w = 1``. For
+``w * network + (1 - w) * kernel``, in target units, with the ridge ``alpha`` chosen by the
+kernel's leave-one-out error and the weight ``w`` on the validation part
+(:func:`fit_fingerprint_kernel`), so a kernel that does not help gets ``w = 1``. For
 classification the kernel's values (a regression on 0/1 labels, which strays outside [0, 1]) are
-made probabilities by Platt scaling fitted on their leave-one-out values (:func:`fit_platt`).
+made probabilities by Platt scaling fitted on their leave-one-out values (:func:`fit_platt`), and
+the two are blended in logits (log-linear pooling), ``w`` chosen by the validation log-loss.
 
 The kernel of two count vectors ``a, b`` is ``sum(min(a, b)) / sum(max(a, b))``, computed as
 ``(S - D) / (S + D)`` with ``S = |a|_1 + |b|_1`` and ``D = |a - b|_1``; two empty fingerprints have
@@ -154,9 +155,16 @@ def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100)
 class KernelFit:
     """What :func:`fit_fingerprint_kernel` chose and fitted, per task: the references kept, their
     dual coefficients ``[R, T]``, the intercepts ``[T]``, the network's blend weights ``[T]``, the
-    ridges, and the validation errors (mean squared) of the network, the kernel and the blend; for
-    classification the Platt scaling ``[T, 2]`` (``a, b`` of ``sigmoid(a * value + b)``) making the
-    kernel's values probabilities (``None`` for regression)."""
+    ridges, and the validation errors of the network, the kernel and the blend (mean squared; the
+    mean log-loss for classification); for classification the Platt scaling ``[T, 2]`` (``a, b`` of
+    ``sigmoid(a * value + b)``) making the kernel's values probabilities (``None`` for regression).
+
+    Example:
+        >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
+        ...                 [0.3], [0.2], [0.18], [12], platt=torch.tensor([[2.0, -1.0]]))
+        >>> fit.log_loss
+        True
+    """
 
     references: torch.Tensor
     coefficients: torch.Tensor
@@ -169,9 +177,23 @@ class KernelFit:
     validation_counts: List[int] = field(default_factory=list)
     platt: Optional[torch.Tensor] = None
 
+    @property
+    def log_loss(self) -> bool:
+        """Whether the validation errors are log-losses (a classification fit, blended in logits)."""
+        return self.platt is not None
+
 
 def _mse(y: torch.Tensor, p: torch.Tensor) -> float:
     return float(((y - p) ** 2).mean())
+
+
+def _log_loss(y: torch.Tensor, logits: torch.Tensor) -> float:
+    """The mean log-loss of 0/1 labels ``y`` under ``sigmoid(logits)``."""
+    return float(torch.nn.functional.binary_cross_entropy_with_logits(logits, y))
+
+
+#: Network probabilities are read back as logits within these bounds (a float32 sigmoid saturates).
+PROBABILITY_BOUNDS = (1e-6, 1 - 1e-6)
 
 
 def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid_fps: torch.Tensor, valid_y: torch.Tensor,
@@ -183,8 +205,10 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
     For each task, on its labelled molecules (NaN labels are left out): the ridge is the one of
     ``alphas`` with the smallest leave-one-out error; the network's weight the one of ``weights``
     with the smallest validation error of ``w * valid_network + (1 - w) * kernel``, the kernel's
-    validation predictions being its leave-one-out ones. Without labelled validation molecules the
-    kernel is not used (weight 1).
+    validation predictions being its leave-one-out ones. Molecules of one fingerprint (the same
+    molecule in several rows, stereoisomers) are left out together: left in, each copy would
+    predict its twins from their own labels, which no new molecule has. Without labelled
+    validation molecules the kernel is not used (weight 1).
 
     Args:
         train_fps, valid_fps: count fingerprints ``[N, F]`` and ``[V, F]``.
@@ -193,8 +217,10 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
         valid_network: the network's validation predictions ``[V, T]`` in target units.
         max_references: above this many training + validation molecules, a seeded draw of this
             many is kept.
-        probabilities: classification: the kernel's values become probabilities by Platt scaling
-            (:func:`fit_platt`) of their leave-one-out values, before the blend weight is chosen.
+        probabilities: classification (``valid_network`` holds probabilities): the kernel's
+            values become probabilities by Platt scaling (:func:`fit_platt`) of their leave-one-out
+            values, and the weight is the one of the smallest validation log-loss of the blend in
+            logits, ``sigmoid(w * logit(network) + (1 - w) * logit(kernel))``.
     """
     fps = torch.cat([train_fps, valid_fps]).to(torch.float64)
     labels = torch.cat([train_y, valid_y]).to(torch.float64)
@@ -204,7 +230,8 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
         keep = torch.randperm(len(fps), generator=torch.Generator().manual_seed(seed))[:max_references].sort().values
         fps, labels, network, is_train = fps[keep], labels[keep], network[keep], is_train[keep]
     kernel = minmax_kernel(fps.float(), fps.float()).double()  # float32 sums of counts are exact, and twice as fast
-    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, alphas, weights, probabilities)
+    groups = torch.unique(fps, dim=0, return_inverse=True)[1]
+    tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, groups, alphas, weights, probabilities)
              for t in range(labels.shape[1])]
     coefficients = torch.stack([t.coefficients for t in tasks], dim=1)
     return KernelFit(fps.clamp(max=255).to(torch.uint8), coefficients.float(),
@@ -228,17 +255,20 @@ class _TaskFit:
 
 
 def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor, is_train: torch.Tensor,
-              alphas: Sequence[float], weights: Sequence[float], probabilities: bool = False) -> _TaskFit:
-    """One task of :func:`fit_fingerprint_kernel` (rows: training then validation molecules).
+              groups: torch.Tensor, alphas: Sequence[float], weights: Sequence[float], probabilities: bool = False) -> _TaskFit:
+    """One task of :func:`fit_fingerprint_kernel` (rows: training then validation molecules;
+    ``groups``: the same number for rows of the same fingerprint).
 
     The ridge is chosen by the leave-one-out error over all labelled molecules, which kernel ridge
-    regression gives in closed form (``y_i - c_i / H_ii`` with ``H = (K + alpha I)^-1``; the
+    regression gives in closed form (``y_i - c_i / H_ii`` with ``H = (K + alpha I)^-1``, and for a
+    group ``G`` of rows of one fingerprint, left out together, ``y_G - H_GG^-1 c_G``; the
     intercept, the labels' mean, is kept), from one eigendecomposition for every ridge. The
-    network's weight is chosen on the validation molecules against those leave-one-out
-    predictions, which come from a kernel as strong as the one kept (fitted on all molecules but one).
-    With ``probabilities`` those leave-one-out values are Platt-scaled first (the scaling fitted on
-    all of them), and the validation molecules see the scaled values; where the scaling is flat
-    (the scores do not rise with the labels, see :func:`fit_platt`) the kernel is not used (weight 1).
+    network's weight is chosen on the validation molecules against those left-out predictions,
+    which come from a kernel almost as strong as the one kept (fitted on all molecules but one).
+    With ``probabilities`` those values are Platt-scaled first (the scaling fitted on all of them),
+    and the weight is chosen by the validation log-loss of the blend in logits; where the scaling
+    is flat (the scores do not rise with the labels, see :func:`fit_platt`) the kernel is not used
+    (weight 1).
     """
     known = ~torch.isnan(labels)
     fitted = torch.nonzero(known).flatten()
@@ -250,24 +280,29 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     mean = y.mean()
     eigenvalues, vectors = torch.linalg.eigh(kernel[fitted][:, fitted])
     projected = vectors.T @ (y - mean)
+    _, group, size = torch.unique(groups[fitted], return_inverse=True, return_counts=True)
+    shared = [torch.nonzero(group == g).flatten() for g in torch.nonzero(size > 1).flatten().tolist()]
     scored = []
     for alpha in alphas:
         inverse = 1.0 / (eigenvalues.clamp_min(0.0) + alpha)
         dual = vectors @ (inverse * projected)
         left_out = y - dual / ((vectors ** 2) @ inverse)
+        for rows in shared:
+            left_out[rows] = y[rows] - torch.linalg.solve((vectors[rows] * inverse) @ vectors[rows].T, dual[rows])
         scored.append((_mse(y, left_out), alpha, dual, left_out))
     _, alpha, dual, left_out = min(scored, key=lambda item: item[0])
-    platt = (1.0, 0.0)
-    if probabilities:
-        platt = fit_platt(left_out, y)
-        left_out = torch.sigmoid(platt[0] * left_out + platt[1])
     y_valid, net, kernel_valid = y[validation], network[fitted][validation], left_out[validation]
+    platt = (1.0, 0.0)
+    if probabilities:  # the blend and its error in logits
+        platt = fit_platt(left_out, y)
+        net, kernel_valid = torch.logit(net.clamp(*PROBABILITY_BOUNDS)), platt[0] * kernel_valid + platt[1]
+    error = _log_loss if probabilities else _mse
     # a flat scaling (no signal) would only flatten the network's ranking (at weight 0, tie it): the network alone
     tried = weights if platt[0] != 0.0 else (1.0,)
-    error_blend, weight = min((_mse(y_valid, w * net + (1 - w) * kernel_valid), w) for w in tried)
+    error_blend, weight = min((error(y_valid, w * net + (1 - w) * kernel_valid), w) for w in tried)
     coefficients = torch.zeros(len(labels), dtype=torch.float64)
     coefficients[fitted] = dual
-    return _TaskFit(coefficients, float(mean), weight, alpha, _mse(y_valid, net), _mse(y_valid, kernel_valid), error_blend,
+    return _TaskFit(coefficients, float(mean), weight, alpha, error(y_valid, net), error(y_valid, kernel_valid), error_blend,
                     count, platt)
 
 
@@ -275,7 +310,8 @@ class FingerprintKernel(nn.Module):
     """The fitted kernel model of :func:`fit_fingerprint_kernel`, as buffers saved with the model:
     reference fingerprints (uint8 counts ``[R, F]``), dual coefficients ``[R, T]``, intercepts and
     the network's blend weights ``[T]``; with ``probabilities`` (classification) also the Platt
-    scaling ``[T, 2]`` that makes its values probabilities.
+    scaling ``[T, 2]`` that makes its values probabilities, and with ``logit_blend`` (classification
+    kernels fitted since log-linear pooling; earlier ones blend probabilities) the blend is in logits.
 
     Example:
         >>> kernel = FingerprintKernel(references=3, size=4, tasks=2)
@@ -291,8 +327,11 @@ class FingerprintKernel(nn.Module):
     weight: torch.Tensor
     platt: Optional[torch.Tensor]
 
-    def __init__(self, references: int, size: int, tasks: int, probabilities: bool = False) -> None:
+    def __init__(self, references: int, size: int, tasks: int, probabilities: bool = False, logit_blend: bool = False) -> None:
         super().__init__()
+        if logit_blend and not probabilities:
+            raise ConfigError("a fingerprint kernel blends in logits only with probabilities (Platt scaling)")
+        self.logit_blend = logit_blend
         self.register_buffer("references", torch.zeros(references, size, dtype=torch.uint8))
         self.register_buffer("coefficients", torch.zeros(references, tasks))
         self.register_buffer("intercept", torch.zeros(tasks))
@@ -313,7 +352,8 @@ class FingerprintKernel(nn.Module):
     def from_fit(cls, fit: KernelFit) -> "FingerprintKernel":
         """The module holding ``fit``."""
         references, size = fit.references.shape
-        kernel = cls(references, size, fit.coefficients.shape[1], probabilities=fit.platt is not None)
+        kernel = cls(references, size, fit.coefficients.shape[1], probabilities=fit.platt is not None,
+                     logit_blend=fit.platt is not None)
         for name in ("references", "coefficients", "intercept", "weight") + (("platt",) if fit.platt is not None else ()):
             getattr(kernel, name).copy_(getattr(fit, name))
         return kernel
@@ -321,14 +361,18 @@ class FingerprintKernel(nn.Module):
     def predictions(self, fingerprints: torch.Tensor) -> torch.Tensor:
         """The kernel model's predictions ``[B, T]`` (target units; probabilities with Platt scaling)
         for count fingerprints ``[B, F]``."""
+        values = self._values(fingerprints)
+        return values if self.platt is None else torch.sigmoid(self.platt[:, 0] * values + self.platt[:, 1])
+
+    def _values(self, fingerprints: torch.Tensor) -> torch.Tensor:
+        """The kernel ridge regression's values ``[B, T]`` (before any Platt scaling)."""
         query = fingerprints.to(self.coefficients.dtype)
         if self.levels is not None:
             similarity = minmax_kernel(query, self.references.to(query.dtype), levels=self.levels)
         else:
             levels, sums = self._levels()
             similarity = minmax_from_levels(query, levels, sums)
-        values = similarity @ self.coefficients + self.intercept
-        return values if self.platt is None else torch.sigmoid(self.platt[:, 0] * values + self.platt[:, 1])
+        return similarity @ self.coefficients + self.intercept
 
     def _levels(self) -> Tuple[List[torch.Tensor], torch.Tensor]:
         """The references' :func:`count_levels` and row sums, computed once for the references as they are."""
@@ -372,12 +416,26 @@ class FingerprintKernel(nn.Module):
         return [task for task, weight in enumerate(self.weight.tolist()) if weight == 0.0]
 
     def blend(self, network: torch.Tensor, fingerprints: torch.Tensor) -> torch.Tensor:
-        """``w * network + (1 - w) * kernel`` per task, both in target units ``[B, T]``."""
+        """``w * network + (1 - w) * kernel`` per task ``[B, T]``: in target units, or with
+        ``logit_blend`` in logits (``network`` the network's logits, ``kernel`` the Platt-scaled
+        values' logits ``a * value + b``; logits out).
+
+        Example:
+            >>> kernel = FingerprintKernel(references=1, size=4, tasks=1, probabilities=True, logit_blend=True)
+            >>> _ = kernel.weight.fill_(0.5)
+            >>> kernel.blend(torch.tensor([[2.0]]), torch.ones(1, 4))  # the kernel's logit is b = 0
+            tensor([[1.]])
+        """
+        if self.logit_blend:
+            assert self.platt is not None  # logit_blend needs probabilities (checked at construction)
+            logits = self.platt[:, 0] * self._values(fingerprints) + self.platt[:, 1]
+            return self.weight * network + (1 - self.weight) * logits.to(network.dtype)
         return self.weight * network + (1 - self.weight) * self.predictions(fingerprints).to(network.dtype)
 
 
 def describe_fit(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> str:
-    """One line per task: the ridge, the network's weight and the validation errors.
+    """One line per task: the ridge, the network's weight and the validation errors (RMSE; log-loss
+    for classification).
 
     Example:
         >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.25]), [0.1],
@@ -395,12 +453,13 @@ def describe_fit(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> 
             why = "fewer than 3 labelled molecules" if count else "no labelled validation molecules"
             lines.append(f"fingerprint kernel, {name}: not used ({why})")
             continue
+        measure, shown = ("log-loss", (net, kern, blend)) if fit.log_loss else ("RMSE", (net ** 0.5, kern ** 0.5, blend ** 0.5))
         if no_signal:
             lines.append(f"fingerprint kernel, {name}: not used (its leave-one-out scores do not rise with the labels); "
-                         f"validation RMSE network {net ** 0.5:.3f}")
+                         f"validation {measure} network {shown[0]:.3f}")
             continue
-        lines.append(f"fingerprint kernel, {name}: network weight {w:.2f}, ridge {alpha:g}; validation RMSE "
-                     f"network {net ** 0.5:.3f}, kernel {kern ** 0.5:.3f}, blend {blend ** 0.5:.3f}")
+        lines.append(f"fingerprint kernel, {name}: network weight {w:.2f}, ridge {alpha:g}; validation {measure} "
+                     f"network {shown[0]:.3f}, kernel {shown[1]:.3f}, blend {shown[2]:.3f}")
     return "\n".join(lines)
 
 

@@ -93,7 +93,9 @@ class ModelSettings:
             is fitted after training, see :mod:`~dgl_graphtx.models.kernel`), ``kernel_size``
             the width of its count fingerprints (``ndata["kernel_fp"]``), and
             ``kernel_probabilities`` whether its values are Platt-scaled to probabilities
-            (classification kernels fitted since this setting; earlier ones blend raw values).
+            (classification kernels fitted since this setting; earlier ones blend raw values), and
+            ``kernel_logit_blend`` whether the blend is in logits (classification kernels fitted
+            since log-linear pooling; earlier ones blend probabilities).
         architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
@@ -135,6 +137,7 @@ class ModelSettings:
     kernel_references: int = 0
     kernel_size: int = 2048
     kernel_probabilities: bool = False
+    kernel_logit_blend: bool = False
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
     molecules: MoleculeSetOptions = field(default_factory=MoleculeSetOptions)
@@ -192,6 +195,8 @@ class ModelSettings:
                "the fingerprint kernel is for regression and binary classification, not multiclass targets")
         _check(not (self.kernel_probabilities and self.task != "classification"),
                "kernel_probabilities (Platt scaling of the fingerprint kernel) is for classification targets")
+        _check(not (self.kernel_logit_blend and not self.kernel_probabilities),
+               "kernel_logit_blend (the fingerprint kernel's blend in logits) needs kernel_probabilities")
         _check(not (self.readout == "atomwise" and (self.molecule_features or self.uncertainty_head != "none")),
                "the atomwise readout sums per-atom outputs: it takes no molecule-level features or uncertainty head")
         _check(self.architecture is None or self.architecture in ARCHITECTURES,

@@ -59,7 +59,8 @@ PathLike = Union[str, Path]
 SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensemble", "uncertainty")
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
-                        "uncertainty_head", "kernel_references", "kernel_size", "kernel_probabilities")
+                        "uncertainty_head", "kernel_references", "kernel_size", "kernel_probabilities",
+                        "kernel_logit_blend")
 #: Model sections, and fields of sections, set from ``data``'s molecule columns and atom and bond
 #: targets (never read from files or ``--set``, and left out of config.yaml).
 DERIVED_MODEL_SECTIONS = {"molecules": ("count", "weighted"), "levels": ("atom_tasks", "bond_tasks", "atom_sums")}
@@ -475,7 +476,8 @@ def _refuse_derived(cls: type, name: str, key: str) -> None:
     if cls is ModelConfig and name in DERIVED_MODEL_FIELDS:
         source = {"variant": "preset.model", "num_tasks": "data.targets", "uncertainty_head": "uncertainty.method",
                   "kernel_references": "the fitted kernel (data.kernel)", "kernel_size": "data.kernel",
-                  "kernel_probabilities": "the fitted kernel (data.kernel) and the task"}.get(name, "the featurizer")
+                  "kernel_probabilities": "the fitted kernel (data.kernel) and the task",
+                  "kernel_logit_blend": "the fitted kernel (data.kernel) and the task"}.get(name, "the featurizer")
         raise ConfigError(f"{key} is derived from {source} and cannot be set")
 
 

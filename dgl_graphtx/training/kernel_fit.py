@@ -74,8 +74,9 @@ def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) 
 
 def kernel_summary(fit: KernelFit) -> Dict[str, Any]:
     """The fit in plain numbers (for ``metrics.json``): per task the network's weight, the ridge,
-    the validation RMSE of the network, the kernel and the blend (``None`` where unused), and the
-    labelled validation molecules they were measured on.
+    the validation RMSE of the network, the kernel and the blend (their mean log-loss for
+    classification, ``valid_log_loss_*``; ``None`` where unused), and the labelled validation
+    molecules they were measured on.
 
     Example:
         >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
@@ -86,12 +87,13 @@ def kernel_summary(fit: KernelFit) -> Dict[str, Any]:
         >>> summary["valid_rmse_network"], summary["valid_rmse_kernel"], summary["valid_rmse_blend"]
         ([1.0], [0.5], [0.4])
     """
-    def rmse(values):
-        return [None if v != v else round(v ** 0.5, 6) for v in values]
+    def shown(values):
+        return [None if v != v else round(v if fit.log_loss else v ** 0.5, 6) for v in values]
 
+    measure = "log_loss" if fit.log_loss else "rmse"
     return {"network_weight": [round(w, 4) for w in fit.weight.tolist()], "ridge": [None if a != a else a for a in fit.alphas],
-            "valid_rmse_network": rmse(fit.validation_network), "valid_rmse_kernel": rmse(fit.validation_kernel),
-            "valid_rmse_blend": rmse(fit.validation_blend), "valid_molecules": list(fit.validation_counts)}
+            f"valid_{measure}_network": shown(fit.validation_network), f"valid_{measure}_kernel": shown(fit.validation_kernel),
+            f"valid_{measure}_blend": shown(fit.validation_blend), "valid_molecules": list(fit.validation_counts)}
 
 
 def _root(dataset: Dataset) -> Dataset:

@@ -68,6 +68,10 @@ def test_two_text_classes_train_and_the_mapping_is_recorded(b3db, tmp_path, capl
     assert tested["BBB"].tolist() == [1.0 if by_smiles[s] == positive else 0.0 for s in tested["smiles"]]
     summary = json.loads((out / "metrics.json").read_text())
     assert summary["test"]["rocauc"] is not None or summary["notes"]
+    kernel = summary["fingerprint_kernel"]  # a classification kernel: weight chosen by the log-loss of the blend in logits
+    assert {"valid_log_loss_network", "valid_log_loss_kernel", "valid_log_loss_blend"} <= set(kernel)
+    assert kernel["valid_log_loss_blend"][0] <= min(kernel["valid_log_loss_network"][0], kernel["valid_log_loss_kernel"][0]) + 1e-6
+    assert "validation log-loss network" in stdout
     # evaluate maps the same text labels with the stored mapping: every molecule is labelled
     code, stdout, stderr = run_cli(["evaluate", path, "--checkpoint", out, "--device", "cpu"])
     assert code == 0, stderr

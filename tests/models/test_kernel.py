@@ -14,6 +14,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression
 
 from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpoint
+from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, collate_molecules, freesolv
 from dgl_graphtx.featurize import FeaturizerConfig
 from dgl_graphtx.featurize.descriptors import kernel_fingerprints
@@ -80,6 +81,39 @@ def test_fit_chooses_ridge_by_leave_one_out_and_weight_on_validation_like_sklear
     assert kernel.predictions(torch.from_numpy(query)).shape == (2, 1)
 
 
+def test_rows_of_one_fingerprint_are_left_out_together_like_sklearn_refitted_without_them():
+    """The same molecule measured again (or stereoisomers, which share Morgan counts): left in, a
+    copy predicts its twins from their own labels, which no new molecule has."""
+    x, y = _labels(30)
+    copies = np.array([0, 0, 1, 5, 5, 5, 7])  # the same molecules measured again, with other labels
+    x = np.concatenate([x, x[copies]])
+    y = np.concatenate([y, y[copies] + np.random.default_rng(2).normal(0, 0.3, len(copies))])
+    order = np.random.default_rng(3).permutation(len(y))  # copies in training and validation
+    x, y = x[order], y[order]
+    train, valid, every = np.arange(29), np.arange(29, 37), np.arange(37)
+    network = y[valid] + np.random.default_rng(1).normal(0, 0.3, 8)
+    fit = fit_fingerprint_kernel(torch.from_numpy(x[train]), torch.from_numpy(y[train, None]), torch.from_numpy(x[valid]),
+                                 torch.from_numpy(y[valid, None]), torch.from_numpy(network[:, None]))
+    gram = minmax_kernel(torch.from_numpy(x), torch.from_numpy(x)).numpy()
+    mean = y.mean()
+
+    def left_out(alpha):  # every row predicted by sklearn refitted without the rows of its fingerprint
+        out = []
+        for i in every:
+            rows = np.flatnonzero((x != x[i]).any(axis=1))
+            model = KernelRidge(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(rows, rows)], y[rows] - mean)
+            out.append(model.predict(gram[np.ix_([i], rows)])[0] + mean)
+        return np.array(out)
+
+    predicted = {a: left_out(a) for a in ALPHAS}
+    errors = {a: np.mean((predicted[a] - y) ** 2) for a in ALPHAS}
+    alpha = min(errors, key=errors.get)
+    assert fit.alphas == [alpha]
+    assert fit.validation_kernel[0] == pytest.approx(np.mean((predicted[alpha][valid] - y[valid]) ** 2), rel=1e-6)
+    blends = {w: np.mean((w * network + (1 - w) * predicted[alpha][valid] - y[valid]) ** 2) for w in WEIGHTS}
+    assert fit.weight.item() == pytest.approx(min(blends, key=blends.get))
+
+
 def _sklearn_platt(scores, labels):
     """Platt's fit by scikit-learn: each molecule twice, as a positive weighted by its smoothed
     target and as a negative weighted by the rest, with (almost) no regularisation."""
@@ -133,13 +167,14 @@ def test_a_kernel_that_cannot_tell_the_classes_apart_does_not_rank_a_known_negat
     # a flat kernel would only flatten the network's ranking (all tied at weight 0): it is not used
     assert fit.weight.item() == 1.0 and fit.validation_blend[0] == pytest.approx(fit.validation_network[0])
     assert describe_fit(fit, ["active"]) == ("fingerprint kernel, active: not used (its leave-one-out scores do not rise "
-                                             f"with the labels); validation RMSE network {fit.validation_network[0] ** 0.5:.3f}")
+                                             f"with the labels); validation log-loss network {fit.validation_network[0]:.3f}")
 
 
 def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_out_values():
     """KRR on 0/1 labels strays outside [0, 1] (blends of it were clamped, tying molecules at the
     bounds); with ``probabilities`` its values are sigmoid(a * value + b), (a, b) Platt's fit on the
-    leave-one-out values, and the blend weight is chosen on the scaled validation values."""
+    leave-one-out values, and the blend weight is the one of the least validation log-loss of the
+    blend in logits, sigmoid(w * logit(network) + (1 - w) * (a * value + b))."""
     x = kernel_fingerprints(SPEC, SMILES[:60]).astype(float)
     y = freesolv()["expt"][:60].to_numpy()  # a property the kernel learns: its left-out values rise with the labels
     labels = (y > np.median(y)).astype(float)
@@ -157,9 +192,16 @@ def test_a_classification_kernel_gives_probabilities_platt_scaled_from_its_left_
     left_out = np.array([sk(np.delete(every, i), [i])[0] for i in every])
     a, b = _sklearn_platt(left_out, labels)
     assert a > 0 and np.allclose(fit.platt.numpy(), [[a, b]], atol=1e-4)
-    scaled = 1 / (1 + np.exp(-(a * left_out + b)))
-    blends = {w: np.mean((w * network + (1 - w) * scaled[valid] - labels[valid]) ** 2) for w in WEIGHTS}
-    assert fit.weight.item() == pytest.approx(min(blends, key=blends.get))
+    def log_loss(logits):
+        p = 1 / (1 + np.exp(-logits))
+        return -np.mean(labels[valid] * np.log(p) + (1 - labels[valid]) * np.log(1 - p))
+
+    net_logits = np.log(network / (1 - network))
+    blends = {w: log_loss(w * net_logits + (1 - w) * (a * left_out[valid] + b)) for w in WEIGHTS}
+    weight = min(blends, key=blends.get)
+    assert fit.weight.item() == pytest.approx(weight) and 0 < weight < 1  # a blend of the two, not one alone
+    assert fit.validation_blend[0] == pytest.approx(blends[weight], rel=1e-4)
+    assert fit.validation_network[0] == pytest.approx(log_loss(net_logits), rel=1e-6)
     kernel = FingerprintKernel.from_fit(fit)
     got = kernel.predictions(torch.from_numpy(x)).double().numpy()[:, 0]
     raw = sk(every, every)
@@ -236,8 +278,9 @@ def test_a_model_blends_its_outputs_with_the_kernel_in_target_units(task):
     assert model.config.kernel_probabilities == (task == "classification")
     kernel = FingerprintKernel.from_fit(fit).predictions(fps[:10])
     expected = 0.25 * plain + 0.75 * kernel
-    if task == "classification":
-        expected = expected.clamp(1e-6, 1 - 1e-6)
+    if task == "classification":  # log-linear pooling: the blend of the two logits
+        assert model.config.kernel_logit_blend
+        expected = torch.sigmoid(0.25 * torch.logit(plain.double()) + 0.75 * torch.logit(kernel.double())).float()
     assert torch.allclose(model.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
 
 
@@ -274,6 +317,32 @@ def test_a_classification_checkpoint_from_before_platt_scaling_blends_the_raw_va
     raw = (minmax_kernel(fps[:10].float(), fit.references.float()) @ fit.coefficients + fit.intercept)
     expected = (0.25 * plain + 0.75 * raw).clamp(1e-6, 1 - 1e-6)
     assert torch.allclose(loaded.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
+
+
+def test_a_classification_checkpoint_from_before_log_linear_pooling_blends_the_probabilities(tmp_path):
+    """A Platt-scaled classification kernel saved before the blend in logits (``kernel_logit_blend``
+    absent from its config) loads and predicts as it did: the probabilities blended, then clamped."""
+    ds = _dataset("classification")
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, task="classification")).eval()
+    batch = collate_molecules([ds[i] for i in range(10)])
+    plain = model.predict(batch.graph, batch.relation_graph)
+    fps, labels = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40])), ds.raw_labels
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), weights=(0.25,),
+                                 probabilities=True)
+    kernel = FingerprintKernel.from_fit(fit)
+    kernel.logit_blend = False  # as the module of a checkpoint from before
+    model.attach_kernel(kernel)
+    saved = dataclasses.asdict(model.config)
+    del saved["kernel_logit_blend"]
+    assert ModelConfig.from_dict(saved).kernel_logit_blend is False
+    save_checkpoint(tmp_path / "v4.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["active"]))
+    loaded = load_checkpoint(tmp_path / "v4.pt").model.eval()
+    assert loaded.config.kernel_probabilities and not loaded.kernel.logit_blend
+    expected = (0.25 * plain + 0.75 * kernel.predictions(fps[:10])).clamp(1e-6, 1 - 1e-6)
+    assert torch.allclose(loaded.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
+    with pytest.raises(ConfigError, match="blends in logits only with probabilities"):
+        FingerprintKernel(references=2, size=4, tasks=1, logit_blend=True)
 
 
 def test_a_model_with_a_kernel_needs_the_fingerprints():

@@ -240,6 +240,8 @@ def test_derived_and_linked_fields():
         resolve_run_config(overrides=["model.variant=moire"])
     with pytest.raises(ConfigError, match=r"model.kernel_probabilities is derived from the fitted kernel \(data.kernel\) and the task"):
         resolve_run_config(overrides=["model.kernel_probabilities=true"])
+    with pytest.raises(ConfigError, match=r"model.kernel_logit_blend is derived from the fitted kernel \(data.kernel\) and the task"):
+        resolve_run_config(overrides=["model.kernel_logit_blend=true"])
 
 
 @pytest.mark.parametrize("overrides,message", [
