@@ -299,29 +299,11 @@ def test_checkpoints_keep_the_kernel_and_older_configs_load_without_one(tmp_path
     assert ModelConfig.from_dict(old).kernel_references == 0
 
 
-def test_a_classification_checkpoint_from_before_platt_scaling_blends_the_raw_values(tmp_path):
-    """A classification kernel saved without Platt scaling (no ``platt`` buffer, ``kernel_probabilities``
-    absent from its config) loads and predicts as it did: the raw values, the blend clamped."""
-    ds = _dataset("classification")
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, task="classification")).eval()
-    batch = collate_molecules([ds[i] for i in range(10)])
-    plain = model.predict(batch.graph, batch.relation_graph)
-    fps, labels = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40])), ds.raw_labels
-    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), weights=(0.25,))
-    model.attach_kernel(FingerprintKernel.from_fit(fit))
-    assert model.kernel.platt is None and "kernel.platt" not in model.state_dict()
-    save_checkpoint(tmp_path / "old.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["active"]))
-    loaded = load_checkpoint(tmp_path / "old.pt").model.eval()
-    assert loaded.config.kernel_probabilities is False and loaded.kernel.platt is None
-    raw = (minmax_kernel(fps[:10].float(), fit.references.float()) @ fit.coefficients + fit.intercept)
-    expected = (0.25 * plain + 0.75 * raw).clamp(1e-6, 1 - 1e-6)
-    assert torch.allclose(loaded.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
-
-
-def test_a_classification_checkpoint_from_before_log_linear_pooling_blends_the_probabilities(tmp_path):
-    """A Platt-scaled classification kernel saved before the blend in logits (``kernel_logit_blend``
-    absent from its config) loads and predicts as it did: the probabilities blended, then clamped."""
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_classification_checkpoint_of_an_earlier_version_blends_as_it_did(tmp_path, version):
+    """Version 3: a kernel saved without Platt scaling (no ``platt`` buffer, ``kernel_probabilities``
+    absent from its config) blends its raw values; version 4: a Platt-scaled kernel saved before the
+    blend in logits (``kernel_logit_blend`` absent) blends the probabilities; both clamped, as they were."""
     ds = _dataset("classification")
     torch.manual_seed(0)
     model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2, task="classification")).eval()
@@ -329,18 +311,24 @@ def test_a_classification_checkpoint_from_before_log_linear_pooling_blends_the_p
     plain = model.predict(batch.graph, batch.relation_graph)
     fps, labels = torch.from_numpy(kernel_fingerprints(SPEC, SMILES[:40])), ds.raw_labels
     fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], torch.full((10, 1), 0.5), weights=(0.25,),
-                                 probabilities=True)
+                                 probabilities=version == 4)
     kernel = FingerprintKernel.from_fit(fit)
     kernel.logit_blend = False  # as the module of a checkpoint from before
     model.attach_kernel(kernel)
-    saved = dataclasses.asdict(model.config)
-    del saved["kernel_logit_blend"]
-    assert ModelConfig.from_dict(saved).kernel_logit_blend is False
-    save_checkpoint(tmp_path / "v4.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["active"]))
-    loaded = load_checkpoint(tmp_path / "v4.pt").model.eval()
-    assert loaded.config.kernel_probabilities and not loaded.kernel.logit_blend
-    expected = (0.25 * plain + 0.75 * kernel.predictions(fps[:10])).clamp(1e-6, 1 - 1e-6)
+    saved = {k: v for k, v in dataclasses.asdict(model.config).items()
+             if k not in ("kernel_logit_blend",) + (("kernel_probabilities",) if version == 3 else ())}
+    assert ModelConfig.from_dict(saved) == model.config  # the fields absent from an old config read as they were
+    assert (version == 3) == (model.kernel.platt is None) == ("kernel.platt" not in model.state_dict())
+    save_checkpoint(tmp_path / "old.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["active"]))
+    loaded = load_checkpoint(tmp_path / "old.pt").model.eval()
+    assert loaded.config.kernel_probabilities == (version == 4) and not loaded.kernel.logit_blend
+    raw = minmax_kernel(fps[:10].float(), fit.references.float()) @ fit.coefficients + fit.intercept
+    values = raw if version == 3 else kernel.predictions(fps[:10])
+    expected = (0.25 * plain + 0.75 * values).clamp(1e-6, 1 - 1e-6)
     assert torch.allclose(loaded.predict(batch.graph, batch.relation_graph), expected, atol=1e-5)
+
+
+def test_a_kernel_blends_in_logits_only_with_probabilities():
     with pytest.raises(ConfigError, match="blends in logits only with probabilities"):
         FingerprintKernel(references=2, size=4, tasks=1, logit_blend=True)
 
