@@ -251,12 +251,32 @@ def molecule_values(spec: ExtraFeatures, molecules: Sequence[MoleculeLike], fram
                     ids: Optional[Sequence[str]] = None, workers: int = 1, source: str = "the input",
                     cache: Optional[Path] = None) -> Tuple[np.ndarray, MaskNotes]:
     """Raw molecule-level features ``[M, F]`` (generators, then the user columns of ``frame``),
-    out-of-range values masked (:func:`masked_out_of_range`), and the notes of the masking; the
-    generators' values read from, or else written to, the file ``cache`` when one is named."""
+    out-of-range values masked (:func:`masked_out_of_range`), and the notes of the masking and of
+    the generated values that could not be computed (:func:`uncomputed_notes`); the generators'
+    values read from, or else written to, the file ``cache`` when one is named."""
     ids = list(ids) if ids is not None else [str(m) for m in molecules]
     generated = _generated(spec.generators, molecules, workers, cache)
-    return masked_out_of_range(np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1),
-                               spec.molecule_names)
+    values, masked = masked_out_of_range(np.concatenate([generated, column_values(frame, spec.columns, ids, source)], axis=1),
+                                         spec.molecule_names)
+    return values, uncomputed_notes(generated, feature_names(spec.generators)) + masked
+
+
+def uncomputed_notes(generated: np.ndarray, names: Sequence[str]) -> MaskNotes:
+    """One note per molecule whose generated features (rows of ``generated``, columns ``names``)
+    hold values RDKit could not compute (NaN: e.g. the BCUT2D descriptors of salts, the partial
+    charges of molecules with metals), used as missing (the training centre once scaled).
+
+    Example:
+        >>> uncomputed_notes(np.array([[1.0, 2.0], [np.nan, 3.0]]), ["MolWt", "BCUT2D_MWHI"])
+        [(1, '1 generated feature value(s) could not be computed (MolWt): used as missing (the training centre)')]
+    """
+    notes = []
+    for row in np.flatnonzero(np.isnan(generated).any(axis=1)):
+        missing = [names[int(col)] for col in np.flatnonzero(np.isnan(generated[row]))]
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        notes.append((int(row), f"{len(missing)} generated feature value(s) could not be computed ({shown}): "
+                                "used as missing (the training centre)"))
+    return notes
 
 
 #: What becomes of a damaged file of cached generator values.
@@ -459,7 +479,8 @@ def add_extra_features(dataset: Any, spec: ExtraFeatures, molecules: Sequence[Op
         dataset.report.add(RowIssue(picked[index], ids[index], reason, FEATURE_MASKED))
     logger.info("extra features of %d molecules: %s", len(chosen), describe_extra_features(spec))
     if notes:
-        logger.warning("%d extra feature value(s) masked as unusable (first: %s; all in the input report)", len(notes), notes[0][1])
+        logger.warning("extra feature values of %d molecule(s) used as missing (first: %s; all in the input report)",
+                       len({index for index, _ in notes}), notes[0][1])
     values = ExtraFeatureValues(spec, dataset.graphs, mol_raw, atom_raw)
     dataset.extra_values = values
     return values

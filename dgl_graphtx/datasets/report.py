@@ -103,7 +103,8 @@ class InputReport:
         for action, what in ((LABEL_MASKED, "label"), (FEATURE_MASKED, "extra feature")):
             masked = [i for i in self.issues if i.action == action]
             if masked:
-                parts.append(f"masked {len(masked)} unusable {what} values (first: row {masked[0].row}: {one_line(masked[0].reason)})")
+                parts.append(f"masked unusable {what} values ({len(masked)} in the input report; first: row {masked[0].row}: "
+                             f"{one_line(masked[0].reason)})")
         return "; ".join(parts)
 
     def to_frame(self) -> pd.DataFrame:

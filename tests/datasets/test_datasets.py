@@ -137,7 +137,7 @@ def test_from_csv_and_report_export_and_log(tmp_path, caplog):
     assert lines[0].levelno == logging.WARNING
     assert f"kept {len(VALID_ROWS)} of {len(ROWS)}" in message
     assert "skipped 1" in message and "row 3" in message and "C1CC" in message
-    assert "masked 1" in message
+    assert "masked unusable label values (1 in the input report; first: row 5" in message
     # report export
     out = ds.report.to_csv(tmp_path / "sub" / "issues.csv")
     table = pd.read_csv(out)

@@ -365,3 +365,30 @@ def test_a_generator_named_twice_or_a_column_named_like_a_feature_is_one_short_l
     with pytest.raises(ConfigError, match=r"extra feature names repeat: MolWt \(a feature column named like") as clash:
         ExtraFeatures(generators=("rdkit2d",), columns=("MolWt",))
     assert len(str(clash.value)) < 200  # was every one of the 218 names
+
+
+def test_descriptors_rdkit_cannot_compute_are_reported_per_molecule_not_filled_silently(caplog):
+    """The BCUT2D descriptors of salts and the partial charges of metal compounds are NaN in RDKit
+    (10% of AqSolDB's draw): they are used as missing, and the input report and a warning say so
+    for each such molecule, with as many values as RDKit's own CalcMolDescriptors leaves non-finite."""
+    import logging
+    import math
+
+    from rdkit.Chem import Descriptors
+
+    from dgl_graphtx.datasets.report import FEATURE_MASKED
+    salts = ["[Na+].CNC([S-])=S", "O=[Cd]"]
+    smiles = list(freesolv()["smiles"][:4]) + salts
+    ds = MoleculeDataset(smiles, [[1.0]] * len(smiles), progress=False)
+    with caplog.at_level(logging.WARNING, logger="dgl_graphtx"):
+        add_extra_features(ds, ExtraFeatures(generators=("rdkit2d",)), smiles)
+    issues = [(issue.row, issue.action, issue.reason) for issue in ds.report.issues]
+    names = set(feature_names(["rdkit2d"]))
+    expected = [sorted(k for k, v in Descriptors.CalcMolDescriptors(Chem.MolFromSmiles(s)).items()
+                       if k in names and not math.isfinite(v)) for s in salts]
+    assert [row for row, _, _ in issues] == [4, 5] and {action for _, action, _ in issues} == {FEATURE_MASKED}
+    for (_, _, reason), missing in zip(issues, expected):
+        assert missing and reason.startswith(f"{len(missing)} generated feature value(s) could not be computed (")
+        shown = re.search(r"computed \((.*?)(?: and \d+ more)?\)", reason).group(1).split(", ")
+        assert len(shown) == min(3, len(missing)) and set(shown) <= set(missing)
+    assert "extra feature values of 2 molecule(s) used as missing" in caplog.text
