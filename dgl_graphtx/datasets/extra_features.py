@@ -271,8 +271,9 @@ def uncomputed_notes(generated: np.ndarray, names: Sequence[str]) -> MaskNotes:
         [(1, '1 generated feature value(s) could not be computed (MolWt): used as missing (the training centre)')]
     """
     notes = []
-    for row in np.flatnonzero(np.isnan(generated).any(axis=1)):
-        missing = [names[int(col)] for col in np.flatnonzero(np.isnan(generated[row]))]
+    undefined = np.isnan(generated)
+    for row in np.flatnonzero(undefined.any(axis=1)):
+        missing = [names[int(col)] for col in np.flatnonzero(undefined[row])]
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         notes.append((int(row), f"{len(missing)} generated feature value(s) could not be computed ({shown}): "
                                 "used as missing (the training centre)"))

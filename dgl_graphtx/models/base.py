@@ -17,7 +17,7 @@ from .atom_reference import AtomReference
 from .config import ModelConfig
 from .encoders import FeatureEncoder
 from ..nn import lean
-from .kernel import FingerprintKernel
+from .kernel import PROBABILITY_BOUNDS, FingerprintKernel
 from .levels import LevelHeads, LevelOptions, LevelOutputs
 from .molecule_sets import MoleculeSetOptions, encode_rows
 
@@ -226,11 +226,10 @@ class MoleculeModel(nn.Module):
         fitted before log-linear pooling), and mapped back."""
         assert self.kernel is not None  # called only when the model has one
         fingerprints = self._node_input(graph, KERNEL_FINGERPRINTS, self.config.kernel_size, "fingerprint-kernel")[ops.first_nodes(graph)]
-        if self.config.task == "classification" and self.kernel.logit_blend:
-            return self.kernel.blend(outputs, fingerprints)
         if self.config.task == "classification":
-            blended = self.kernel.blend(torch.sigmoid(outputs), fingerprints).clamp(1e-6, 1 - 1e-6)
-            return torch.logit(blended)
+            if self.kernel.logit_blend:
+                return self.kernel.blend(outputs, fingerprints)
+            return torch.logit(self.kernel.blend(torch.sigmoid(outputs), fingerprints).clamp(*PROBABILITY_BOUNDS))
         blended = self.kernel.blend(outputs * self.target_std + self.target_mean, fingerprints)
         return (blended - self.target_mean) / self.target_std
 

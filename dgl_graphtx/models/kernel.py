@@ -264,7 +264,8 @@ def _fit_task(kernel: torch.Tensor, labels: torch.Tensor, network: torch.Tensor,
     group ``G`` of rows of one fingerprint, left out together, ``y_G - H_GG^-1 c_G``; the
     intercept, the labels' mean, is kept), from one eigendecomposition for every ridge. The
     network's weight is chosen on the validation molecules against those left-out predictions,
-    which come from a kernel almost as strong as the one kept (fitted on all molecules but one).
+    which come from a kernel almost as strong as the one kept (fitted on all molecules but one and
+    its twins).
     With ``probabilities`` those values are Platt-scaled first (the scaling fitted on all of them),
     and the weight is chosen by the validation log-loss of the blend in logits; where the scaling
     is flat (the scores do not rise with the labels, see :func:`fit_platt`) the kernel is not used
@@ -361,8 +362,12 @@ class FingerprintKernel(nn.Module):
     def predictions(self, fingerprints: torch.Tensor) -> torch.Tensor:
         """The kernel model's predictions ``[B, T]`` (target units; probabilities with Platt scaling)
         for count fingerprints ``[B, F]``."""
-        values = self._values(fingerprints)
-        return values if self.platt is None else torch.sigmoid(self.platt[:, 0] * values + self.platt[:, 1])
+        return self._values(fingerprints) if self.platt is None else torch.sigmoid(self._logits(fingerprints))
+
+    def _logits(self, fingerprints: torch.Tensor) -> torch.Tensor:
+        """The Platt-scaled values' logits ``a * value + b`` ``[B, T]`` (a kernel with probabilities)."""
+        assert self.platt is not None  # only kernels with probabilities have logits
+        return self.platt[:, 0] * self._values(fingerprints) + self.platt[:, 1]
 
     def _values(self, fingerprints: torch.Tensor) -> torch.Tensor:
         """The kernel ridge regression's values ``[B, T]`` (before any Platt scaling)."""
@@ -426,11 +431,8 @@ class FingerprintKernel(nn.Module):
             >>> kernel.blend(torch.tensor([[2.0]]), torch.ones(1, 4))  # the kernel's logit is b = 0
             tensor([[1.]])
         """
-        if self.logit_blend:
-            assert self.platt is not None  # logit_blend needs probabilities (checked at construction)
-            logits = self.platt[:, 0] * self._values(fingerprints) + self.platt[:, 1]
-            return self.weight * network + (1 - self.weight) * logits.to(network.dtype)
-        return self.weight * network + (1 - self.weight) * self.predictions(fingerprints).to(network.dtype)
+        kernel = self._logits(fingerprints) if self.logit_blend else self.predictions(fingerprints)
+        return self.weight * network + (1 - self.weight) * kernel.to(network.dtype)
 
 
 def describe_fit(fit: KernelFit, task_names: Optional[Sequence[str]] = None) -> str:
