@@ -4,6 +4,7 @@ every kind of damage is one :class:`DamagedFileError` naming the file and the fi
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -56,6 +57,32 @@ def test_a_write_killed_while_the_name_changes_hands_leaves_a_record_that_agrees
     monkeypatch.undo()
     assert read_json(path, "rerun") == {"v": 1}  # the old file, still accepted
     assert len((tmp_path / "SHA256SUMS").read_text().splitlines()) == 2  # old and new digests listed
+
+
+class _InterruptedOnWrite(io.RawIOBase):
+    """A file whose ``write`` number ``at`` raises ``KeyboardInterrupt``, as Ctrl-C would there."""
+
+    def __init__(self, handle, at):
+        self.handle, self.left = handle, at
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+        return self.handle.write(data)
+
+
+def test_ctrl_c_during_torch_save_is_an_interruption_and_keeps_the_previous_file(tmp_path):
+    """CI, torch 2.2: Ctrl-C while last.pt was written became torch's zip-writer error ("unexpected
+    pos ..."), reported as "cannot write" (exit 2) instead of the interruption (exit 130)."""
+    path = atomic_torch_save({"epoch": 1}, tmp_path / "last.pt")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_io.atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            torch.save({"epoch": 2, "w": torch.zeros(1000)}, _InterruptedOnWrite(handle, at=3))
+    assert read_torch(path, "rerun") == {"epoch": 1} and sorted(p.name for p in tmp_path.iterdir()) == ["last.pt"]
 
 
 def _flip(path, offset=None):
