@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import List, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,6 +29,47 @@ def run_command(argv: Sequence[object], timeout_s: float = 300) -> subprocess.Co
     """``python -m dgl_graphtx argv`` in a process of its own, its output captured."""
     return subprocess.run([sys.executable, "-m", "dgl_graphtx", *map(str, argv)], capture_output=True, text=True,
                           timeout=timeout_s, env=command_env(), cwd=REPO)
+
+
+def descendants(pid: int) -> List[int]:
+    """The processes started by ``pid``, by their children and so on (read from ``/proc``), which
+    may have left its process group: torchrun starts each worker in a session of its own."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit():
+            parents.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry.name))
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [child for parent in frontier for child in parents.get(parent, [])]
+        found += frontier
+    return found
+
+
+def run_bounded(args: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """``args`` run to the end, their output captured. Past ``timeout_s`` the test fails with what
+    the processes printed and where each one was: every Python process of the tree dumps its
+    threads' stacks (faulthandler, on SIGABRT), then all are killed, leaving none behind."""
+    job = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**command_env(), "PYTHONFAULTHANDLER": "1"}, cwd=REPO)
+    try:
+        out, err = job.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        tree = [job.pid, *descendants(job.pid)]
+        for how in (signal.SIGABRT, signal.SIGKILL):
+            for pid in reversed(tree):  # the workers first: their launcher would stop them otherwise
+                try:
+                    os.kill(pid, how)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2)
+        out, err = job.communicate()
+        raise AssertionError(f"{' '.join(args[:6])} ... did not end within {timeout_s} s; what its processes "
+                             f"printed, then their stacks:\n{out[-2000:]}\n{err[-12000:]}") from None
+    return subprocess.CompletedProcess(list(args), job.returncode, out, err)
 
 
 def assert_process_ends(pid: int, within_s: float, what: str, poll_s: float = 0.05) -> None:

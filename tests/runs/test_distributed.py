@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
-from command_processes import REPO, assert_process_ends, command_env
+from command_processes import REPO, assert_process_ends, command_env, run_bounded
 from distributed_job import EPOCHS, run_job
 
 from dgl_graphtx.checkpoint import load_checkpoint
@@ -37,7 +37,7 @@ METRIC_RTOL = 1e-3
 
 
 def _run(args: List[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, timeout=JOB_TIMEOUT_S, env=command_env(), cwd=REPO)
+    return run_bounded(args, JOB_TIMEOUT_S)
 
 
 def torchrun(*job_args: str, nproc: int = 2) -> subprocess.CompletedProcess:
