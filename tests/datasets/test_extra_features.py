@@ -392,3 +392,12 @@ def test_descriptors_rdkit_cannot_compute_are_reported_per_molecule_not_filled_s
         shown = re.search(r"computed \((.*?)(?: and \d+ more)?\)", reason).group(1).split(", ")
         assert len(shown) == min(3, len(missing)) and set(shown) <= set(missing)
     assert "extra feature values of 2 molecule(s) used as missing" in caplog.text
+
+
+def test_prediction_names_the_descriptors_rdkit_cannot_compute_in_the_rows_warning(frame, trained):
+    """As at training time: a salt's 8 BCUT2D descriptors are NaN in RDKit; predict uses them as
+    missing and says so in that row's warning, not in the others'."""
+    _, path = trained
+    table = Predictor(path).predict(["[Na+].CNC([S-])=S", frame["smiles"][0]], features=frame[["calc"]][:2])
+    assert "8 generated feature value(s) could not be computed (BCUT2D_" in table.loc[0, "warning"]
+    assert "could not be computed" not in str(table.loc[1, "warning"]) and table["expt_pred"].notna().all()
