@@ -184,7 +184,7 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
                                   "bounded_mse (labels like <5.2 or >7 penalise only the wrong side) "
                                   f"(default: {TrainConfig.loss})")),
     ("--metrics", "train.metrics", dict(help="comma-separated metrics to report; the first is watched by early stopping and "
-                                        "the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap; multiclass: "
+                                        "the best checkpoint (regression: rmse,mae,r2; classification: rocauc,ap,logloss; multiclass: "
                                         "accuracy,f1,rocauc; default: all)")),
     ("--task-weights", "train.task_weights", dict(help="comma-separated loss weight per target (default: 1 each)")),
     ("--weight-col", "data.weight_col", dict(help="column of per-molecule loss weights (blank cells weigh 1)")),

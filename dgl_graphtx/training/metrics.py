@@ -1,5 +1,6 @@
-"""Evaluation metrics: OGB's Evaluator where it applies (RMSE, ROC-AUC, AP), plus MAE and R^2, and
-accuracy, macro-F1 and one-vs-rest ROC-AUC for multiclass targets.
+"""Evaluation metrics: OGB's Evaluator where it applies (RMSE, ROC-AUC, AP), plus MAE and R^2, the
+log-loss of binary classification, and accuracy, macro-F1 and one-vs-rest ROC-AUC for multiclass
+targets.
 
 Missing labels are NaN in ``y_true`` and ignored per task, as OGB does.
 """
@@ -13,16 +14,17 @@ import numpy as np
 from ogb.graphproppred import Evaluator
 
 from ..errors import ConfigError
+from ..models.kernel import PROBABILITY_BOUNDS
 
 #: Metric used for model selection and early stopping per task type, and its direction.
 PRIMARY_METRIC: Dict[str, Tuple[str, str]] = {"regression": ("rmse", "min"), "classification": ("rocauc", "max"),
                                               "multiclass": ("accuracy", "max")}
 #: Metrics each task reports (all of them unless ``TrainConfig.metrics`` chooses).
-TASK_METRICS: Dict[str, Tuple[str, ...]] = {"regression": ("rmse", "mae", "r2"), "classification": ("rocauc", "ap"),
+TASK_METRICS: Dict[str, Tuple[str, ...]] = {"regression": ("rmse", "mae", "r2"), "classification": ("rocauc", "ap", "logloss"),
                                             "multiclass": ("accuracy", "f1", "rocauc")}
 #: Whether a lower (``min``) or higher (``max``) value of a metric is better.
 METRIC_DIRECTION: Dict[str, str] = {"rmse": "min", "mae": "min", "r2": "max", "rocauc": "max", "ap": "max",
-                                    "accuracy": "max", "f1": "max"}
+                                    "logloss": "min", "accuracy": "max", "f1": "max"}
 
 # OGB evaluators are keyed by dataset; these datasets use the metric we want.
 _OGB_DATASET_FOR_METRIC = {"rocauc": "ogbg-molhiv", "ap": "ogbg-molpcba"}
@@ -71,15 +73,25 @@ def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> Dict[str, floa
     }
 
 
+def _log_loss(y: np.ndarray, p: np.ndarray) -> float:
+    """Mean binary cross-entropy of probabilities ``p`` (kept within :data:`PROBABILITY_BOUNDS`, so
+    that one certain mistake is a large loss, not an infinite one)."""
+    p = np.clip(p, *PROBABILITY_BOUNDS)
+    return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).mean())
+
+
 def classification_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, float]:
-    """``rocauc`` and ``ap`` (OGB), averaged over tasks that have both classes (NaN if none).
+    """``rocauc`` and ``ap`` (OGB), averaged over tasks that have both classes (NaN if none), and
+    ``logloss`` (binary cross-entropy), averaged over tasks that have labels.
 
     Example:
-        >>> classification_metrics(np.array([[0.0], [1.0], [1.0]]), np.array([[0.1], [0.8], [0.7]]))["rocauc"]
-        1.0
+        >>> m = classification_metrics(np.array([[0.0], [1.0], [1.0]]), np.array([[0.1], [0.8], [0.7]]))
+        >>> m["rocauc"], round(m["logloss"], 4)
+        (1.0, 0.2284)
     """
     y_true, y_prob = np.asarray(y_true, dtype=np.float64), np.asarray(y_prob, dtype=np.float64)
-    return {"rocauc": _ogb("rocauc", y_true, y_prob), "ap": _ogb("ap", y_true, y_prob)}
+    return {"rocauc": _ogb("rocauc", y_true, y_prob), "ap": _ogb("ap", y_true, y_prob),
+            "logloss": _per_task(_log_loss, y_true, y_prob)}
 
 
 def _multiclass_task(y: np.ndarray, p: np.ndarray) -> Tuple[float, float, float]:

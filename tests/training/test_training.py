@@ -357,6 +357,12 @@ def test_classification_metrics_hand_computed():
     # a task with a single class is skipped; none left -> NaN
     single = classification_metrics(np.array([[1.0], [1.0]]), np.array([[0.3], [0.6]]))
     assert math.isnan(single["rocauc"])
+    # log-loss: per task over its labelled rows, then the mean; a one-class task counts; p = 0 for a
+    # positive is kept at 1e-6 (a large loss, not an infinite one)
+    from sklearn.metrics import log_loss
+    assert m["logloss"] == pytest.approx((log_loss([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) + log_loss([1, 0, 1], [0.9, 0.2, 0.1])) / 2)
+    assert single["logloss"] == pytest.approx(-(math.log(0.3) + math.log(0.6)) / 2)
+    assert classification_metrics(np.array([[1.0]]), np.array([[0.0]]))["logloss"] == pytest.approx(-math.log(1e-6))
 
 
 def test_dataset_labels_keep_missing_values_as_nan():
