@@ -80,6 +80,31 @@ def _worth_keeping(held: List[str]) -> bool:
     return any(name in RESULT_FILES or name in TREE_REPORTS or _TREE_PART.fullmatch(name) for name in held)
 
 
+def _stopped_in_first_epoch(folder: Path, held: List[str]) -> bool:
+    """Whether ``folder`` holds a run stopped (Ctrl-C, a kill) while it recorded its first epoch:
+    that epoch's ``log.csv`` row and ``best.pt`` are written before ``last.pt``, and ``run.json``
+    still says running. Nothing of it can be continued, and nothing finished is lost by starting it again.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "run.json").write_text('{"status": "running"}')
+        >>> _ = (folder / "log.csv").write_text("epoch,train_loss\\n1,0.5\\n")
+        >>> _stopped_in_first_epoch(folder, ["run.json", "log.csv"])
+        True
+        >>> _ = (folder / "log.csv").write_text("epoch,train_loss\\n1,0.5\\n2,0.4\\n")
+        >>> _stopped_in_first_epoch(folder, ["run.json", "log.csv"])
+        False
+    """
+    if not {name for name in held if name in RESULT_FILES} <= {"log.csv", "best.pt"} or any(_TREE_PART.fullmatch(n) for n in held):
+        return False
+    try:
+        info = json.loads((folder / RUN_INFO).read_text())
+        rows = (folder / "log.csv").read_text().splitlines() if "log.csv" in held else []
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("status") == "running" and len([row for row in rows if row.strip()]) <= 2
+
+
 def _refusal(folder: Path, held: List[str]) -> OutputError:
     return OutputError(f"{folder} already holds a run ({', '.join(held)}); use --overwrite (overwrite=True) to replace it, "
                        "or choose another output folder")
@@ -271,8 +296,9 @@ class RunFolder:
             self._write_info("running")
 
     def _refuse_resume_without_last(self, previous: List[str]) -> None:
-        """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``."""
-        if _worth_keeping(previous) and "last.pt" not in previous:
+        """Refuse to resume a folder holding a run's results (``previous``) but no ``last.pt``; a run
+        stopped while it recorded its first epoch is started again (see :func:`_stopped_in_first_epoch`)."""
+        if _worth_keeping(previous) and "last.pt" not in previous and not _stopped_in_first_epoch(self.path, previous):
             raise OutputError(f"{self.path} holds a run ({', '.join(previous)}) but no last.pt to continue it from, so --resume "
                               "would train it again from the start; use --overwrite (overwrite=True) to replace it, or choose "
                               "another output folder")

@@ -95,6 +95,25 @@ def test_resume_over_a_finished_run_without_last_pt_is_refused(data, tmp_path):
     _unchanged(out, before)
 
 
+def test_a_run_stopped_while_it_recorded_its_first_epoch_resumes_from_the_start(data, tmp_path, monkeypatch):
+    """The probe: Ctrl-C after epoch 1's log.csv (and best.pt) but before its last.pt advised --resume,
+    which refused the folder (results, no last.pt); it now trains the run again, as an uninterrupted run."""
+    from dgl_graphtx.training.run_checkpoints import RunCheckpoints
+
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    with monkeypatch.context() as patch:
+        patch.setattr(RunCheckpoints, "save_last", lambda *args, **kwargs: (_ for _ in ()).throw(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            _train(data, out)
+    assert {"log.csv", "best.pt"} <= {p.name for p in out.iterdir()} and not (out / "last.pt").exists()
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+    code, _, err = _train(data, out, "--resume")
+    assert code == 0, err
+    assert _train(data, whole)[0] == 0
+    assert (out / "test_predictions.csv").read_bytes() == (whole / "test_predictions.csv").read_bytes()
+    assert len(pd.read_csv(out / "log.csv")) == 3
+
+
 def test_resume_of_a_finished_run_changes_no_result(data, tmp_path):
     """With its last.pt, resuming a finished run only restores it (a rerun of a job script is harmless)."""
     out = tmp_path / "run"
