@@ -13,7 +13,7 @@ from ..errors import GraphTxError
 from ..inference.predictor import BATCH_SIZE, Embeddings
 from ..inference.table_output import TABLE_FORMATS, table_format, write_table
 from .common import add_device_option, add_input_options, add_logging_options, add_threads_option, bounded, verbosity
-from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, load_predictors, read_input
+from .molecule_io import add_carry_options, add_checkpoint_option, carried_columns, check_smiles_arguments, load_predictors, read_input
 
 FORMATS = TABLE_FORMATS + (".npy",)
 
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``embed`` with parsed ``args``."""
     if bool(args.smiles) == bool(args.input):
         raise GraphTxError("give SMILES as arguments or a molecule file with --input (not both)")
+    check_smiles_arguments(args.smiles)
     output = Path(args.output)
     table_format(output, FORMATS)
     check_not_input(output, args.input)

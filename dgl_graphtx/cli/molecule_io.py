@@ -4,11 +4,14 @@ identifier columns carried into their outputs (``--id-col``, ``--keep-cols``).""
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional
+import os
+from typing import List, Optional, Sequence
 
 import pandas as pd
+from rdkit import Chem, rdBase
 
 from ..datasets import MoleculeTable
+from ..datasets.readers import SDF_SUFFIXES, SMI_SUFFIXES, XYZ_SUFFIXES
 from ..errors import ConfigError
 from ..inference.backbones import get_pretrained, is_pretrained_reference
 from ..inference.checkpoint_paths import resolve_checkpoints, single_checkpoint
@@ -37,6 +40,31 @@ def add_carry_options(parser: argparse.ArgumentParser) -> None:
                                          "(SDF titles and .smi names are carried as 'name' without it)")
     parser.add_argument("--keep-cols", type=split_targets, default=[], metavar="A,B",
                         help="more input columns / SD properties copied to the output")
+
+
+#: Endings of the names of molecule files (a SMILES argument ending so that RDKit cannot read is a file name).
+FILE_ENDINGS = (".csv", ".tsv", ".txt", ".parquet", ".gz", *SDF_SUFFIXES, *SMI_SUFFIXES, *XYZ_SUFFIXES)
+
+
+def check_smiles_arguments(smiles: Sequence[str]) -> None:
+    """Refuse, in one line, a SMILES argument that is the name of a molecule file (an existing
+    file, or a name ending as one does) and not a SMILES RDKit reads: given without ``--input``,
+    it was predicted as one invalid molecule.
+
+    Example:
+        >>> check_smiles_arguments(["CCO", "c1ccccc1"])
+        >>> check_smiles_arguments(["CCO", "data.csv"])
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: 'data.csv' is the name of a molecule file, not a SMILES string: give it with --input data.csv
+    """
+    for text in smiles:
+        if not (os.path.isfile(text) or text.lower().endswith(FILE_ENDINGS)):
+            continue
+        with rdBase.BlockLogs():
+            readable = Chem.MolFromSmiles(text) is not None
+        if not readable:
+            raise ConfigError(f"{text!r} is the name of a molecule file, not a SMILES string: give it with --input {text}")
 
 
 def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrained: bool = False, **kwargs) -> List[Predictor]:

@@ -16,7 +16,7 @@ from ..runs.distributed import check_processes, launch_local, launched_by_torchr
 from ..runs.sharded_prediction import predict_in_processes
 from .common import (SMILES_COL, add_device_option, add_input_options, add_logging_options, add_row_options, add_threads_option, bounded,
                      library_default, molecule_columns, print_table, verbosity, without_option)
-from .molecule_io import add_carry_options, add_checkpoint_option
+from .molecule_io import add_carry_options, add_checkpoint_option, check_smiles_arguments
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``predict`` with parsed ``args``."""
+    check_smiles_arguments(args.smiles)
     limits = SizeLimits(max_atoms=args.max_atoms, max_relation_edges=args.max_relation_edges)
     settings = (args.explain_target, args.explain_steps, args.explain_baseline)
     if not args.explain and any(value is not None for value in settings):

@@ -44,6 +44,19 @@ def test_predict_batch_size_is_checked(checkpoint, value):
                           "--batch-size", "must be an integer >= 1")
 
 
+@pytest.mark.parametrize("command", ["predict", "embed"])
+def test_a_molecule_file_given_as_a_smiles_argument_is_refused_naming_input(checkpoint, data_csv, workdir, command, monkeypatch):
+    """The probe: `predict --checkpoint best.pt data.csv` predicted the file's name as one invalid
+    molecule; a name of a file that does not exist yet is caught by its ending."""
+    more = ["--output", workdir / "e.csv"] if command == "embed" else []
+    for name in (data_csv, "mols.sdf"):
+        assert_one_error_line(run_cli([command, "--checkpoint", checkpoint, "CCO", name, *more]),
+                              f"'{name}' is the name of a molecule file, not a SMILES string: give it with --input {name}")
+    monkeypatch.chdir(workdir)
+    (workdir / "CCO").write_text("smiles\nC\n")  # a file named as a SMILES: the argument is still the SMILES
+    assert run_cli([command, "--checkpoint", checkpoint, "CCO", *more])[0] == 0
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 def test_unavailable_cuda_device_is_refused_at_parse_time(checkpoint, data_csv):
     assert_one_error_line(run_cli(["predict", "--checkpoint", checkpoint, "--device", "cuda", "CCO"]), "CUDA is not available")
