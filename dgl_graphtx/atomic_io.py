@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from .checksums import RECORD, file_sha256, format_record, parse_record
-from .errors import OutputError
+from .errors import OutputError, raised_by_interruption
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -129,7 +129,7 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         try:
             yield path
         except (OSError, RuntimeError) as err:
-            _raise_interruption(err)
+            _interruption_goes_on(err)
             raise OutputError(f"cannot write {path}: {describe_os_error(err)}") from None
         return
     tmp = _temporary_beside(path)
@@ -145,22 +145,19 @@ def atomic_path(path: PathLike) -> Iterator[Path]:
         if digest is not None:
             _set_digests(path, {digest})
     except (OSError, RuntimeError) as err:  # torch reports a full disk as RuntimeError
-        _raise_interruption(err)
+        _interruption_goes_on(err)
         raise OutputError(f"cannot write {path}: {describe_os_error(err)}; the previous file, if any, is unchanged") from None
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def _raise_interruption(err: BaseException) -> None:
-    """Raise the ``KeyboardInterrupt`` (or ``SystemExit``) that ``err`` was raised while handling,
-    if any: Ctrl-C during ``torch.save`` surfaces as the zip writer's ``RuntimeError`` ("unexpected
-    pos ..."), which is an interruption, not a failure to write."""
-    cause = err.__context__
-    while cause is not None:
-        if not isinstance(cause, Exception):
-            raise cause
-        cause = cause.__context__
+def _interruption_goes_on(err: BaseException) -> None:
+    """Raise ``KeyboardInterrupt`` if ``err`` was raised while one unwound: Ctrl-C during
+    ``torch.save`` surfaces as the zip writer's ``RuntimeError`` ("unexpected pos ..."), an
+    interruption, not a failure to write."""
+    if raised_by_interruption(err):
+        raise KeyboardInterrupt from err
 
 
 def check_writable(path: PathLike) -> Path:

@@ -5,6 +5,9 @@ corrupt checkpoint) derives from :class:`GraphTxError`, so command-line tools ca
 line without a traceback while genuine bugs still surface with their stack.
 """
 
+#: Exit status of a command, a job or one of its processes stopped by an interruption (Ctrl-C: 128 + SIGINT).
+INTERRUPTED_EXIT = 130
+
 
 def one_line(message: object) -> str:
     """``message`` (an error, or its text) as one line: its lines stripped and joined by spaces, so

@@ -18,9 +18,9 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from ..atomic_io import describe_os_error
-from ..errors import GraphTxError, PeerFailedError, one_line
+from ..errors import INTERRUPTED_EXIT, GraphTxError, PeerFailedError, one_line
 from ..logs import configure_logging
-from ..runs.distributed import INTERRUPTED_EXIT, launched_by_torchrun, report_user_error
+from ..runs.distributed import launched_by_torchrun, report_user_error
 from ..threads import set_threads
 from . import demo, embed, evaluate, export, featurize, hpopt, info, plot, predict, presets, pretrain, train
 from .common import verbosity

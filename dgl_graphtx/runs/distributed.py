@@ -43,8 +43,6 @@ logger = logging.getLogger("dgl_graphtx")
 BACKENDS = ("auto", "gloo", "nccl")
 #: Exit status of a process stopped by a user error (printed as one ``error:`` line).
 USER_ERROR_EXIT = 2
-#: Exit status of a job, or of one of its processes, stopped by an interruption (Ctrl-C: 128 + SIGINT).
-INTERRUPTED_EXIT = 130
 #: Seconds a process other than the main one waits after a user error for the main one to stop the job.
 USER_ERROR_GRACE_S = 10.0
 #: Seconds beyond that grace a process whose peer stopped waits for the peer's own report.

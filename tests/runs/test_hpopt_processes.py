@@ -59,7 +59,7 @@ def test_an_error_raised_while_ctrl_c_unwinds_a_process_is_the_interruption(tmp_
     process should end as interrupted, quietly; an error of its own still surfaces."""
     import logging
 
-    from dgl_graphtx.runs.distributed import INTERRUPTED_EXIT
+    from dgl_graphtx.errors import INTERRUPTED_EXIT
     from dgl_graphtx.runs.hpopt import search
 
     def interrupted_lock(*args):

@@ -19,13 +19,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import pandas as pd
 
 from ...atomic_io import atomic_to_csv, atomic_write_text
-from ...errors import ConfigError, DamagedFileError, GraphTxError, one_line, raised_by_interruption
+from ...errors import INTERRUPTED_EXIT, ConfigError, DamagedFileError, GraphTxError, one_line, raised_by_interruption
 from ...logs import log_to_file
 from ...training import ProcessHooks, json_safe
 from ...training.metrics import METRIC_DIRECTION, resolve_metrics
 from ...validation import check_number
 from ..config import RunConfig, resolve_run_config
-from ..distributed import INTERRUPTED_EXIT, end_with_launcher
+from ..distributed import end_with_launcher
 from ..experiment import ExperimentResult
 from ..from_config import train_from_config
 from ..plan import RunPlan
