@@ -59,10 +59,13 @@ def test_ctrl_c_of_a_training_run_is_one_line_and_keeps_its_last_epoch(tmp_path)
     assert json.loads((out / "run.json").read_text())["status"] == "running"  # what --resume continues
 
 
-def test_the_installed_command_is_the_console_entry_point():
+def test_the_installed_command_is_the_light_console_entry_point():
+    """dgl_graphtx.console loads this module's console_main inside its own try (tests/test_console.py)."""
     from importlib.metadata import entry_points
+
+    from dgl_graphtx import console
     (command,) = [e for e in entry_points(group="console_scripts") if e.name == "dgl-graphtx"]
-    assert command.load() is console_main
+    assert command.load() is console.console_main
 
 
 @pytest.mark.parametrize("more", [["--cv", "3"], ["--ensemble-size", "2"]])
