@@ -7,8 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Sequence, Tuple, Union
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,27 +50,47 @@ def descendants(pid: int) -> List[int]:
     return found
 
 
-def run_bounded(args: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess:
-    """``args`` run to the end, their output captured. Past ``timeout_s`` the test fails with what
-    the processes printed and where each one was: every Python process of the tree dumps its
-    threads' stacks (faulthandler, on SIGABRT), then all are killed, leaving none behind."""
+def run_bounded(args: Sequence[str], timeout_s: float, retries: int = 0) -> subprocess.CompletedProcess:
+    """``args`` run to the end, their output captured. Past ``timeout_s`` every Python process of
+    the tree dumps its threads' stacks (faulthandler, on SIGABRT), then all are killed, leaving none
+    behind; the test fails with what they printed and where each one was. With ``retries`` (for a
+    command that can be run again, such as a resume), that report is a warning and the command runs
+    again, up to ``retries`` more times."""
+    for attempt in range(retries):
+        done = _run_once(args, timeout_s)
+        if isinstance(done, subprocess.CompletedProcess):
+            return done
+        warnings.warn(f"{done}\nrunning it again ({attempt + 1} of {retries})")
+    done = _run_once(args, timeout_s)
+    if isinstance(done, str):
+        raise AssertionError(done)
+    return done
+
+
+def _run_once(args: Sequence[str], timeout_s: float) -> Union[subprocess.CompletedProcess, str]:
+    """``args`` run to the end, or past ``timeout_s`` stopped (:func:`_stopped_with_stacks`) and reported."""
     job = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env={**command_env(), "PYTHONFAULTHANDLER": "1"}, cwd=REPO)
     try:
         out, err = job.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        tree = [job.pid, *descendants(job.pid)]
-        for how in (signal.SIGABRT, signal.SIGKILL):
-            for pid in reversed(tree):  # the workers first: their launcher would stop them otherwise
-                try:
-                    os.kill(pid, how)
-                except ProcessLookupError:
-                    pass
-            time.sleep(2)
-        out, err = job.communicate()
-        raise AssertionError(f"{' '.join(args[:6])} ... did not end within {timeout_s} s; what its processes "
-                             f"printed, then their stacks:\n{out[-2000:]}\n{err[-12000:]}") from None
+        out, err = _stopped_with_stacks(job)
+        return (f"{' '.join(args[:6])} ... did not end within {timeout_s} s; what its processes printed, then their "
+                f"stacks:\n{out[-2000:]}\n{err[-12000:]}")
     return subprocess.CompletedProcess(list(args), job.returncode, out, err)
+
+
+def _stopped_with_stacks(job: subprocess.Popen) -> Tuple[str, str]:
+    """``job`` and every process it started stopped, each Python one first dumping its stacks; what they printed."""
+    tree = [job.pid, *descendants(job.pid)]
+    for how in (signal.SIGABRT, signal.SIGKILL):
+        for pid in reversed(tree):  # the workers first: their launcher would stop them otherwise
+            try:
+                os.kill(pid, how)
+            except ProcessLookupError:
+                pass
+        time.sleep(2)
+    return job.communicate()
 
 
 def assert_process_ends(pid: int, within_s: float, what: str, poll_s: float = 0.05) -> None:
