@@ -15,6 +15,7 @@ from ogb.graphproppred import Evaluator
 
 from ..errors import ConfigError
 from ..models.kernel import PROBABILITY_BOUNDS
+from ..uncertainty.metrics import binary_nll
 
 #: Metric used for model selection and early stopping per task type, and its direction.
 PRIMARY_METRIC: Dict[str, Tuple[str, str]] = {"regression": ("rmse", "min"), "classification": ("rocauc", "max"),
@@ -73,16 +74,10 @@ def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> Dict[str, floa
     }
 
 
-def _log_loss(y: np.ndarray, p: np.ndarray) -> float:
-    """Mean binary cross-entropy of probabilities ``p`` (kept within :data:`PROBABILITY_BOUNDS`, so
-    that one certain mistake is a large loss, not an infinite one)."""
-    p = np.clip(p, *PROBABILITY_BOUNDS)
-    return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).mean())
-
-
 def classification_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, float]:
     """``rocauc`` and ``ap`` (OGB), averaged over tasks that have both classes (NaN if none), and
-    ``logloss`` (binary cross-entropy), averaged over tasks that have labels.
+    ``logloss`` (binary cross-entropy, probabilities kept within :data:`PROBABILITY_BOUNDS`),
+    averaged over tasks that have labels.
 
     Example:
         >>> m = classification_metrics(np.array([[0.0], [1.0], [1.0]]), np.array([[0.1], [0.8], [0.7]]))
@@ -91,7 +86,7 @@ def classification_metrics(y_true: np.ndarray, y_prob: np.ndarray) -> Dict[str, 
     """
     y_true, y_prob = np.asarray(y_true, dtype=np.float64), np.asarray(y_prob, dtype=np.float64)
     return {"rocauc": _ogb("rocauc", y_true, y_prob), "ap": _ogb("ap", y_true, y_prob),
-            "logloss": _per_task(_log_loss, y_true, y_prob)}
+            "logloss": _per_task(lambda y, p: binary_nll(y, p, PROBABILITY_BOUNDS[0]), y_true, y_prob)}
 
 
 def _multiclass_task(y: np.ndarray, p: np.ndarray) -> Tuple[float, float, float]:

@@ -90,14 +90,15 @@ def uncertainty_metrics(labels: np.ndarray, mean: np.ndarray, std: Optional[np.n
     return out
 
 
-def binary_nll(labels: np.ndarray, probabilities: np.ndarray) -> float:
-    """Mean binary cross-entropy of 0/1 ``labels`` (NaN ignored) under ``probabilities``.
+def binary_nll(labels: np.ndarray, probabilities: np.ndarray, bound: float = 1e-12) -> float:
+    """Mean binary cross-entropy of 0/1 ``labels`` (NaN ignored) under ``probabilities``, kept
+    within ``bound`` of 0 and 1 (one certain mistake is a large loss, not an infinite one).
 
     Example:
         >>> round(binary_nll(np.array([1.0, 0.0, np.nan]), np.array([0.5, 0.5, 0.9])), 4)
         0.6931
     """
     keep = np.isfinite(labels) & np.isfinite(probabilities)
-    p = np.clip(probabilities[keep], 1e-12, 1 - 1e-12)
+    p = np.clip(probabilities[keep], bound, 1 - bound)
     y = labels[keep]
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
