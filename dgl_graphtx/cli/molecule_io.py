@@ -8,11 +8,11 @@ import os
 from typing import List, Optional, Sequence
 
 import pandas as pd
-from rdkit import Chem, rdBase
 
 from ..datasets import MoleculeTable
 from ..datasets.readers import SDF_SUFFIXES, SMI_SUFFIXES, XYZ_SUFFIXES
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidMoleculeError
+from ..featurize.molecule import parse_smiles
 from ..inference.backbones import get_pretrained, is_pretrained_reference
 from ..inference.checkpoint_paths import resolve_checkpoints, single_checkpoint
 from ..inference.predictor import Predictor
@@ -61,10 +61,10 @@ def check_smiles_arguments(smiles: Sequence[str]) -> None:
     for text in smiles:
         if not (os.path.isfile(text) or text.lower().endswith(FILE_ENDINGS)):
             continue
-        with rdBase.BlockLogs():
-            readable = Chem.MolFromSmiles(text) is not None
-        if not readable:
-            raise ConfigError(f"{text!r} is the name of a molecule file, not a SMILES string: give it with --input {text}")
+        try:
+            parse_smiles(text)
+        except InvalidMoleculeError:
+            raise ConfigError(f"{text!r} is the name of a molecule file, not a SMILES string: give it with --input {text}") from None
 
 
 def load_predictors(args: argparse.Namespace, use: Optional[str] = None, pretrained: bool = False, **kwargs) -> List[Predictor]:
