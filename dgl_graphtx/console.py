@@ -12,9 +12,9 @@ from __future__ import annotations
 import ctypes
 import signal
 import sys
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, NoReturn, Optional
 
-from .errors import INTERRUPTED_EXIT, raised_by_interruption
+from .errors import INTERRUPTED, INTERRUPTED_EXIT, raised_by_interruption
 
 
 def console_main() -> int:
@@ -67,7 +67,7 @@ def _run(load: Callable[[], Callable[[], int]]) -> int:
         if noting:
             signal.signal(signal.SIGINT, signal.default_int_handler)
     if command is None:
-        print("error: interrupted (Ctrl-C)", file=sys.stderr, flush=True)
+        print(f"error: {INTERRUPTED}", file=sys.stderr, flush=True)
         code = INTERRUPTED_EXIT
     else:
         code = command()
@@ -75,7 +75,7 @@ def _run(load: Callable[[], Callable[[], int]]) -> int:
     return code
 
 
-def _noted(signals: List[int], number: int) -> Any:
+def _noted(signals: List[int], number: int) -> NoReturn:
     """Python's own SIGINT handler (``KeyboardInterrupt``), noting the signal first."""
     signals.append(number)
     raise KeyboardInterrupt

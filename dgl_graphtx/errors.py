@@ -7,6 +7,8 @@ line without a traceback while genuine bugs still surface with their stack.
 
 #: Exit status of a command, a job or one of its processes stopped by an interruption (Ctrl-C: 128 + SIGINT).
 INTERRUPTED_EXIT = 130
+#: What an interrupted command says first (after ``error:``), before what can be done next.
+INTERRUPTED = "interrupted (Ctrl-C)"
 
 
 def one_line(message: object) -> str:

@@ -18,7 +18,7 @@ import sys
 from typing import NoReturn, Optional, Sequence
 
 from ..atomic_io import describe_os_error
-from ..errors import INTERRUPTED_EXIT, GraphTxError, PeerFailedError, one_line
+from ..errors import INTERRUPTED, INTERRUPTED_EXIT, GraphTxError, PeerFailedError, one_line
 from ..logs import configure_logging
 from ..runs.distributed import launched_by_torchrun, report_user_error
 from ..threads import set_threads
@@ -90,11 +90,11 @@ def interrupted_message(args: argparse.Namespace) -> str:
         'interrupted (Ctrl-C)'
     """
     if getattr(args, "interrupted_hint", None):  # set by a command once it knows more than its options say
-        return f"interrupted (Ctrl-C); {args.interrupted_hint}"
+        return f"{INTERRUPTED}; {args.interrupted_hint}"
     if args.command == "featurize":  # a store resumes from its finished shards when started again
-        return "interrupted (Ctrl-C); the finished shards are kept: rerun the same command to continue"
+        return f"{INTERRUPTED}; the finished shards are kept: rerun the same command to continue"
     resumable = hasattr(args, "resume") and (args.command != "predict" or args.output is not None)
-    return "interrupted (Ctrl-C)" + ("; what was written is kept: rerun the same command with --resume to continue" if resumable else "")
+    return INTERRUPTED + ("; what was written is kept: rerun the same command with --resume to continue" if resumable else "")
 
 
 def console_main() -> int:
@@ -103,7 +103,7 @@ def console_main() -> int:
     try:
         return main()
     except KeyboardInterrupt as err:
-        print(f"error: {err if isinstance(err, CommandInterrupted) else 'interrupted (Ctrl-C)'}", file=sys.stderr, flush=True)
+        print(f"error: {err if isinstance(err, CommandInterrupted) else INTERRUPTED}", file=sys.stderr, flush=True)
         return INTERRUPTED_EXIT
 
 
