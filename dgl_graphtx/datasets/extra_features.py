@@ -65,8 +65,9 @@ class ExtraFeatures:
             reference: the function itself is passed to training and prediction).
         atom_width: number of columns the atom function gives.
         scaling: ``standard`` or ``robust`` (see :class:`FeatureScaler`).
-        kernel: the count fingerprint of the fingerprint kernel (a ``morgan_counts`` spec, kept
-            unscaled in ``ndata["kernel_fp"]``; see :mod:`dgl_graphtx.models.kernel`), or ``""``.
+        kernel: the count fingerprints of the fingerprint kernel (a ``morgan_counts``,
+            ``atom_pair_counts`` or ``avalon_counts`` spec, or several joined by ``+``, kept side by
+            side and unscaled in ``ndata["kernel_fp"]``; see :mod:`dgl_graphtx.models.kernel`), or ``""``.
 
     Example:
         >>> spec = ExtraFeatures(generators=("morgan_counts:radius=0:size=2",), columns=("logp",))

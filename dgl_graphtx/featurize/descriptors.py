@@ -1,8 +1,10 @@
-"""Molecule-level feature generators (RDKit 2-D descriptors, Morgan count fingerprints), looked up
-by name, and :class:`FeatureScaler`, the statistics that scale them.
+"""Molecule-level feature generators (RDKit 2-D descriptors; Morgan, atom-pair and Avalon count
+fingerprints), looked up by name, and :class:`FeatureScaler`, the statistics that scale them.
 
 Generators are named by a spec string: ``rdkit2d``, ``morgan_counts`` or, with options,
-``morgan_counts:radius=3:size=1024``. Each gives a float64 row per molecule.
+``morgan_counts:radius=3:size=1024``. Each gives a float64 row per molecule. The fingerprint
+kernel reads one or more count fingerprints joined by ``+``
+(``morgan_counts+atom_pair_counts``; :func:`kernel_fingerprints`).
 
 Non-finite values: a descriptor that RDKit cannot compute for a molecule (an exception, NaN or
 an infinite value; e.g. ``Ipc`` overflows for large ring systems) is recorded as NaN. The scaler
@@ -15,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union, cast
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, cast
 
 import numpy as np
 from rdkit import rdBase
+from rdkit.Avalon import pyAvalonTools
 from rdkit.Chem import Descriptors, rdFingerprintGenerator
 
 from ..errors import ConfigError, InvalidMoleculeError
@@ -69,6 +72,11 @@ class RDKit2D:
         return row
 
 
+def _check_size(name: str, size: Any) -> None:
+    if not (isinstance(size, int) and 1 <= size <= 1 << 20):
+        raise ConfigError(f"{name} size must be an integer from 1 to {1 << 20}, got {size!r}")
+
+
 @dataclass(frozen=True)
 class MorganCounts:
     """Morgan (ECFP-like) count fingerprint, folded to ``size`` bins, of atoms within ``radius``.
@@ -85,8 +93,7 @@ class MorganCounts:
     def __post_init__(self) -> None:
         if not (isinstance(self.radius, int) and 0 <= self.radius <= 10):
             raise ConfigError(f"morgan_counts radius must be an integer from 0 to 10, got {self.radius!r}")
-        if not (isinstance(self.size, int) and 1 <= self.size <= 1 << 20):
-            raise ConfigError(f"morgan_counts size must be an integer from 1 to {1 << 20}, got {self.size!r}")
+        _check_size(self.name, self.size)
 
     def feature_names(self) -> List[str]:
         """``morgan{radius}_{bin}``, one per bin."""
@@ -98,22 +105,105 @@ class MorganCounts:
         return generator.GetCountFingerprintAsNumPy(to_heavy_atom_mol(molecule)).astype(np.float64)
 
 
+@dataclass(frozen=True)
+class AtomPairCounts:
+    """Atom-pair count fingerprint (Carhart et al. 1985: each pair of heavy atoms by their types
+    and the bonds between them on the shortest path), folded to ``size`` bins.
+
+    Example:
+        >>> float(AtomPairCounts(size=64).compute("CCO").sum())  # 3 pairs of 3 atoms
+        3.0
+    """
+
+    size: int = 2048
+    name = "atom_pair_counts"
+
+    def __post_init__(self) -> None:
+        _check_size(self.name, self.size)
+
+    def feature_names(self) -> List[str]:
+        """``atompair_{bin}``, one per bin."""
+        return [f"atompair_{i}" for i in range(self.size)]
+
+    def compute(self, molecule: MoleculeLike) -> np.ndarray:
+        """Counts per bin as one float64 row."""
+        generator = rdFingerprintGenerator.GetAtomPairGenerator(fpSize=self.size)
+        return generator.GetCountFingerprintAsNumPy(to_heavy_atom_mol(molecule)).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class AvalonCounts:
+    """Avalon count fingerprint (Gedeck et al. 2006: paths, rings and atom environments, as in
+    RDKit's ``pyAvalonTools.GetAvalonCountFP``), in ``size`` bins.
+
+    Example:
+        >>> row = AvalonCounts(size=256).compute("c1ccccc1O")
+        >>> row.shape, bool(row.sum() > 0)
+        ((256,), True)
+    """
+
+    size: int = 1024
+    name = "avalon_counts"
+
+    def __post_init__(self) -> None:
+        _check_size(self.name, self.size)
+
+    def feature_names(self) -> List[str]:
+        """``avalon_{bin}``, one per bin."""
+        return [f"avalon_{i}" for i in range(self.size)]
+
+    def compute(self, molecule: MoleculeLike) -> np.ndarray:
+        """Counts per bin as one float64 row."""
+        row = np.zeros(self.size)
+        for bit, count in pyAvalonTools.GetAvalonCountFP(to_heavy_atom_mol(molecule), nBits=self.size).GetNonzeroElements().items():
+            row[bit] = count
+        return row
+
+
+#: Count fingerprints: what the fingerprint kernel compares molecules by.
+COUNT_FINGERPRINTS = (MorganCounts, AtomPairCounts, AvalonCounts)
 #: Generator classes by name.
-GENERATORS: Dict[str, Union[Type[RDKit2D], Type[MorganCounts]]] = {RDKit2D.name: RDKit2D, MorganCounts.name: MorganCounts}
+GENERATORS: Dict[str, Type[Any]] = {g.name: g for g in (RDKit2D, *COUNT_FINGERPRINTS)}
+
+
+def kernel_parts(spec: str) -> List[Any]:
+    """The count fingerprints of a kernel spec: generator specs joined by ``+``.
+
+    Example:
+        >>> kernel_parts("morgan_counts:radius=1:size=16+atom_pair_counts:size=8")
+        [MorganCounts(radius=1, size=16), AtomPairCounts(size=8)]
+    """
+    parts = [get_generator(part) for part in str(spec).split("+")]
+    for part in parts:
+        if not isinstance(part, COUNT_FINGERPRINTS):
+            raise ConfigError(f"the fingerprint kernel reads count fingerprints ({', '.join(g.name for g in COUNT_FINGERPRINTS)}, "
+                              f"joined by '+'), not {generator_spec(part)!r} in {spec!r}")
+    return parts
+
+
+def kernel_segments(spec: str) -> Tuple[int, ...]:
+    """The bins of each count fingerprint of a kernel spec, in order (the kernel averages one
+    similarity per fingerprint).
+
+    Example:
+        >>> kernel_segments("morgan_counts+atom_pair_counts+avalon_counts")
+        (2048, 2048, 1024)
+    """
+    return tuple(part.size for part in kernel_parts(spec))
 
 
 def kernel_fingerprints(spec: str, molecules: Sequence[Any], workers: int = 1) -> np.ndarray:
     """Count fingerprints of ``molecules`` for the fingerprint kernel, as uint8 ``[M, size]``
-    (counts above 255 clipped); ``spec`` names a ``morgan_counts`` generator.
+    (counts above 255 clipped); ``spec`` names one count fingerprint or several joined by ``+``
+    (side by side, in order: :func:`kernel_segments`).
 
     Example:
         >>> kernel_fingerprints("morgan_counts:radius=1:size=16", ["CCO", "C"]).sum(axis=1).tolist()
         [6, 1]
+        >>> kernel_fingerprints("morgan_counts:radius=1:size=16+atom_pair_counts:size=8", ["CCO"]).shape
+        (1, 24)
     """
-    generator = get_generator(spec)
-    if not isinstance(generator, MorganCounts):
-        raise ConfigError(f"the fingerprint kernel reads count fingerprints: give a morgan_counts spec, not {spec!r}")
-    counts = compute_features([spec], molecules, workers=workers)
+    counts = compute_features([generator_spec(part) for part in kernel_parts(spec)], molecules, workers=workers)
     return np.clip(np.nan_to_num(counts), 0, 255).astype(np.uint8)
 
 

@@ -10,11 +10,12 @@ same dense per-molecule blocks as the library's (their geometry computed in the 
 :meth:`~dgl_graphtx.models.MoleculeModel.to_target_space`. What the portable featurizer cannot
 compute, or the program cannot express, is refused with one line (:func:`unsupported`): 3-D
 coordinates, dgllife's canonical atom features, a virtual node, extra features (the fingerprint
-kernel's Morgan counts excepted: the portable featurizer computes them), rows of several molecules,
-atom- and bond-level outputs.
+kernel's count fingerprints excepted: the portable featurizer computes them), rows of several
+molecules, atom- and bond-level outputs.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import json
@@ -37,7 +38,7 @@ from ..datasets.extra_features import FittedExtraFeatures
 from ..datasets.featurized import featurize_and_pack
 from ..errors import ConfigError
 from ..featurize import MoleculeFeaturizer
-from ..featurize.descriptors import MorganCounts, get_generator
+from ..featurize.descriptors import kernel_parts
 from ..featurize.molecule import KERNEL_FINGERPRINTS
 from ..models import MoleculeModel
 from ..nn import graph_ops as ops
@@ -159,15 +160,15 @@ def output_columns(loaded: LoadedCheckpoint) -> List[str]:
     return [f"{name}_prob_{k}" for name in names for k in range(config.num_classes)]
 
 
-def kernel_settings(loaded: LoadedCheckpoint) -> Optional[Tuple[int, int]]:
-    """The Morgan radius and bins of the model's fingerprint kernel, or ``None`` without one."""
+def kernel_settings(loaded: LoadedCheckpoint) -> Optional[List[List[Any]]]:
+    """The count fingerprints of the model's fingerprint kernel, each ``[name, *options]`` in the
+    order of their fields (:attr:`portable.Settings.kernel`), or ``None`` without one."""
     if loaded.model.kernel is None:
         return None
     spec = FittedExtraFeatures.from_dict(loaded.meta.extra.extra_features).spec.kernel if loaded.meta.extra.extra_features else ""
-    generator = get_generator(spec) if spec else None
-    if not isinstance(generator, MorganCounts):
-        raise ConfigError("the model has a fingerprint kernel but its checkpoint names no morgan_counts fingerprint for it")
-    return generator.radius, generator.size
+    if not spec:
+        raise ConfigError("the model has a fingerprint kernel but its checkpoint names no count fingerprint for it")
+    return [[part.name, *(getattr(part, f.name) for f in dataclasses.fields(part))] for part in kernel_parts(spec)]
 
 
 def metadata(loaded: LoadedCheckpoint) -> Dict[str, Any]:

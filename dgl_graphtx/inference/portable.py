@@ -18,10 +18,11 @@ atoms (nodes: heavy atoms, and hydrogens for a model trained with them), ``E`` d
 (two per bond) and ``P`` attention pairs: ``atom_features [N, 9]``, ``random_walk [N, k]`` (float32),
 ``bond_source [E]``, ``bond_target [E]``, ``bond_features [E, 3]``, ``pair_key [P]``,
 ``pair_query [P]``, ``pair_hops [P]`` (-1 between fragments), ``pair_bond_class [P]``,
-``kernel_counts [B, F]`` (float32: each molecule's Morgan counts for a model with a fingerprint
-kernel, ``F = 0`` without one), ``atom_molecule [N]``, ``molecule_atoms [B]`` and ``block_slots [n]`` (``0 .. n - 1``, ``n`` the
-atoms of the largest molecule: the size of the attention blocks) (all int64 unless said); its
-output is ``[B, outputs]``, the predictions in target units (probabilities for classification).
+``kernel_counts [B, F]`` (float32: each molecule's count fingerprints, side by side, for a model
+with a fingerprint kernel, ``F = 0`` without one), ``atom_molecule [N]``, ``molecule_atoms [B]``
+and ``block_slots [n]`` (``0 .. n - 1``, ``n`` the atoms of the largest molecule: the size of the
+attention blocks) (all int64 unless said); its output is ``[B, outputs]``, the predictions in
+target units (probabilities for classification).
 """
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ import numpy as np
 import torch
 from rdkit import Chem, rdBase
 
-#: Format of the exported files this module reads (``format`` in their metadata): 2 adds the
-#: fingerprint kernel's counts to the inputs.
-FORMAT = 2
+#: Format of the exported files this module writes (``format`` in their metadata): 2 adds the
+#: fingerprint kernel's Morgan counts to the inputs, 3 names the kernel's count fingerprints.
+FORMAT = 3
+#: Formats this module reads (2: the kernel's Morgan ``[radius, bins]``).
+READS = (2, 3)
 #: Name of the metadata: an extra file of a ``.pt2`` archive, a metadata entry of an ONNX model.
 METADATA = "dgl_graphtx.json"
 #: Most attention-block slots (molecules x the largest one's atoms squared) in one pass by default:
@@ -125,7 +128,9 @@ class Settings(NamedTuple):
     explicit_hydrogens: bool
     random_walk_steps: int
     hops: Optional[int]  # pairs at most this many bonds apart; ``None``: every pair
-    kernel: Optional[Tuple[int, int]] = None  # the fingerprint kernel's Morgan (radius, bins), if the model has one
+    #: The fingerprint kernel's count fingerprints, if the model has one: each ``(name, *options)``,
+    #: ``("morgan_counts", radius, bins)``, ``("atom_pair_counts", bins)`` or ``("avalon_counts", bins)``.
+    kernel: Optional[Tuple[Tuple[Any, ...], ...]] = None
 
 
 class Molecule(NamedTuple):
@@ -167,16 +172,29 @@ def featurize(smiles: str, settings: Settings) -> Molecule:
                     key, query, hops[query, key], classes[query, key], counts)
 
 
-def kernel_counts(mol: Chem.Mol, kernel: Optional[Tuple[int, int]]) -> np.ndarray:
-    """``[1, bins]`` float32: the Morgan counts (of the heavy atoms, at most 255 each) the model's
-    fingerprint kernel reads, or ``[1, 0]`` for a model without one."""
+def kernel_counts(mol: Chem.Mol, kernel: Optional[Tuple[Tuple[Any, ...], ...]]) -> np.ndarray:
+    """``[1, bins]`` float32: the count fingerprints (of the heavy atoms, at most 255 each) the
+    model's fingerprint kernel reads, side by side (:attr:`Settings.kernel`), or ``[1, 0]`` for a
+    model without one."""
     if kernel is None:
         return np.zeros((1, 0), np.float32)
+    from rdkit.Avalon import pyAvalonTools
     from rdkit.Chem import rdFingerprintGenerator
 
-    generator = rdFingerprintGenerator.GetMorganGenerator(radius=kernel[0], fpSize=kernel[1])
-    counts = generator.GetCountFingerprintAsNumPy(Chem.RemoveHs(mol))
-    return np.minimum(counts, 255).astype(np.float32)[None]
+    heavy, parts = Chem.RemoveHs(mol), []
+    for name, *options in kernel:
+        if name == "morgan_counts":
+            counts = rdFingerprintGenerator.GetMorganGenerator(radius=options[0], fpSize=options[1]).GetCountFingerprintAsNumPy(heavy)
+        elif name == "atom_pair_counts":
+            counts = rdFingerprintGenerator.GetAtomPairGenerator(fpSize=options[0]).GetCountFingerprintAsNumPy(heavy)
+        elif name == "avalon_counts":
+            counts = np.zeros(options[0])
+            for bit, count in pyAvalonTools.GetAvalonCountFP(heavy, nBits=options[0]).GetNonzeroElements().items():
+                counts[bit] = count
+        else:
+            raise ValueError(f"unknown count fingerprint {name!r} in the exported file's kernel; export it with this library version")
+        parts.append(np.minimum(counts, 255).astype(np.float32))
+    return np.concatenate(parts)[None]
 
 
 def batch(molecules: Sequence[Molecule]) -> Tuple[torch.Tensor, ...]:
@@ -194,12 +212,12 @@ def batch(molecules: Sequence[Molecule]) -> Tuple[torch.Tensor, ...]:
 
 
 def _checked(text: Optional[str], path: Path) -> Dict[str, Any]:
-    """The metadata ``text`` of the exported file ``path``, checked to be of :data:`FORMAT`."""
+    """The metadata ``text`` of the exported file ``path``, checked to be of a format in :data:`READS`."""
     if text is None:
         raise ValueError(f"{path} carries no {METADATA}: it was not written by 'dgl-graphtx export'")
     meta = json.loads(text)
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} has export format {meta.get('format')!r}; this loader reads format {FORMAT}")
+    if meta.get("format") not in READS:
+        raise ValueError(f"{path} has export format {meta.get('format')!r}; this loader reads formats {', '.join(map(str, READS))}")
     return meta
 
 
@@ -230,8 +248,10 @@ class PortableModel:
             self._run = lambda inputs: program(*inputs)
         featurizer = self.meta["featurizer"]
         kernel = featurizer.get("kernel")
+        if kernel and self.meta["format"] == 2:  # the Morgan counts' [radius, bins]
+            kernel = [["morgan_counts", *kernel]]
         self.settings = Settings(featurizer["explicit_hydrogens"], featurizer["random_walk_steps"], featurizer["hops"],
-                                 tuple(kernel) if kernel else None)
+                                 tuple(tuple(part) for part in kernel) if kernel else None)
         #: The output columns: one per target, or per class of each target (multiclass).
         self.columns: List[str] = self.meta["columns"]
 

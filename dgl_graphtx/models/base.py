@@ -89,7 +89,8 @@ class MoleculeModel(nn.Module):
                                                if config.molecules.backbones == "separate")
         self.atom_reference = AtomReference(config.atom_features, config.num_tasks) if config.atom_reference else None
         self.kernel = (FingerprintKernel(config.kernel_references, config.kernel_size, config.num_tasks,
-                                         probabilities=config.kernel_probabilities, logit_blend=config.kernel_logit_blend)
+                                         probabilities=config.kernel_probabilities, logit_blend=config.kernel_logit_blend,
+                                         segments=config.kernel_segments)
                        if config.kernel_references else None)
         self.register_buffer("target_mean", torch.zeros(config.num_tasks))
         self.register_buffer("target_std", torch.ones(config.num_tasks))
@@ -237,7 +238,8 @@ class MoleculeModel(nn.Module):
         """Give the model a fitted fingerprint kernel (its config records the kernel's size)."""
         references, size = kernel.references.shape
         self.config = dataclasses.replace(self.config, kernel_references=references, kernel_size=size,
-                                          kernel_probabilities=kernel.platt is not None, kernel_logit_blend=kernel.logit_blend)
+                                          kernel_probabilities=kernel.platt is not None, kernel_logit_blend=kernel.logit_blend,
+                                          kernel_segments=kernel.segments)
         self.kernel = kernel.to(self.target_mean.device)
 
     def node_outputs(self, graph: GraphLike, relation_graph: GraphLike) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """A fingerprint kernel beside the network: kernel ridge regression with the Tanimoto (MinMax)
-kernel on Morgan count fingerprints, blended with the network's prediction.
+kernel on count fingerprints, blended with the network's prediction.
 
 Kernel ridge regression with this kernel is the posterior mean of a Gaussian process on
 fingerprints, a classic of activity modelling: on small activity sets it is hard to beat (on
@@ -15,7 +15,9 @@ the two are blended in logits (log-linear pooling), ``w`` chosen by the validati
 
 The kernel of two count vectors ``a, b`` is ``sum(min(a, b)) / sum(max(a, b))``, computed as
 ``(S - D) / (S + D)`` with ``S = |a|_1 + |b|_1`` and ``D = |a - b|_1``; two empty fingerprints have
-similarity 0, as in RDKit.
+similarity 0, as in RDKit. With several fingerprints side by side (``segments``, their bins in
+order: Morgan, atom-pair and Avalon counts by default), the kernel is the mean of one such
+similarity per fingerprint, still a kernel (a mean of positive semi-definite ones).
 
 Example:
     >>> import torch
@@ -104,6 +106,35 @@ def _minmax(a: torch.Tensor, b_sum: torch.Tensor, shared: torch.Tensor) -> torch
     return shared / (a.sum(dim=1)[:, None] + b_sum[None] - shared).clamp_min(1e-9)
 
 
+def segment_slices(segments: Sequence[int], size: int) -> List[slice]:
+    """The columns of each fingerprint of ``segments`` (their bins, in order) among ``size``; one
+    slice of all of them when ``segments`` is empty.
+
+    Example:
+        >>> segment_slices((4, 2), 6)
+        [slice(0, 4, None), slice(4, 6, None)]
+    """
+    if not segments:
+        return [slice(0, size)]
+    if sum(segments) != size:
+        raise ConfigError(f"the fingerprint kernel's segments {tuple(segments)} must add up to its {size} bins")
+    ends = [sum(segments[: i + 1]) for i in range(len(segments))]
+    return [slice(end - width, end) for end, width in zip(ends, segments)]
+
+
+def mean_minmax_kernel(a: torch.Tensor, b: torch.Tensor, segments: Sequence[int] = ()) -> torch.Tensor:
+    """The mean over fingerprints (``segments``, see :func:`segment_slices`) of :func:`minmax_kernel`
+    of ``a`` ``[M, F]`` to ``b`` ``[R, F]``: ``[M, R]``.
+
+    Example:
+        >>> a, b = torch.tensor([[1.0, 1, 2, 0]]), torch.tensor([[1.0, 0, 1, 1]])
+        >>> round(float(mean_minmax_kernel(a, b, (2, 2))), 4)  # (1/2 + 1/3) / 2
+        0.4167
+    """
+    parts = [minmax_kernel(a[:, part], b[:, part]) for part in segment_slices(segments, a.shape[1])]
+    return parts[0] if len(parts) == 1 else torch.stack(parts).mean(dim=0)
+
+
 def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100) -> Tuple[float, float]:
     """Platt scaling: ``(a, b)`` such that ``sigmoid(a * score + b)`` is the probability of the
     positive class, fitted by maximum likelihood on 0/1 ``labels`` with Platt's smoothed targets
@@ -157,7 +188,8 @@ class KernelFit:
     dual coefficients ``[R, T]``, the intercepts ``[T]``, the network's blend weights ``[T]``, the
     ridges, and the validation errors of the network, the kernel and the blend (mean squared; the
     mean log-loss for classification); for classification the Platt scaling ``[T, 2]`` (``a, b`` of
-    ``sigmoid(a * value + b)``) making the kernel's values probabilities (``None`` for regression).
+    ``sigmoid(a * value + b)``) making the kernel's values probabilities (``None`` for regression);
+    the bins of each fingerprint the references hold side by side (``segments``; empty: one).
 
     Example:
         >>> fit = KernelFit(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.tensor([0.5]), [0.1],
@@ -176,6 +208,7 @@ class KernelFit:
     validation_blend: List[float]
     validation_counts: List[int] = field(default_factory=list)
     platt: Optional[torch.Tensor] = None
+    segments: Tuple[int, ...] = ()
 
     @property
     def log_loss(self) -> bool:
@@ -198,7 +231,8 @@ PROBABILITY_BOUNDS = (1e-6, 1 - 1e-6)
 
 def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid_fps: torch.Tensor, valid_y: torch.Tensor,
                            valid_network: torch.Tensor, alphas: Sequence[float] = ALPHAS, weights: Sequence[float] = WEIGHTS,
-                           max_references: int = MAX_REFERENCES, seed: int = 0, probabilities: bool = False) -> KernelFit:
+                           max_references: int = MAX_REFERENCES, seed: int = 0, probabilities: bool = False,
+                           segments: Sequence[int] = ()) -> KernelFit:
     """Fit the kernel model on the training and validation molecules and its blend with the
     network, task by task.
 
@@ -221,6 +255,8 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
             values become probabilities by Platt scaling (:func:`fit_platt`) of their leave-one-out
             values, and the weight is the one of the smallest validation log-loss of the blend in
             logits, ``sigmoid(w * logit(network) + (1 - w) * logit(kernel))``.
+        segments: the bins of each count fingerprint held side by side in the fingerprints (see
+            :func:`mean_minmax_kernel`); empty: one fingerprint.
     """
     fps = torch.cat([train_fps, valid_fps]).to(torch.float64)
     labels = torch.cat([train_y, valid_y]).to(torch.float64)
@@ -229,7 +265,7 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
     if len(fps) > max_references:
         keep = torch.randperm(len(fps), generator=torch.Generator().manual_seed(seed))[:max_references].sort().values
         fps, labels, network, is_train = fps[keep], labels[keep], network[keep], is_train[keep]
-    kernel = minmax_kernel(fps.float(), fps.float()).double()  # float32 sums of counts are exact, and twice as fast
+    kernel = mean_minmax_kernel(fps.float(), fps.float(), segments).double()  # float32 sums of counts are exact, and twice as fast
     groups = torch.unique(fps, dim=0, return_inverse=True)[1]
     tasks = [_fit_task(kernel, labels[:, t], network[:, t], is_train, groups, alphas, weights, probabilities)
              for t in range(labels.shape[1])]
@@ -238,7 +274,7 @@ def fit_fingerprint_kernel(train_fps: torch.Tensor, train_y: torch.Tensor, valid
                      torch.tensor([t.intercept for t in tasks]), torch.tensor([t.weight for t in tasks]),
                      [t.alpha for t in tasks], [t.error_network for t in tasks], [t.error_kernel for t in tasks],
                      [t.error_blend for t in tasks], [t.validation_count for t in tasks],
-                     torch.tensor([t.platt for t in tasks]) if probabilities else None)
+                     torch.tensor([t.platt for t in tasks]) if probabilities else None, tuple(segments))
 
 
 @dataclass
@@ -313,6 +349,8 @@ class FingerprintKernel(nn.Module):
     the network's blend weights ``[T]``; with ``probabilities`` (classification) also the Platt
     scaling ``[T, 2]`` that makes its values probabilities, and with ``logit_blend`` (classification
     kernels fitted since log-linear pooling; earlier ones blend probabilities) the blend is in logits.
+    ``segments``: the bins of each count fingerprint the references hold side by side (the kernel
+    is the mean of one similarity per fingerprint); empty: one fingerprint.
 
     Example:
         >>> kernel = FingerprintKernel(references=3, size=4, tasks=2)
@@ -328,11 +366,14 @@ class FingerprintKernel(nn.Module):
     weight: torch.Tensor
     platt: Optional[torch.Tensor]
 
-    def __init__(self, references: int, size: int, tasks: int, probabilities: bool = False, logit_blend: bool = False) -> None:
+    def __init__(self, references: int, size: int, tasks: int, probabilities: bool = False, logit_blend: bool = False,
+                 segments: Sequence[int] = ()) -> None:
         super().__init__()
         if logit_blend and not probabilities:
             raise ConfigError("a fingerprint kernel blends in logits only with probabilities (Platt scaling)")
         self.logit_blend = logit_blend
+        self.segments = tuple(int(s) for s in segments)
+        self.slices = segment_slices(self.segments, size)
         self.register_buffer("references", torch.zeros(references, size, dtype=torch.uint8))
         self.register_buffer("coefficients", torch.zeros(references, tasks))
         self.register_buffer("intercept", torch.zeros(tasks))
@@ -342,7 +383,7 @@ class FingerprintKernel(nn.Module):
         self.register_buffer("platt", torch.tensor([[1.0, 0.0]] * tasks) if probabilities else None)
         #: Set by :meth:`fix_levels` for a traced program: the kernel by dense matrix products alone.
         self.levels: Optional[int] = None
-        self._cached: Optional[Tuple[Tuple[int, int, str], List[torch.Tensor], torch.Tensor]] = None
+        self._cached: Optional[Tuple[Tuple[int, int, str], List[Tuple[List[torch.Tensor], torch.Tensor]]]] = None
 
     def fix_levels(self) -> None:
         """Compute the kernel by matrix products alone from now on (for ``torch.export`` and ONNX,
@@ -354,7 +395,7 @@ class FingerprintKernel(nn.Module):
         """The module holding ``fit``."""
         references, size = fit.references.shape
         kernel = cls(references, size, fit.coefficients.shape[1], probabilities=fit.platt is not None,
-                     logit_blend=fit.platt is not None)
+                     logit_blend=fit.platt is not None, segments=fit.segments)
         for name in ("references", "coefficients", "intercept", "weight") + (("platt",) if fit.platt is not None else ()):
             getattr(kernel, name).copy_(getattr(fit, name))
         return kernel
@@ -373,19 +414,21 @@ class FingerprintKernel(nn.Module):
         """The kernel ridge regression's values ``[B, T]`` (before any Platt scaling)."""
         query = fingerprints.to(self.coefficients.dtype)
         if self.levels is not None:
-            similarity = minmax_kernel(query, self.references.to(query.dtype), levels=self.levels)
+            references = self.references.to(query.dtype)
+            parts = [minmax_kernel(query[:, part], references[:, part], levels=self.levels) for part in self.slices]
         else:
-            levels, sums = self._levels()
-            similarity = minmax_from_levels(query, levels, sums)
+            parts = [minmax_from_levels(query[:, part], levels, sums) for part, (levels, sums) in zip(self.slices, self._levels())]
+        similarity = parts[0] if len(parts) == 1 else torch.stack(parts).mean(dim=0)
         return similarity @ self.coefficients + self.intercept
 
-    def _levels(self) -> Tuple[List[torch.Tensor], torch.Tensor]:
-        """The references' :func:`count_levels` and row sums, computed once for the references as they are."""
+    def _levels(self) -> List[Tuple[List[torch.Tensor], torch.Tensor]]:
+        """Per fingerprint, the references' :func:`count_levels` and row sums, computed once for
+        the references as they are."""
         key = (self.references.data_ptr(), self.references._version, str(self.references.device))
         if self._cached is None or self._cached[0] != key:
             references = self.references.to(self.coefficients.dtype)
-            self._cached = (key, count_levels(references), references.sum(dim=1))
-        return self._cached[1], self._cached[2]
+            self._cached = (key, [(count_levels(references[:, part]), references[:, part].sum(dim=1)) for part in self.slices])
+        return self._cached[1]
 
     def check_values(self) -> None:
         """Raise :class:`~dgl_graphtx.errors.ConfigError` unless the blend weights lie in ``[0, 1]``

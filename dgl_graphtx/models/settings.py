@@ -95,7 +95,9 @@ class ModelSettings:
             ``kernel_probabilities`` whether its values are Platt-scaled to probabilities
             (classification kernels fitted since this setting; earlier ones blend raw values), and
             ``kernel_logit_blend`` whether the blend is in logits (classification kernels fitted
-            since log-linear pooling; earlier ones blend probabilities).
+            since log-linear pooling; earlier ones blend probabilities), and ``kernel_segments``
+            the bins of each count fingerprint side by side in them (empty: one fingerprint, as
+            kernels fitted before several were).
         architecture: the model the attention runs in, ``"transformer"`` or ``"gps"`` (default
             ``None``: the variant's own, from the registry).
         gps: the GPS block's settings (local model over bonds, normalisation), used by the
@@ -138,6 +140,7 @@ class ModelSettings:
     kernel_size: int = 2048
     kernel_probabilities: bool = False
     kernel_logit_blend: bool = False
+    kernel_segments: Tuple[int, ...] = ()
     architecture: Optional[str] = None
     gps: GPSOptions = field(default_factory=GPSOptions)
     molecules: MoleculeSetOptions = field(default_factory=MoleculeSetOptions)
@@ -191,6 +194,13 @@ class ModelSettings:
         _check(not (self.atom_reference and self.task != "regression"), "atom_reference is for regression targets")
         check_number("kernel_references", self.kernel_references, 0, 1 << 24, integer=True)
         check_number("kernel_size", self.kernel_size, 1, 1 << 20, integer=True)
+        _check(isinstance(self.kernel_segments, (list, tuple)) and len(self.kernel_segments) <= 16,
+               f"kernel_segments must be a list of at most 16 sizes, got {self.kernel_segments!r}")
+        for value in self.kernel_segments:
+            check_number("each of kernel_segments", value, 1, 1 << 20, integer=True)
+        object.__setattr__(self, "kernel_segments", tuple(int(v) for v in self.kernel_segments))
+        _check(not self.kernel_segments or sum(self.kernel_segments) == self.kernel_size,
+               f"kernel_segments {self.kernel_segments} must add up to kernel_size={self.kernel_size}")
         _check(not (self.kernel_references and self.task not in ("regression", "classification")),
                "the fingerprint kernel is for regression and binary classification, not multiclass targets")
         _check(not (self.kernel_probabilities and self.task != "classification"),

@@ -60,7 +60,7 @@ SECTIONS = ("preset", "data", "model", "featurizer", "relation", "train", "ensem
 #: Model fields computed from other settings (never read from files or ``--set``).
 DERIVED_MODEL_FIELDS = ("variant", "num_tasks", "atom_features", "atom_feature_dims", "bond_feature_dims", "bond_radices",
                         "uncertainty_head", "kernel_references", "kernel_size", "kernel_probabilities",
-                        "kernel_logit_blend")
+                        "kernel_logit_blend", "kernel_segments")
 #: Model sections, and fields of sections, set from ``data``'s molecule columns and atom and bond
 #: targets (never read from files or ``--set``, and left out of config.yaml).
 DERIVED_MODEL_SECTIONS = {"molecules": ("count", "weighted"), "levels": ("atom_tasks", "bond_tasks", "atom_sums")}

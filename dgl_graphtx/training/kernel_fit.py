@@ -5,7 +5,7 @@ kernel is attached to the model, whose predictions are then the blend."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict
+from typing import Any, Dict, Sequence
 
 import torch
 from torch.utils.data import Dataset, Subset
@@ -39,9 +39,11 @@ def dataset_fingerprints(dataset: Dataset) -> torch.Tensor:
     return stored[KERNEL_FINGERPRINTS]
 
 
-def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) -> KernelFit:
+def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0, segments: Sequence[int] = ()) -> KernelFit:
     """Fit the fingerprint kernel of ``trainer.model`` (trained, at its selected epoch) on
     ``train``, choose its ridge and blend weight on ``valid``, and attach it to the model.
+    ``segments``: the bins of each count fingerprint in the dataset's kernel fingerprints
+    (:func:`~dgl_graphtx.featurize.descriptors.kernel_segments` of its spec; empty: one).
 
     Example:
         >>> from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, freesolv
@@ -62,7 +64,7 @@ def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) 
     network = torch.from_numpy(trainer.predict(valid))
     fit = fit_fingerprint_kernel(dataset_fingerprints(train), dataset_labels(train), dataset_fingerprints(valid),
                                  dataset_labels(valid), network, seed=seed,
-                                 probabilities=model.config.task == "classification")
+                                 probabilities=model.config.task == "classification", segments=segments)
     model.attach_kernel(FingerprintKernel.from_fit(fit))
     names = getattr(_root(train), "target_names", None)
     logger.info("%s", describe_fit(fit, names))

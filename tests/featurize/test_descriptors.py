@@ -10,6 +10,8 @@ import torch
 
 from dgl_graphtx.errors import ConfigError, InvalidMoleculeError
 from dgl_graphtx.featurize.descriptors import (
+    AtomPairCounts,
+    AvalonCounts,
     FeatureScaler,
     MorganCounts,
     RDKit2D,
@@ -17,9 +19,12 @@ from dgl_graphtx.featurize.descriptors import (
     feature_names,
     generator_spec,
     get_generator,
+    kernel_fingerprints,
+    kernel_segments,
 )
 from rdkit import Chem
-from rdkit.Chem import AllChem, Descriptors
+from rdkit.Avalon import pyAvalonTools
+from rdkit.Chem import AllChem, Descriptors, rdMolDescriptors
 
 MOLECULES = ["CCO", "c1ccccc1C(=O)O", "CN1CCC[C@H]1c1cccnc1", "FC(F)(F)c1ccc(Cl)cc1"]
 
@@ -61,6 +66,38 @@ def test_morgan_counts_equal_hashed_count_fingerprint():
             expected[bit] = count
         np.testing.assert_array_equal(values[row], expected)
     assert values[0].sum() == 6  # CCO: 3 radius-0 and 3 radius-1 environments; radius 2 repeats the middle atom's
+
+
+def _dense(sparse, size):
+    row = np.zeros(size)
+    for bit, count in sparse.GetNonzeroElements().items():
+        row[bit] = count
+    return row
+
+
+def test_atom_pair_and_avalon_counts_equal_rdkits_hashed_count_fingerprints():
+    pairs, avalon = compute_features(["atom_pair_counts:size=512"], MOLECULES), compute_features(["avalon_counts:size=256"], MOLECULES)
+    for row, smiles in enumerate(MOLECULES):
+        mol = Chem.MolFromSmiles(smiles)
+        np.testing.assert_array_equal(pairs[row], _dense(rdMolDescriptors.GetHashedAtomPairFingerprint(mol, nBits=512), 512))
+        np.testing.assert_array_equal(avalon[row], _dense(pyAvalonTools.GetAvalonCountFP(mol, nBits=256), 256))
+    n = Chem.MolFromSmiles(MOLECULES[2]).GetNumAtoms()
+    assert pairs[2].sum() == n * (n - 1) // 2  # one count per pair of heavy atoms
+    assert feature_names(["atom_pair_counts:size=2", "avalon_counts:size=2"]) == ["atompair_0", "atompair_1", "avalon_0", "avalon_1"]
+
+
+def test_a_kernel_spec_joins_count_fingerprints_side_by_side_and_refuses_other_generators():
+    spec = "morgan_counts:radius=1:size=16+atom_pair_counts:size=8+avalon_counts:size=32"
+    joined = kernel_fingerprints(spec, MOLECULES)
+    assert joined.dtype == np.uint8 and kernel_segments(spec) == (16, 8, 32)
+    np.testing.assert_array_equal(joined, np.concatenate([kernel_fingerprints(part, MOLECULES) for part in spec.split("+")], axis=1))
+    assert np.array_equal(kernel_fingerprints("atom_pair_counts:size=1", ["C" * 30]), [[255]])  # 435 pairs, clipped
+    with pytest.raises(ConfigError, match="reads count fingerprints .*not 'rdkit2d' in 'morgan_counts\\+rdkit2d'"):
+        kernel_fingerprints("morgan_counts+rdkit2d", MOLECULES)
+    with pytest.raises(ConfigError, match="atom_pair_counts size must be an integer from 1"):
+        AtomPairCounts(size=0)
+    with pytest.raises(ConfigError, match="avalon_counts size"):
+        AvalonCounts(size=2.5)
 
 
 def test_generators_concatenate_in_order_and_workers_agree():

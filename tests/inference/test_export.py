@@ -24,7 +24,7 @@ from dgl_graphtx.datasets import ExtraFeatures
 from dgl_graphtx.datasets.extra_features import FittedExtraFeatures
 from dgl_graphtx.datasets.featurized import featurize_and_pack
 from dgl_graphtx.featurize import FeaturizerConfig, MoleculeFeaturizer
-from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+from dgl_graphtx.featurize.descriptors import kernel_fingerprints, kernel_segments
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.inference import portable
 from dgl_graphtx.inference.export import export_model, plain_inputs
@@ -135,29 +135,40 @@ def test_models_of_other_kinds_export_and_agree(tmp_path, variant, preset, overr
     assert len(one["error"]) == 1 and one[columns[0]][0] == pytest.approx(found[columns[0]][3], rel=1e-5, abs=1e-5)
 
 
+MORGAN_KERNEL = "morgan_counts:radius=2:size=2048"
+
+
 @EXPORTS
-@pytest.mark.parametrize("task", ["regression", "classification"])
-def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path, task):
+@pytest.mark.parametrize("task, spec", [("regression", DEFAULT_KERNEL), ("classification", MORGAN_KERNEL)])
+def test_a_model_with_a_fingerprint_kernel_exports_and_predicts_without_the_library(tmp_path, task, spec):
     config = tiny_preset("gradformer", None, task=task)
     model = seeded_model(config).eval()
-    fps = torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:60]))
+    fps = torch.from_numpy(kernel_fingerprints(spec, SMILES[:60]))
     labels = torch.tensor(freesolv_frame()["expt"][:60].to_numpy())[:, None]
     network = labels[50:] + 1.0
     if task == "classification":  # Platt-scaled kernel scores, exported with the model
         labels, network = (labels < labels.median()).double(), torch.full((10, 1), 0.5)
     model.attach_kernel(FingerprintKernel.from_fit(fit_fingerprint_kernel(fps[:50], labels[:50], fps[50:], labels[50:],
                                                                           network, weights=(0.5,),
-                                                                          probabilities=task == "classification")))
-    extras = CheckpointExtras(extra_features=FittedExtraFeatures(ExtraFeatures(kernel=DEFAULT_KERNEL)).to_dict())
+                                                                          probabilities=task == "classification",
+                                                                          segments=kernel_segments(spec))))
+    extras = CheckpointExtras(extra_features=FittedExtraFeatures(ExtraFeatures(kernel=spec)).to_dict())
     checkpoint = save_checkpoint(tmp_path / "best.pt", model, CheckpointMeta(config.featurizer, config.relation, ["y"], extras))
     done = export_model(checkpoint, tmp_path / "model.pt2")
-    assert done.max_difference < 1e-5 and portable.load(done.path).settings.kernel == (2, 2048)
+    settings = portable.load(done.path).settings
+    assert done.max_difference < 1e-5 and [part[0] for part in settings.kernel] == [p.split(":")[0] for p in spec.split("+")]
     found = _predict_without_the_library(done.path, SMILES[60:160], tmp_path)
     expected = Predictor(checkpoint, device="cpu").predict(SMILES[60:160])
     np.testing.assert_allclose(found["y"], expected["y_pred"], rtol=0, atol=1e-5)
-    settings = portable.Settings(False, 0, None, (2, 2048))  # the portable counts are the library's
     counts = portable.batch([portable.featurize(s, settings) for s in SMILES[:20]])[portable.INPUTS.index("kernel_counts")]
-    assert torch.equal(counts, torch.from_numpy(kernel_fingerprints(DEFAULT_KERNEL, SMILES[:20])).float())
+    assert torch.equal(counts, torch.from_numpy(kernel_fingerprints(spec, SMILES[:20])).float())  # the library's counts
+    if spec == MORGAN_KERNEL:  # a file of format 2 named the Morgan counts' [radius, bins] alone
+        extra = {portable.METADATA: ""}
+        program = torch.export.load(str(done.path), extra_files=extra)
+        meta = json.loads(extra[portable.METADATA])
+        meta.update(format=2, featurizer={**meta["featurizer"], "kernel": [2, 2048]})
+        torch.export.save(program, str(tmp_path / "format2.pt2"), extra_files={portable.METADATA: json.dumps(meta)})
+        assert portable.load(tmp_path / "format2.pt2").settings.kernel == (("morgan_counts", 2, 2048),)
 
 
 @EXPORTS

@@ -17,10 +17,10 @@ from dgl_graphtx.checkpoint import CheckpointMeta, load_checkpoint, save_checkpo
 from dgl_graphtx.errors import ConfigError
 from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, collate_molecules, freesolv
 from dgl_graphtx.featurize import FeaturizerConfig
-from dgl_graphtx.featurize.descriptors import kernel_fingerprints
+from dgl_graphtx.featurize.descriptors import kernel_fingerprints, kernel_segments
 from dgl_graphtx.models import ModelConfig, build_model
 from dgl_graphtx.models.kernel import (ALPHAS, FEW_VALIDATION, WEIGHTS, FingerprintKernel, describe_fit, few_validation_warning,
-                                       fit_fingerprint_kernel, fit_platt, minmax_kernel)
+                                       fit_fingerprint_kernel, fit_platt, mean_minmax_kernel, minmax_kernel)
 from dgl_graphtx.relation_graph import RelationConfig
 
 SMILES = list(freesolv()["smiles"][:80])
@@ -36,6 +36,56 @@ def test_minmax_kernel_is_rdkits_tanimoto_on_count_fingerprints():
     top = int(counts.max())
     assert np.abs(minmax_kernel(counts, counts, levels=top).numpy() - expected).max() < 1e-12  # dense, as exported
     assert torch.equal(minmax_kernel(torch.zeros(1, 4), torch.zeros(2, 4)), torch.zeros(1, 2))  # empty vs empty: 0, as RDKit
+
+
+MULTI = "morgan_counts:radius=2:size=2048+atom_pair_counts:size=2048"
+
+
+def test_a_kernel_of_several_fingerprints_is_the_mean_of_rdkits_tanimoto_on_each():
+    mols = [Chem.MolFromSmiles(s) for s in SMILES[:30]]
+    expected = 0
+    for generator in (rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048),
+                      rdFingerprintGenerator.GetAtomPairGenerator(fpSize=2048)):
+        sparse = [generator.GetCountFingerprint(m) for m in mols]
+        expected = expected + np.array([DataStructs.BulkTanimotoSimilarity(a, sparse) for a in sparse]) / 2
+    counts = torch.from_numpy(kernel_fingerprints(MULTI, SMILES[:30])).double()
+    assert np.abs(mean_minmax_kernel(counts, counts, kernel_segments(MULTI)).numpy() - expected).max() < 1e-12
+    kernel = FingerprintKernel(references=30, size=4096, tasks=1, segments=kernel_segments(MULTI))
+    kernel.references.copy_(counts.to(torch.uint8))
+    kernel.coefficients.copy_(torch.linspace(-1, 1, 30)[:, None])
+    wanted = torch.from_numpy(expected[:5]).float() @ kernel.coefficients
+    assert torch.allclose(kernel.predictions(counts[:5].float()), wanted, atol=1e-6)
+    kernel.fix_levels()  # dense products, as exported
+    assert torch.allclose(kernel.predictions(counts[:5].float()), wanted, atol=1e-6)
+    with pytest.raises(ConfigError, match="segments \\(2048, 2048\\) must add up to its 2048 bins"):
+        FingerprintKernel(references=1, size=2048, tasks=1, segments=(2048, 2048))
+
+
+def test_a_fit_on_several_fingerprints_is_the_fit_on_their_mean_kernel_and_checkpoints_keep_it(tmp_path):
+    ds = _dataset()
+    fps, labels = torch.from_numpy(kernel_fingerprints(MULTI, SMILES[:40])), ds.raw_labels
+    network = labels[30:] + 1.0
+    fit = fit_fingerprint_kernel(fps[:30], labels[:30], fps[30:], labels[30:], network, segments=kernel_segments(MULTI))
+    gram = mean_minmax_kernel(fps.double(), fps.double(), kernel_segments(MULTI)).numpy()
+    y, every = labels[:, 0].numpy(), np.arange(40)
+
+    def sk(rows, alpha, query):  # sklearn's ridge on the mean kernel, centred labels
+        model = KernelRidge(alpha=alpha, kernel="precomputed").fit(gram[np.ix_(rows, rows)], y[rows] - y.mean())
+        return model.predict(gram[np.ix_(query, rows)]) + y.mean()
+
+    errors = {a: np.mean([(sk(np.delete(every, i), a, [i])[0] - y[i]) ** 2 for i in every]) for a in ALPHAS}
+    assert fit.alphas == [min(errors, key=errors.get)] and fit.segments == (2048, 2048)
+    model = build_model(ModelConfig(num_layers=1, hidden_dim=16, num_heads=2)).eval()
+    model.attach_kernel(FingerprintKernel.from_fit(fit))
+    assert model.config.kernel_segments == (2048, 2048) and model.config.kernel_size == 4096
+    kernel_values = model.kernel.predictions(fps[:3].float()).double().numpy()[:, 0]
+    assert np.abs(kernel_values - sk(every, fit.alphas[0], [0, 1, 2])).max() < 1e-3
+    save_checkpoint(tmp_path / "m.pt", model, CheckpointMeta(FeaturizerConfig(), RelationConfig(), ["expt"]))
+    loaded = load_checkpoint(tmp_path / "m.pt").model.eval()
+    assert loaded.kernel.segments == (2048, 2048)
+    assert torch.equal(loaded.kernel.predictions(fps[:3].float()), model.kernel.predictions(fps[:3].float()))
+    with pytest.raises(ConfigError, match="kernel_segments \\(2048, 1\\) must add up to kernel_size=4096"):
+        dataclasses.replace(model.config, kernel_segments=(2048, 1))
 
 
 def test_a_kernel_compares_with_its_references_as_they_are_now():
@@ -297,6 +347,8 @@ def test_checkpoints_keep_the_kernel_and_older_configs_load_without_one(tmp_path
     assert torch.equal(loaded.predict(batch.graph, batch.relation_graph), model.predict(batch.graph, batch.relation_graph))
     old = {k: v for k, v in dataclasses.asdict(model.config).items() if not k.startswith("kernel_")}
     assert ModelConfig.from_dict(old).kernel_references == 0
+    one = {k: v for k, v in dataclasses.asdict(model.config).items() if k != "kernel_segments"}  # before several fingerprints
+    assert ModelConfig.from_dict(one) == model.config and model.kernel.segments == ()
 
 
 @pytest.mark.parametrize("version", [3, 4])
