@@ -176,7 +176,9 @@ FINE_TUNED = "pretrained-freeze5"
 FINE_TUNED_ARGS = ["--from-pretrained", BACKBONE, "--freeze-backbone-epochs", "5"]
 
 #: The version of ``dgl-graphtx train``'s defaults that the ``default`` tool runs, part of its
-#: settings so that a change of the defaults makes its ledger rows stale: 5, version 4 with the kernel's
+#: settings so that a change of the defaults makes its ledger rows stale: 6, version 5 with the kernel
+#: comparing molecules by the mean Tanimoto similarity of Morgan, atom-pair and Avalon counts
+#: (docs/decisions/kernel-fingerprints.md); 5, version 4 with the kernel's
 #: rows of one fingerprint left out together and, for classification, the blend in logits with its
 #: weight chosen by log-loss (docs/decisions/kernel-validation.md); 4, version 3 with the kernel's
 #: values Platt-scaled to probabilities for classification (regression unchanged; the
@@ -184,7 +186,7 @@ FINE_TUNED_ARGS = ["--from-pretrained", BACKBONE, "--freeze-backbone-epochs", "5
 #: network reading RDKit's descriptors with the fingerprint kernel beside it (screened as
 #: ``default+descriptors``, docs/decisions/descriptors-beside-kernel.md); 2, the network with the
 #: kernel beside it (issue 40); 1, the network alone (now the ``network`` tool).
-LIBRARY_DEFAULTS = 5
+LIBRARY_DEFAULTS = 6
 #: Our recipes other than ``default`` run the network alone, as they were measured before the kernel
 #: and the default descriptors: ``KERNEL_OFF`` for those that name their extra features.
 KERNEL_OFF = ["--kernel", "none"]

@@ -230,13 +230,15 @@ TRAIN_FLAGS: Tuple[Tuple[str, str, Dict[str, Any]], ...] = (
                                                       f"{TrainConfig.layer_lr_decay:g}, off)")),
     ("--features-generators", "data.features_generators", dict(metavar="auto|none|LIST", help="molecule-level extra features "
                                                                "read by the head, comma-separated: rdkit2d, "
-                                                               "morgan_counts[:radius=R:size=N] (see docs/features.md); auto: "
+                                                               "morgan_counts[:radius=R:size=N], atom_pair_counts[:size=N], "
+                                                               "avalon_counts[:size=N] (see docs/features.md); auto: "
                                                                "rdkit2d wherever --kernel auto fits the kernel, none otherwise "
                                                                "(default: auto)")),
     ("--kernel", "data.kernel", dict(metavar="auto|none|SPEC", help="the fingerprint kernel fitted beside the network and "
-                                     "blended with it by a weight chosen on the validation part: auto (Morgan counts, "
-                                     "radius 2, 2,048 bins, for molecule files with regression or binary targets), none, "
-                                     "or a morgan_counts[:radius=R:size=N] spec (see docs/features.md; default: auto)")),
+                                     "blended with it by a weight chosen on the validation part: auto (Morgan, atom-pair "
+                                     "and Avalon counts, for molecule files with regression or binary targets), none, "
+                                     "or count fingerprints joined by '+': morgan_counts[:radius=R:size=N], "
+                                     "atom_pair_counts[:size=N], avalon_counts[:size=N] (see docs/kernel.md; default: auto)")),
     ("--features-cols", "data.features_cols", dict(help="comma-separated numeric input columns used as molecule-level extra "
                                                    "features (never a target); predict then needs them too")),
     ("--atom-properties", "data.atom_properties", dict(help="comma-separated SDF atom properties (atom.dprop.NAME lists) used "

@@ -67,8 +67,10 @@ DERIVED_MODEL_SECTIONS = {"molecules": ("count", "weighted"), "levels": ("atom_t
 #: Model fields resolved from the extra features of ``data`` and recorded in config.yaml: a value
 #: read back must be the resolved one (or 0, which config.yaml files written before recorded).
 EXTRA_FEATURE_FIELDS = ("molecule_features", "atom_extra_features")
-#: The fingerprint kernel of ``data.kernel=auto`` (see :mod:`dgl_graphtx.models.kernel`).
-DEFAULT_KERNEL = "morgan_counts:radius=2:size=2048"
+#: The fingerprint kernel of ``data.kernel=auto`` (see :mod:`dgl_graphtx.models.kernel`): the mean
+#: of the Tanimoto similarities of Morgan, atom-pair and Avalon counts (chosen on the development
+#: halves, docs/decisions/kernel-fingerprints.md; Morgan counts alone before).
+DEFAULT_KERNEL = "morgan_counts:radius=2:size=2048+atom_pair_counts:size=2048+avalon_counts:size=1024"
 #: The extra features of ``data.features_generators=auto`` where the kernel's ``auto`` applies:
 #: RDKit's 2-D descriptors (chosen on the development halves, docs/decisions/descriptors-beside-kernel.md).
 DEFAULT_GENERATORS = ("rdkit2d",)
@@ -132,9 +134,11 @@ class DataConfig:
         max_atoms: the atom budget: a molecule with more atoms is left out and reported with its
             row before its relation graph is built (``predict --max-atoms`` has the same default).
         kernel: the fingerprint kernel fitted beside the network (:mod:`dgl_graphtx.models.kernel`):
-            ``auto`` (Morgan counts of radius 2 in 2,048 bins, for a molecule file with regression
-            or binary-classification targets, unweighted and uncensored; none otherwise), a
-            ``morgan_counts`` spec, or ``none``.
+            ``auto`` (:data:`DEFAULT_KERNEL`: Morgan counts of radius 2 in 2,048 bins, atom-pair
+            counts in 2,048 and Avalon counts in 1,024, for a molecule file with regression or
+            binary-classification targets, unweighted and uncensored; none otherwise), a spec of
+            count fingerprints joined by ``+`` (``morgan_counts``, ``atom_pair_counts``,
+            ``avalon_counts``), or ``none``.
         smiles_cols: several molecules per row: the columns holding them, in the order the model
             reads them (instead of ``smiles_col``; see :mod:`~dgl_graphtx.datasets.molecule_columns`).
         reaction_cols: the molecule columns holding reactions ``reactants>>products``, each read as
@@ -361,7 +365,7 @@ class RunConfig:
 
         Example:
             >>> resolve_run_config(overrides=["data.path=d.csv", "data.targets=y"]).kernel
-            'morgan_counts:radius=2:size=2048'
+            'morgan_counts:radius=2:size=2048+atom_pair_counts:size=2048+avalon_counts:size=1024'
             >>> resolve_run_config(overrides=["data.path=qm9", "data.targets=homo"]).kernel
             ''
         """

@@ -11,6 +11,7 @@ from cli_fixtures import data_csv, workdir  # noqa: F401  (fixtures)
 from cli_runner import assert_one_error_line, run_cli
 
 import dgl_graphtx.runs.from_config as from_config
+from dgl_graphtx.runs.config import DEFAULT_KERNEL
 from dgl_graphtx.datasets import MoleculeDataset
 
 
@@ -75,7 +76,7 @@ def test_resume_with_the_same_settings_and_other_threads_is_accepted(data_csv, t
 
 @pytest.mark.parametrize("change, said", [
     (["--set", "data.features_scaling=robust"], "data.features_scaling=standard; resume with the same settings (now robust)"),
-    (["--kernel", "none"], "data.kernel=morgan_counts:radius=2:size=2048; resume with the same settings (now none)"),
+    (["--kernel", "none"], f"data.kernel={DEFAULT_KERNEL}; resume with the same settings (now none)"),
     (["--features-generators", "none"], "data.features_generators=rdkit2d; resume with the same settings (now none)"),
 ])
 def test_resume_with_other_extra_features_or_kernel_fails_before_featurizing(data_csv, tmp_path, loads, change, said):  # noqa: F811
