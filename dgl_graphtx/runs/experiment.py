@@ -18,7 +18,6 @@ from ..datasets import MoleculeDataset, Split, make_split
 from ..datasets.data_record import training_data_record
 from ..datasets.extra_features import FittedExtraFeatures
 from ..errors import ConfigError
-from ..featurize.descriptors import kernel_segments
 from ..featurize.similarity import SIMILARITY_COLUMN, nearest_similarity, packed_fingerprints
 from ..inference.domain import Domain
 from ..models import MoleculeModel, Preset, build_model
@@ -231,8 +230,7 @@ def _fit_kernel(experiment: Experiment, trainer: Trainer, fitted: Optional[Fitte
     if not experiment.dataset.target_names:  # atom- or bond-level targets only: nothing for the kernel to predict
         return None
     dataset, parts = experiment.dataset, experiment.parts
-    return fit_kernel(trainer, Subset(dataset, parts.train), Subset(dataset, parts.valid), seed=experiment.plan.train.seed,
-                      segments=kernel_segments(fitted.spec.kernel))
+    return fit_kernel(trainer, Subset(dataset, parts.train), Subset(dataset, parts.valid), seed=experiment.plan.train.seed)
 
 
 def _fit_extra_features(experiment: Experiment) -> Optional[FittedExtraFeatures]:

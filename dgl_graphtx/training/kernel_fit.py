@@ -5,12 +5,13 @@ kernel is attached to the model, whose predictions are then the blend."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Tuple
 
 import torch
 from torch.utils.data import Dataset, Subset
 
 from ..errors import ConfigError
+from ..featurize.descriptors import kernel_segments
 from ..featurize.molecule import KERNEL_FINGERPRINTS
 from ..models.kernel import FingerprintKernel, KernelFit, describe_fit, few_validation_warning, fit_fingerprint_kernel
 from .trainer import Trainer, dataset_labels
@@ -39,11 +40,28 @@ def dataset_fingerprints(dataset: Dataset) -> torch.Tensor:
     return stored[KERNEL_FINGERPRINTS]
 
 
-def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0, segments: Sequence[int] = ()) -> KernelFit:
+def dataset_kernel_segments(dataset: Dataset) -> Tuple[int, ...]:
+    """The bins of each count fingerprint held side by side in the dataset's kernel fingerprints,
+    from the spec :func:`~dgl_graphtx.datasets.add_extra_features` recorded on it (``()``: one
+    fingerprint, or none recorded).
+
+    Example:
+        >>> from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features
+        >>> ds = MoleculeDataset(["C", "CC"], [[1.0], [2.0]], progress=False)
+        >>> _ = add_extra_features(ds, ExtraFeatures(kernel="morgan_counts:size=8+atom_pair_counts:size=4"), ["C", "CC"])
+        >>> dataset_kernel_segments(Subset(ds, [1]))
+        (8, 4)
+    """
+    values = getattr(_root(dataset), "extra_values", None)
+    spec = values.spec.kernel if values is not None else ""
+    return kernel_segments(spec) if spec else ()
+
+
+def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0) -> KernelFit:
     """Fit the fingerprint kernel of ``trainer.model`` (trained, at its selected epoch) on
-    ``train``, choose its ridge and blend weight on ``valid``, and attach it to the model.
-    ``segments``: the bins of each count fingerprint in the dataset's kernel fingerprints
-    (:func:`~dgl_graphtx.featurize.descriptors.kernel_segments` of its spec; empty: one).
+    ``train``, choose its ridge and blend weight on ``valid``, and attach it to the model (the
+    mean of one similarity per count fingerprint of the dataset's kernel spec,
+    :func:`dataset_kernel_segments`).
 
     Example:
         >>> from dgl_graphtx.datasets import ExtraFeatures, MoleculeDataset, add_extra_features, freesolv
@@ -64,7 +82,8 @@ def fit_kernel(trainer: Trainer, train: Dataset, valid: Dataset, seed: int = 0, 
     network = torch.from_numpy(trainer.predict(valid))
     fit = fit_fingerprint_kernel(dataset_fingerprints(train), dataset_labels(train), dataset_fingerprints(valid),
                                  dataset_labels(valid), network, seed=seed,
-                                 probabilities=model.config.task == "classification", segments=segments)
+                                 probabilities=model.config.task == "classification",
+                                 segments=dataset_kernel_segments(train))
     model.attach_kernel(FingerprintKernel.from_fit(fit))
     names = getattr(_root(train), "target_names", None)
     logger.info("%s", describe_fit(fit, names))

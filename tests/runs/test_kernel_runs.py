@@ -16,7 +16,7 @@ from cli_runner import assert_one_error_line, run_cli
 from dgl_graphtx.checkpoint import load_checkpoint
 from dgl_graphtx.datasets import freesolv
 from dgl_graphtx.errors import ConfigError
-from dgl_graphtx.featurize.descriptors import feature_names, kernel_fingerprints
+from dgl_graphtx.featurize.descriptors import feature_names, kernel_fingerprints, kernel_segments
 from dgl_graphtx.inference import Predictor
 from dgl_graphtx.runs.config import DEFAULT_KERNEL, resolve_run_config
 
@@ -50,6 +50,7 @@ def test_a_default_run_fits_the_kernel_says_so_and_predict_reads_it(kernel_run, 
     assert "fingerprint kernel, expt: network weight" in stdout
     model = load_checkpoint(out / "best.pt").model
     assert model.config.kernel_references == 96 + 12  # training and validation molecules (80/10/10 of 120)
+    assert model.config.kernel_segments == kernel_segments(DEFAULT_KERNEL) == (2048, 2048, 1024)  # Morgan, atom pairs, Avalon
     tested = pd.read_csv(out / "test_predictions.csv")
     code, _, stderr = run_cli(["predict", "--checkpoint", out / "best.pt", "--input", out / "test_predictions.csv",
                                "--output", tmp_path / "p.csv"])
