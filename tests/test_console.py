@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from typing import Callable
 
 import pytest
 
@@ -14,41 +15,42 @@ from command_processes import command_env
 from dgl_graphtx import console
 
 
-class _InterruptedImport:
-    """A finder of ``sys.meta_path``: importing ``name`` is interrupted (Ctrl-C), or with
-    ``wrapped`` ends in the ``RuntimeError`` Python 3.10 raised while handling that interruption."""
+def _loading_fails(monkeypatch, failure: Callable[[], None]) -> None:
+    """Importing ``dgl_graphtx.cli``, the command the entry points load, calls ``failure`` (which raises)."""
+    class Finder:
+        def find_spec(self, name, path=None, target=None):
+            if name == "dgl_graphtx.cli":
+                failure()
 
-    def __init__(self, name: str, wrapped: bool) -> None:
-        self.name, self.wrapped = name, wrapped
+    monkeypatch.delitem(sys.modules, "dgl_graphtx.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
 
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name:
-            return None
-        if not self.wrapped:
-            raise KeyboardInterrupt
-        try:
-            raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            raise RuntimeError("Error calling __set_name__ on '_axis_method_wrapper' instance 'set_zticks' in 'Axes3D'")
+
+def _interrupted() -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupted_then_wrapped() -> None:
+    """What Python 3.10 raised while handling an interruption inside matplotlib's import."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        raise RuntimeError("Error calling __set_name__ on '_axis_method_wrapper' instance 'set_zticks' in 'Axes3D'")
 
 
 @pytest.mark.parametrize("entry", ["console_main", "module_main"])
-@pytest.mark.parametrize("wrapped", [False, True])
-def test_ctrl_c_while_the_command_loads_is_one_line(entry, wrapped, monkeypatch, capsys):
-    monkeypatch.delitem(sys.modules, "dgl_graphtx.cli", raising=False)
-    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport("dgl_graphtx.cli", wrapped), *sys.meta_path])
+@pytest.mark.parametrize("failure", [_interrupted, _interrupted_then_wrapped])
+def test_ctrl_c_while_the_command_loads_is_one_line(entry, failure, monkeypatch, capsys):
+    _loading_fails(monkeypatch, failure)
     assert getattr(console, entry)() == 130
     assert capsys.readouterr().err == "error: interrupted (Ctrl-C)\n"
 
 
 def test_another_error_while_the_command_loads_is_not_taken_for_an_interruption(monkeypatch):
-    class Broken:
-        def find_spec(self, name, path=None, target=None):
-            if name == "dgl_graphtx.cli":
-                raise ImportError("a broken install")
+    def broken() -> None:
+        raise ImportError("a broken install")
 
-    monkeypatch.delitem(sys.modules, "dgl_graphtx.cli", raising=False)
-    monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    _loading_fails(monkeypatch, broken)
     with pytest.raises(ImportError, match="a broken install"):
         console.console_main()
 
@@ -57,19 +59,16 @@ def test_an_import_that_fails_after_the_signal_came_is_the_interruption(monkeypa
     """The probe, once in 24: a module whose import was interrupted, imported again by another,
     failed with pybind11's ImportError ('generic_type: type ... is already registered'), which does
     not carry the KeyboardInterrupt; the signal itself was noted."""
-    class SignalThenOtherError:
-        def find_spec(self, name, path=None, target=None):
-            if name == "dgl_graphtx.cli":
-                try:
-                    signal.raise_signal(signal.SIGINT)
-                except KeyboardInterrupt:
-                    pass  # swallowed by the interrupted module's own clean-up
-                raise ImportError('generic_type: type "ObjSense" is already registered!')
+    def signal_then_other_error() -> None:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed by the interrupted module's own clean-up
+        raise ImportError('generic_type: type "ObjSense" is already registered!')
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a test worker may ignore it)
     try:
-        monkeypatch.delitem(sys.modules, "dgl_graphtx.cli", raising=False)
-        monkeypatch.setattr(sys, "meta_path", [SignalThenOtherError(), *sys.meta_path])
+        _loading_fails(monkeypatch, signal_then_other_error)
         assert console.console_main() == 130
     finally:
         signal.signal(signal.SIGINT, previous)
