@@ -173,7 +173,14 @@ def kernel_parts(spec: str) -> List[Any]:
         >>> kernel_parts("morgan_counts:radius=1:size=16+atom_pair_counts:size=8")
         [MorganCounts(radius=1, size=16), AtomPairCounts(size=8)]
     """
-    parts = [get_generator(part) for part in str(spec).split("+")]
+    texts = str(spec).split("+")
+    if not all(text.strip() for text in texts):
+        raise ConfigError(f"the fingerprint kernel spec {spec!r} has an empty part: join count fingerprints by '+', "
+                          "e.g. morgan_counts+atom_pair_counts")
+    parts = [get_generator(text) for text in texts]
+    repeated = sorted({generator_spec(part) for part in parts if parts.count(part) > 1})
+    if repeated:
+        raise ConfigError(f"the fingerprint kernel spec {spec!r} names {', '.join(repeated)} more than once: give each fingerprint once")
     for part in parts:
         if not isinstance(part, COUNT_FINGERPRINTS):
             raise ConfigError(f"the fingerprint kernel reads count fingerprints ({', '.join(g.name for g in COUNT_FINGERPRINTS)}, "

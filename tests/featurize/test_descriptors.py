@@ -94,6 +94,11 @@ def test_a_kernel_spec_joins_count_fingerprints_side_by_side_and_refuses_other_g
     assert np.array_equal(kernel_fingerprints("atom_pair_counts:size=1", ["C" * 30]), [[255]])  # 435 pairs, clipped
     with pytest.raises(ConfigError, match="reads count fingerprints .*not 'rdkit2d' in 'morgan_counts\\+rdkit2d'"):
         kernel_fingerprints("morgan_counts+rdkit2d", MOLECULES)
+    with pytest.raises(ConfigError, match="has an empty part: join count fingerprints by '\\+'"):
+        kernel_fingerprints("morgan_counts+", MOLECULES)
+    with pytest.raises(ConfigError, match="names morgan_counts:radius=2:size=2048 more than once"):
+        kernel_fingerprints("morgan_counts+morgan_counts:radius=2", MOLECULES)
+    assert kernel_segments("morgan_counts:radius=1+morgan_counts:radius=3") == (2048, 2048)  # two radii: two fingerprints
     with pytest.raises(ConfigError, match="atom_pair_counts size must be an integer from 1"):
         AtomPairCounts(size=0)
     with pytest.raises(ConfigError, match="avalon_counts size"):
