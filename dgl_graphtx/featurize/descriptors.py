@@ -108,7 +108,7 @@ class MorganCounts:
 @dataclass(frozen=True)
 class AtomPairCounts:
     """Atom-pair count fingerprint (Carhart et al. 1985: each pair of heavy atoms by their types
-    and the bonds between them on the shortest path), folded to ``size`` bins.
+    and the number of bonds on the shortest path between them), folded to ``size`` bins.
 
     Example:
         >>> float(AtomPairCounts(size=64).compute("CCO").sum())  # 3 pairs of 3 atoms
