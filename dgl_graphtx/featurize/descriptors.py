@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, cast
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, cast
 
 import numpy as np
 from rdkit import rdBase
@@ -105,8 +105,24 @@ class MorganCounts:
         return generator.GetCountFingerprintAsNumPy(to_heavy_atom_mol(molecule)).astype(np.float64)
 
 
+class _FoldedCounts:
+    """What the count fingerprints of ``size`` bins share: the size's check, and columns named
+    ``{prefix}_{bin}``."""
+
+    size: int
+    name: ClassVar[str]
+    prefix: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        _check_size(self.name, self.size)
+
+    def feature_names(self) -> List[str]:
+        """``{prefix}_{bin}``, one per bin."""
+        return [f"{self.prefix}_{i}" for i in range(self.size)]
+
+
 @dataclass(frozen=True)
-class AtomPairCounts:
+class AtomPairCounts(_FoldedCounts):
     """Atom-pair count fingerprint (Carhart et al. 1985: each pair of heavy atoms by their types
     and the number of bonds on the shortest path between them), folded to ``size`` bins.
 
@@ -117,13 +133,7 @@ class AtomPairCounts:
 
     size: int = 2048
     name = "atom_pair_counts"
-
-    def __post_init__(self) -> None:
-        _check_size(self.name, self.size)
-
-    def feature_names(self) -> List[str]:
-        """``atompair_{bin}``, one per bin."""
-        return [f"atompair_{i}" for i in range(self.size)]
+    prefix = "atompair"
 
     def compute(self, molecule: MoleculeLike) -> np.ndarray:
         """Counts per bin as one float64 row."""
@@ -132,7 +142,7 @@ class AtomPairCounts:
 
 
 @dataclass(frozen=True)
-class AvalonCounts:
+class AvalonCounts(_FoldedCounts):
     """Avalon count fingerprint (Gedeck et al. 2006: paths, rings and atom environments, as in
     RDKit's ``pyAvalonTools.GetAvalonCountFP``), in ``size`` bins.
 
@@ -144,13 +154,7 @@ class AvalonCounts:
 
     size: int = 1024
     name = "avalon_counts"
-
-    def __post_init__(self) -> None:
-        _check_size(self.name, self.size)
-
-    def feature_names(self) -> List[str]:
-        """``avalon_{bin}``, one per bin."""
-        return [f"avalon_{i}" for i in range(self.size)]
+    prefix = "avalon"
 
     def compute(self, molecule: MoleculeLike) -> np.ndarray:
         """Counts per bin as one float64 row."""
