@@ -122,17 +122,21 @@ def segment_slices(segments: Sequence[int], size: int) -> List[slice]:
     return [slice(end - width, end) for end, width in zip(ends, segments)]
 
 
-def mean_minmax_kernel(a: torch.Tensor, b: torch.Tensor, segments: Sequence[int] = ()) -> torch.Tensor:
+def mean_minmax_kernel(a: torch.Tensor, b: torch.Tensor, segments: Sequence[int] = (), levels: Optional[int] = None) -> torch.Tensor:
     """The mean over fingerprints (``segments``, see :func:`segment_slices`) of :func:`minmax_kernel`
-    of ``a`` ``[M, F]`` to ``b`` ``[R, F]``: ``[M, R]``.
+    of ``a`` ``[M, F]`` to ``b`` ``[R, F]`` (with its ``levels``): ``[M, R]``.
 
     Example:
         >>> a, b = torch.tensor([[1.0, 1, 2, 0]]), torch.tensor([[1.0, 0, 1, 1]])
         >>> round(float(mean_minmax_kernel(a, b, (2, 2))), 4)  # (1/2 + 1/3) / 2
         0.4167
     """
-    parts = [minmax_kernel(a[:, part], b[:, part]) for part in segment_slices(segments, a.shape[1])]
-    return parts[0] if len(parts) == 1 else torch.stack(parts).mean(dim=0)
+    return _mean([minmax_kernel(a[:, part], b[:, part], levels) for part in segment_slices(segments, a.shape[1])])
+
+
+def _mean(similarities: List[torch.Tensor]) -> torch.Tensor:
+    """The mean of one similarity matrix per fingerprint (one alone, as it is)."""
+    return similarities[0] if len(similarities) == 1 else torch.stack(similarities).mean(dim=0)
 
 
 def fit_platt(scores: torch.Tensor, labels: torch.Tensor, iterations: int = 100) -> Tuple[float, float]:
@@ -414,11 +418,10 @@ class FingerprintKernel(nn.Module):
         """The kernel ridge regression's values ``[B, T]`` (before any Platt scaling)."""
         query = fingerprints.to(self.coefficients.dtype)
         if self.levels is not None:
-            references = self.references.to(query.dtype)
-            parts = [minmax_kernel(query[:, part], references[:, part], levels=self.levels) for part in self.slices]
+            similarity = mean_minmax_kernel(query, self.references.to(query.dtype), self.segments, self.levels)
         else:
-            parts = [minmax_from_levels(query[:, part], levels, sums) for part, (levels, sums) in zip(self.slices, self._levels())]
-        similarity = parts[0] if len(parts) == 1 else torch.stack(parts).mean(dim=0)
+            similarity = _mean([minmax_from_levels(query[:, part], levels, sums)
+                                for part, (levels, sums) in zip(self.slices, self._levels())])
         return similarity @ self.coefficients + self.intercept
 
     def _levels(self) -> List[Tuple[List[torch.Tensor], torch.Tensor]]:
