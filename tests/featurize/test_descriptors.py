@@ -56,23 +56,21 @@ def test_rdkit2d_of_sd_record_with_explicit_hydrogens_equals_smiles():
     np.testing.assert_allclose(compute_features(["rdkit2d"], [mol]), compute_features(["rdkit2d"], ["Oc1ccccc1"]), rtol=1e-12, atol=1e-12)
 
 
-def test_morgan_counts_equal_hashed_count_fingerprint():
-    spec = "morgan_counts:radius=2:size=256"
-    values = compute_features([spec], MOLECULES)
-    for row, smiles in enumerate(MOLECULES):
-        old_api = AllChem.GetHashedMorganFingerprint(Chem.MolFromSmiles(smiles), 2, nBits=256).GetNonzeroElements()
-        expected = np.zeros(256)
-        for bit, count in old_api.items():
-            expected[bit] = count
-        np.testing.assert_array_equal(values[row], expected)
-    assert values[0].sum() == 6  # CCO: 3 radius-0 and 3 radius-1 environments; radius 2 repeats the middle atom's
-
-
 def _dense(sparse, size):
+    """An RDKit sparse count fingerprint as a dense row of ``size`` bins."""
     row = np.zeros(size)
     for bit, count in sparse.GetNonzeroElements().items():
         row[bit] = count
     return row
+
+
+def test_morgan_counts_equal_hashed_count_fingerprint():
+    spec = "morgan_counts:radius=2:size=256"
+    values = compute_features([spec], MOLECULES)
+    for row, smiles in enumerate(MOLECULES):
+        old_api = AllChem.GetHashedMorganFingerprint(Chem.MolFromSmiles(smiles), 2, nBits=256)
+        np.testing.assert_array_equal(values[row], _dense(old_api, 256))
+    assert values[0].sum() == 6  # CCO: 3 radius-0 and 3 radius-1 environments; radius 2 repeats the middle atom's
 
 
 def test_atom_pair_and_avalon_counts_equal_rdkits_hashed_count_fingerprints():
