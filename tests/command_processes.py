@@ -50,6 +50,12 @@ def descendants(pid: int) -> List[int]:
     return found
 
 
+def shown(stderr: str, chars: int = 3000) -> str:
+    """The end of a process's ``stderr`` for a failing test's message, without faulthandler's line
+    of extension modules (thousands of characters that would push out what went wrong)."""
+    return "\n".join(line for line in stderr.splitlines() if not line.startswith("Extension modules:"))[-chars:]
+
+
 def run_bounded(args: Sequence[str], timeout_s: float, retries: int = 0) -> subprocess.CompletedProcess:
     """``args`` run to the end, their output captured. Past ``timeout_s`` every Python process of
     the tree dumps its threads' stacks (faulthandler, on SIGABRT), then all are killed, leaving none

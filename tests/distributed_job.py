@@ -20,7 +20,7 @@ from conftest_models import freesolv_rows, tiny_preset
 
 from dgl_graphtx.datasets import MoleculeDataset
 from dgl_graphtx.runs import ExperimentResult, train_and_evaluate
-from dgl_graphtx.runs.distributed import DistributedConfig, process_hooks
+from dgl_graphtx.runs.distributed import DistributedConfig, end_process, launched_by_torchrun, process_hooks
 from dgl_graphtx.training import ProcessHooks, TrainConfig
 
 EPOCHS = 4
@@ -75,4 +75,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # a process of a torchrun job ends as the library's commands end theirs: without the
+    # interpreter's shutdown, where a thread of the process group can abort it after its work
+    code = main()
+    if launched_by_torchrun():
+        end_process(code)
+    sys.exit(code)

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
-from command_processes import REPO, assert_process_ends, command_env, run_bounded
+from command_processes import REPO, assert_process_ends, command_env, run_bounded, shown
 from distributed_job import EPOCHS, run_job
 
 from dgl_graphtx.checkpoint import load_checkpoint
@@ -75,7 +75,7 @@ def single_run(tmp_path_factory) -> Path:
 def two_process_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ddp")
     job = torchrun(str(out))
-    assert job.returncode == 0, job.stderr[-3000:]
+    assert job.returncode == 0, shown(job.stderr)
     return out
 
 
@@ -108,7 +108,7 @@ def test_failing_rank_ends_the_job_with_its_error_and_the_run_resumes_to_the_sam
     # CI once saw this job print nothing for 150 s (torch 2.2.1; never here): a resume stopped then is
     # resumed again, with the stacks of the stopped one as a warning
     resumed = torchrun(str(tmp_path), "--resume", retries=1)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.returncode == 0, shown(resumed.stderr)
     assert _metrics(tmp_path) == _metrics(two_process_run)
     _assert_same_weights(tmp_path / "best.pt", two_process_run / "best.pt")
     _assert_same_weights(tmp_path / "last.pt", two_process_run / "last.pt")
@@ -118,7 +118,7 @@ def test_failing_rank_ends_the_job_with_its_error_and_the_run_resumes_to_the_sam
 
 def test_single_process_killed_run_resumes_to_the_same_weights_and_metrics(single_run, tmp_path):
     killed = _run([sys.executable, str(JOB), str(tmp_path), "--fail-rank", "0", "--fail-epoch", "3", "--kill"])
-    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert killed.returncode == -9, shown(killed.stderr)
     state = load_checkpoint(tmp_path / "last.pt").training_state
     assert state["epoch"] == 2 and len(state["history"]) == 2
     run_job(tmp_path, ProcessHooks(), resume=True)
