@@ -80,3 +80,23 @@ def test_an_error_raised_while_ctrl_c_unwinds_a_process_is_the_interruption(tmp_
             search._worker(str(tmp_path), [], None, "minimize", 0, 1, None, 0)
     finally:
         logging.getLogger("dgl_graphtx").handlers[:] = handlers
+
+
+def test_a_process_ending_as_interrupted_lets_a_second_ctrl_c_pass_its_exit_handlers(tmp_path):
+    """Ctrl-C reaches every process of the search, and the main one passes it on to its processes
+    as well: a second SIGINT came while a process ran its exit handlers (torch's, once in 16 runs of
+    the test above), and its traceback was printed. A process ending as interrupted runs them to
+    their end."""
+    script = ("import atexit, sys, time\n"
+              "from dgl_graphtx.runs.hpopt import search\n"
+              "def interrupted(*args):\n"
+              "    atexit.register(lambda: (print('exiting', flush=True), time.sleep(3), print('handlers done', flush=True)))\n"
+              "    raise KeyboardInterrupt\n"
+              "search._optimize = interrupted\n"
+              "search._worker(sys.argv[1], (), None, 'min', 0, 1, None, 0)\n")
+    job = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=command_env(), cwd=REPO, preexec_fn=interruptible)
+    assert job.stdout.readline() == "exiting\n"
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=120)
+    assert (job.returncode, out, "Traceback" in err) == (130, "handlers done\n", False), err

@@ -305,6 +305,9 @@ def _worker(out: str, space: Sequence[Param], settings: SearchSettings, directio
             _optimize(Path(out), space, settings, direction, worker, trials, deadline, start)
     except BaseException as err:  # Ctrl-C reaches every process of the search: the main one says it, once
         if raised_by_interruption(err):  # Optuna's journal lock, say, may fail to clean up while it unwinds
+            # the main process passes Ctrl-C on to its processes (where it reached the main one alone):
+            # one that the signal reached already must not be interrupted again in its exit handlers
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             sys.exit(INTERRUPTED_EXIT)
         raise
 
