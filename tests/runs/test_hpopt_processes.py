@@ -85,8 +85,8 @@ def test_an_error_raised_while_ctrl_c_unwinds_a_process_is_the_interruption(tmp_
 def test_a_process_ending_as_interrupted_lets_a_second_ctrl_c_pass_its_exit_handlers(tmp_path):
     """Ctrl-C reaches every process of the search, and the main one passes it on to its processes
     as well: a second SIGINT came while a process ran its exit handlers (torch's, once in 16 runs of
-    the test above), and its traceback was printed. A process ending as interrupted runs them to
-    their end."""
+    test_ctrl_c_of_a_parallel_search_is_one_line), and its traceback was printed. A process ending
+    as interrupted runs them to their end."""
     script = ("import atexit, sys, time\n"
               "from dgl_graphtx.runs.hpopt import search\n"
               "def interrupted(*args):\n"
