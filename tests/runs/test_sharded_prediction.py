@@ -113,10 +113,11 @@ def _atom_checkpoint(folder: Path) -> Path:
 
 
 def _predicting_in_two_processes(checkpoint, tmp_path: Path) -> Tuple[subprocess.Popen, List[str]]:
-    """``predict --nproc 2`` on 12,000 FreeSolv SMILES into ``p.csv``, started and returned (with its
-    arguments) once both processes write their parts."""
+    """``predict --nproc 2`` on 6,000 SMILES (200 FreeSolv molecules, 30 times over) into ``p.csv``,
+    started and returned (with its arguments) once both processes have written a part's first chunk
+    of 200, so each still has at least 2,800 to predict."""
     big = tmp_path / "big.csv"
-    pd.DataFrame({"smiles": list(freesolv_rows(0, 200)["smiles"]) * 60}).to_csv(big, index=False)
+    pd.DataFrame({"smiles": list(freesolv_rows(0, 200)["smiles"]) * 30}).to_csv(big, index=False)
     argv = ["predict", "--checkpoint", str(checkpoint), "--input", str(big), "--device", "cpu", "--chunk-size", "200",
             "--output", str(tmp_path / "p.csv"), "--nproc", "2"]
     job = subprocess.Popen([sys.executable, "-m", "dgl_graphtx", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -140,11 +141,15 @@ def test_an_interrupted_job_is_one_line_and_resumes_to_one_processs_table(checkp
     assert not (tmp_path / "p.csv").exists() and (tmp_path / "p.shard-1-of-2.csv.partial").exists()
     done = run_command([*argv, "--resume"])
     assert done.returncode == 0, done.stderr
-    assert run_cli([*argv[:-2], "--output", tmp_path / "one.csv"])[0] == 0
-    two, one = pd.read_csv(tmp_path / "p.csv"), pd.read_csv(tmp_path / "one.csv")
+    distinct = tmp_path / "distinct.csv"  # one process predicts the 200 molecules once; the job's table repeats them
+    pd.read_csv(tmp_path / "big.csv").head(200).to_csv(distinct, index=False)
+    one_argv = [*argv[:-2], "--output", tmp_path / "one.csv"]
+    one_argv[one_argv.index("--input") + 1] = str(distinct)
+    assert run_cli(one_argv)[0] == 0
+    two, one = pd.read_csv(tmp_path / "p.csv"), pd.concat([pd.read_csv(tmp_path / "one.csv")] * 30, ignore_index=True)
     assert two["smiles"].tolist() == one["smiles"].tolist() and two["error"].equals(one["error"])
     np.testing.assert_allclose(two["y_pred"], one["y_pred"], rtol=0, atol=1e-5)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "one.csv", "p.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "distinct.csv", "one.csv", "p.csv"]
 
 
 def test_the_error_of_a_process_other_than_the_main_one_is_the_line_shown(checkpoint, inputs, tmp_path):
@@ -193,4 +198,4 @@ def test_a_killed_process_is_one_line_and_the_job_resumes(checkpoint, tmp_path):
         "--resume to continue"]
     done = run_command([*argv, "--resume"])
     assert done.returncode == 0, done.stderr
-    assert len(pd.read_csv(tmp_path / "p.csv")) == 12000
+    assert len(pd.read_csv(tmp_path / "p.csv")) == 6000
