@@ -1,6 +1,7 @@
-"""Figures of what a model learned and how well it predicts (PNG or SVG, headless matplotlib;
-molecules drawn by RDKit): attention on the molecule and as heat maps, MoireGT focus curves,
-Gradformer start points, parity and residual plots."""
+"""Figures of what a model learned and how well it predicts (PNG or SVG; molecules drawn by RDKit):
+attention on the molecule and as heat maps, MoireGT focus curves, Gradformer start points, parity and
+residual plots. Each is a matplotlib :class:`~matplotlib.figure.Figure` made without ``pyplot``:
+drawing needs no display, and importing this module leaves the caller's backend as it is."""
 from __future__ import annotations
 
 import io
@@ -9,19 +10,19 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import matplotlib
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+from matplotlib.image import imread
+from rdkit.Geometry import Point2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from rdkit.Geometry import Point2D  # noqa: E402
-
-from ..errors import GraphTxError  # noqa: E402
-from ..models import MoleculeModel  # noqa: E402
-from .attention_maps import AttentionMaps  # noqa: E402
-from .learned_structure import decay_parameters, focus_curve, focus_parameters, parameters_at_initial_values  # noqa: E402
+from ..errors import GraphTxError
+from ..models import MoleculeModel
+from .attention_maps import AttentionMaps
+from .learned_structure import decay_parameters, focus_curve, focus_parameters, parameters_at_initial_values
 
 PathLike = Union[str, Path]
 CMAP = "viridis"
@@ -29,12 +30,11 @@ logger = logging.getLogger("dgl_graphtx")
 
 
 def save_figure(fig: Figure, path: Optional[PathLike], dpi: int = 100) -> Figure:
-    """Write ``fig`` to ``path`` (PNG or SVG by suffix) when given; return it (closed for pyplot)."""
+    """Write ``fig`` to ``path`` (PNG or SVG by suffix) when given; return it."""
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
     return fig
 
 
@@ -65,7 +65,8 @@ def plot_attention_heatmap(maps: AttentionMaps, path: Optional[PathLike] = None,
     labels = _node_labels(maps)
     n = len(labels)
     size = min(max(2.2, 0.22 * n), 4.5)
-    fig, axes = plt.subplots(len(layers), len(heads), figsize=(size * len(heads) + 0.8, size * len(layers)), squeeze=False)
+    fig = Figure(figsize=(size * len(heads) + 0.8, size * len(layers)))
+    axes = fig.subplots(len(layers), len(heads), squeeze=False)
     vmax = float(maps.weights[np.ix_(layers, heads)].max())
     image = None
     for r, layer in enumerate(layers):
@@ -151,7 +152,7 @@ def draw_molecule_weights(mol, weights: Union[Sequence[float], np.ndarray], size
         drawer.DrawEllipse(Point2D(position.x - radius, position.y - radius), Point2D(position.x + radius, position.y + radius),
                            rawCoords=True)
     drawer.FinishDrawing()
-    return plt.imread(io.BytesIO(drawer.GetDrawingText()), format="png")
+    return imread(io.BytesIO(drawer.GetDrawingText()), format="png")
 
 
 def plot_atom_importance(mol, importance: Sequence[float], path: Optional[PathLike] = None, title: str = "",
@@ -167,11 +168,12 @@ def plot_atom_importance(mol, importance: Sequence[float], path: Optional[PathLi
     """
     weights = np.asarray(importance, dtype=float)
     vmax = float(weights.max()) if len(weights) and weights.max() > 0 else 1.0
-    fig, ax = plt.subplots(figsize=(size / 100 + 1.2, size / 100))
+    fig = Figure(figsize=(size / 100 + 1.2, size / 100))
+    ax = fig.subplots()
     ax.imshow(draw_molecule_weights(mol, weights, size=size, vmax=vmax))
     ax.set_axis_off()
     ax.set_title(title, fontsize=10)
-    bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(0.0, vmax), cmap=ATOM_CMAP), ax=ax, fraction=0.04, pad=0.02)
+    bar = fig.colorbar(ScalarMappable(norm=Normalize(0.0, vmax), cmap=ATOM_CMAP), ax=ax, fraction=0.04, pad=0.02)
     bar.set_label("importance (share of the prediction)")
     return save_figure(fig, path)
 
@@ -190,11 +192,12 @@ def plot_atom_contributions(mol, contributions: Sequence[float], path: Optional[
     """
     values = np.asarray(contributions, dtype=float)
     vmax = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
-    fig, ax = plt.subplots(figsize=(size / 100 + 1.2, size / 100))
+    fig = Figure(figsize=(size / 100 + 1.2, size / 100))
+    ax = fig.subplots()
     ax.imshow(draw_molecule_weights(mol, values, size=size, vmax=vmax, signed=True))
     ax.set_axis_off()
     ax.set_title(title, fontsize=10)
-    bar = fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(-vmax, vmax), cmap=SIGNED_CMAP), ax=ax, fraction=0.04, pad=0.02)
+    bar = fig.colorbar(ScalarMappable(norm=Normalize(-vmax, vmax), cmap=SIGNED_CMAP), ax=ax, fraction=0.04, pad=0.02)
     bar.set_label(f"contribution to the prediction{f' ({unit})' if unit else ''}")
     return save_figure(fig, path)
 
@@ -229,7 +232,8 @@ def plot_attention_on_molecule(maps: AttentionMaps, query: Union[int, str], path
     panels = [[maps.atom_weights(query, layer, head) for head in columns] for layer in layers]
     vmax = max(float(w.max()) for row in panels for w in row)
     inch = size / 100
-    fig, axes = plt.subplots(len(layers), len(columns), figsize=(inch * len(columns), inch * len(layers) + 0.4), squeeze=False)
+    fig = Figure(figsize=(inch * len(columns), inch * len(layers) + 0.4))
+    axes = fig.subplots(len(layers), len(columns), squeeze=False)
     for r, layer in enumerate(layers):
         for c, head in enumerate(columns):
             ax = axes[r, c]
@@ -255,7 +259,8 @@ def plot_focus_functions(model: MoleculeModel, path: Optional[PathLike] = None, 
     unit = "Angstrom" if table["distance"].iloc[0] == "dist" else "hops"
     top = max_distance or float(max(8.0, (table["mu"] + 2 * table["sigma"]).max()))
     d = torch.linspace(0.0, top, 400)
-    fig, axes = plt.subplots(1, len(layers), figsize=(3.2 * len(layers), 2.8), squeeze=False, sharey=True)
+    fig = Figure(figsize=(3.2 * len(layers), 2.8))
+    axes = fig.subplots(1, len(layers), squeeze=False, sharey=True)
     for ax, layer in zip(axes[0], layers):
         for _, row in table[table["layer"] == layer].iterrows():
             line, = ax.plot(d.numpy(), focus_curve(row["focus"], d, row["mu"], row["sigma"]).numpy(), linewidth=1.2,
@@ -282,7 +287,8 @@ def plot_start_points(model: MoleculeModel, path: Optional[PathLike] = None) -> 
     heads = sorted(table["head"].unique())
     layers = sorted(table["layer"].unique())
     width = 0.8 / len(layers)
-    fig, ax = plt.subplots(figsize=(max(3.5, 0.6 * len(heads) * len(layers)), 2.8))
+    fig = Figure(figsize=(max(3.5, 0.6 * len(heads) * len(layers)), 2.8))
+    ax = fig.subplots()
     for i, layer in enumerate(layers):
         rows = table[table["layer"] == layer].sort_values("head")
         ax.bar(np.asarray(heads) + (i - (len(layers) - 1) / 2) * width, rows["start"], width=width, label=f"layer {layer}")
@@ -313,7 +319,8 @@ def plot_parity_residuals(y_true: Sequence[float], y_pred: Sequence[float], path
     s = None if std is None else np.asarray(std, dtype=float)[keep]
     rmse = float(np.sqrt(np.mean((p - y) ** 2)))
     label = f" ({unit})" if unit else ""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
+    fig = Figure(figsize=(8, 3.8))
+    axes = fig.subplots(1, 2)
     lo, hi = float(min(y.min(), p.min())), float(max(y.max(), p.max()))
     axes[0].plot([lo, hi], [lo, hi], color="grey", linewidth=1)
     if s is not None:

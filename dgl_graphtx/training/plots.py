@@ -1,29 +1,27 @@
-"""Plots people look at: learning curves and parity plots (PNG, headless backend)."""
+"""Plots people look at: learning curves and parity plots (PNG).
+
+Figures are matplotlib :class:`~matplotlib.figure.Figure` objects made without ``pyplot``: drawing
+needs no display, and importing this module leaves the caller's backend (a notebook's, say) as it is.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence, Union
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ..atomic_io import atomic_path  # noqa: E402
+from ..atomic_io import atomic_path
 
 PathLike = Union[str, Path]
 
 
-def _save_figure(fig: "plt.Figure", path: Path) -> None:
-    """Save atomically (format from the file suffix) and release the figure."""
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
-    finally:
-        plt.close(fig)
+def _save_figure(fig: Figure, path: Path) -> None:
+    """Save atomically (format from the file suffix)."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip(".") or "png")
 
 
 def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> Path:
@@ -41,7 +39,7 @@ def plot_learning_curve(history: pd.DataFrame, metric: str, path: PathLike) -> P
     return path
 
 
-def learning_curve_figure(history: pd.DataFrame, metric: str) -> "plt.Figure":
+def learning_curve_figure(history: pd.DataFrame, metric: str) -> Figure:
     """The figure of :func:`plot_learning_curve`, its epoch axes ticked at whole epochs.
 
     Example:
@@ -49,9 +47,9 @@ def learning_curve_figure(history: pd.DataFrame, metric: str) -> "plt.Figure":
         >>> fig = learning_curve_figure(h, "rmse")
         >>> [t for t in fig.axes[0].get_xticks().tolist() if 1 <= t <= 2]
         [1.0, 2.0]
-        >>> plt.close(fig)
     """
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig = Figure(figsize=(9, 3.5))
+    axes = fig.subplots(1, 2)
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].plot(history["epoch"], history["train_loss"], label="train loss")
@@ -82,7 +80,8 @@ def plot_parity(y_true: Sequence[float], y_pred: Sequence[float], path: PathLike
     y, p = y[keep], p[keep]
     rmse = float(np.sqrt(np.mean((y - p) ** 2))) if len(y) else float("nan")
     lo, hi = float(min(y.min(), p.min())), float(max(y.max(), p.max()))
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    fig = Figure(figsize=(4.5, 4.5))
+    ax = fig.subplots()
     ax.plot([lo, hi], [lo, hi], color="grey", linewidth=1)
     ax.scatter(y, p, s=12, alpha=0.7, label=f"RMSE {rmse:.3f} {unit}".rstrip())
     label = f" ({unit})" if unit else ""
