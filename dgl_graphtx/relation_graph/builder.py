@@ -144,9 +144,10 @@ class RelationConfig:
         return base + cap + ("+vn" if self.virtual_node else "")
 
 
-#: Up to this many nodes, hop counts come from dense breadth-first frontiers (fast for molecules);
-#: larger graphs use scipy's sparse breadth-first search.
-DENSE_SPD_MAX_NODES = 256
+#: Up to this many nodes, hop counts come from dense breadth-first frontiers (fast for drug-like
+#: molecules); larger graphs use scipy's sparse breadth-first search, whose cost does not grow with
+#: the diameter: a 120-atom peptide featurizes in 4.4 ms against 8.8 ms with dense frontiers.
+DENSE_SPD_MAX_NODES = 64
 
 
 def shortest_path_lengths(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
