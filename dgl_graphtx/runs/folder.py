@@ -97,17 +97,28 @@ def _stopped_in_first_epoch(folder: Path, held: List[str]) -> bool:
     """
     if not {name for name in held if name in RESULT_FILES} <= {"log.csv", "best.pt"} or any(_TREE_PART.fullmatch(n) for n in held):
         return False
+    if _status(folder) != "running":
+        return False
     try:
-        info = json.loads((folder / RUN_INFO).read_text())
         rows = (folder / "log.csv").read_text().splitlines() if "log.csv" in held else []
     except (OSError, ValueError):
         return False
-    return isinstance(info, dict) and info.get("status") == "running" and len([row for row in rows if row.strip()]) <= 2
+    return len([row for row in rows if row.strip()]) <= 2
 
 
 def _refusal(folder: Path, held: List[str]) -> OutputError:
     return OutputError(f"{folder} already holds a run ({', '.join(held)}); use --overwrite (overwrite=True) to replace it, "
                        "or choose another output folder")
+
+
+def _status(folder: Path) -> Optional[str]:
+    """The ``status`` in ``folder``'s ``run.json`` (``running``, ``complete``, ``failed``), or None
+    when it is missing or unreadable."""
+    try:
+        info = json.loads((folder / RUN_INFO).read_text())
+    except (OSError, ValueError):
+        return None
+    return info.get("status") if isinstance(info, dict) else None
 
 
 def _clear(folder: Path, names: List[str]) -> None:
@@ -251,9 +262,16 @@ class RunFolder:
         return stale, f"{self.path} is locked by a run of {who} that {state} (lock file {self.lock_file})"
 
     def _refuse_previous(self, previous: List[str]) -> None:
-        """Refuse a folder holding the files ``previous`` of a run worth keeping, unless ``overwrite``."""
-        if _worth_keeping(previous) and not self.overwrite:
-            raise _refusal(self.path, previous)
+        """Refuse a folder holding the files ``previous`` of a run worth keeping, unless ``overwrite``;
+        a run stopped before it finished (``run.json`` still says running, ``last.pt`` kept) is
+        named as such, with ``--resume`` first, since replacing it throws its epochs away."""
+        if not _worth_keeping(previous) or self.overwrite:
+            return
+        if "last.pt" in previous and _status(self.path) == "running":
+            raise OutputError(f"{self.path} holds a run that stopped before it finished ({', '.join(previous)}); use --resume "
+                              "(resume=True) to continue it, --overwrite (overwrite=True) to replace it, or choose another "
+                              "output folder")
+        raise _refusal(self.path, previous)
 
     def open(self) -> "RunFolder":
         """Check the folder, take the lock, clear a previous run (``overwrite``), write ``run.json``."""

@@ -82,6 +82,18 @@ def test_resume_with_the_same_data_and_split_continues(stopped, data, tmp_path):
     assert yaml.safe_load((stopped / "config.yaml").read_text())["data"]["path"] == str(data)
 
 
+def test_training_again_into_a_stopped_run_names_it_and_offers_resume_first(stopped, data):
+    """The probe (a notebook's interrupted cell run again): the refusal said only --overwrite, which
+    throws the stopped run's epochs away; now it says the run stopped and that --resume continues it."""
+    before = _files(stopped)
+    assert_one_error_line(_train(data, stopped), str(stopped), "holds a run that stopped before it finished",
+                          "use --resume (resume=True) to continue it, --overwrite (overwrite=True) to replace it")
+    _unchanged(stopped, before)
+    assert _train(data, stopped, "--resume")[0] == 0
+    assert json.loads((stopped / "run.json").read_text())["status"] == "complete"
+    assert_one_error_line(_train(data, stopped), str(stopped), "already holds a run", "--overwrite")  # finished: as before
+
+
 # --------------------------------------------------------------------------------------------
 # 2: a finished run is not trained over by --resume
 # --------------------------------------------------------------------------------------------
