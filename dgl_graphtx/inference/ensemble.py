@@ -21,6 +21,7 @@ from ..training.outputs import prediction_column, prediction_frame
 from ..uncertainty import Calibration
 from ..uncertainty.evaluation import UncertainPredictions, add_uncertainty_columns
 from .cross_conformal import CVPlus
+from .input_chunks import indexed_like
 from .predictor import Predictor
 
 logger = logging.getLogger("dgl_graphtx")
@@ -215,7 +216,7 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
     the std and adds ``<target>_lo`` / ``<target>_hi``; with ``cv_plus`` (the predictors are a
     cross-validation's fold models, in fold order: :func:`~dgl_graphtx.inference.cross_conformal.stored_cv_plus`)
     ``<target>_lo`` / ``<target>_hi`` are CV+ intervals. ``features``: the user feature columns
-    of models trained with them (see :meth:`Predictor.predict`).
+    of models trained with them (see :meth:`Predictor.predict`). The rows of a pandas Series keep its index.
 
     Example:
         >>> import tempfile
@@ -227,5 +228,5 @@ def ensemble_predict(predictors: Sequence[Predictor], molecules: Sequence[Molecu
         >>> list(ensemble_predict([Predictor(x) for x in paths], ["CCO"]).columns)
         ['smiles', 'canonical_smiles', 'y_pred', 'y_std', 'error', 'warning']
     """
-    return pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features, cv_plus)),
-                     ignore_index=True)
+    return indexed_like(pd.concat(list(ensemble_chunks(predictors, molecules, progress, identifiers, calibration, features,
+                                                       cv_plus)), ignore_index=True), molecules)

@@ -2,7 +2,7 @@
 prediction and embedding whatever the input size."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Sized, Tuple, Union
+from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Sized, Tuple, Union
 
 import pandas as pd
 from rdkit import Chem
@@ -14,19 +14,46 @@ from ..featurize.molecule import MoleculeLike
 
 
 def as_inputs(molecules: Union[MoleculeLike, Iterable[MoleculeLike]]) -> Iterable[MoleculeLike]:
-    """One SMILES / molecule as a list of it, any iterable of them as it is; anything else is a
-    one-line error.
+    """One SMILES / molecule as a list of it, any iterable of them as it is; anything else, and a
+    table or mapping (whose iteration gives its column names or keys), is a one-line error.
 
     Example:
         >>> as_inputs("CCO"), as_inputs(("CCO", "C"))
         (['CCO'], ('CCO', 'C'))
+        >>> as_inputs(pd.DataFrame({"smiles": ["CCO"], "y": [1.0]}))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dgl_graphtx.errors.ConfigError: expected SMILES or RDKit molecules, got a DataFrame (columns 'smiles', 'y'): pass its column ...
     """
     if isinstance(molecules, (str, bytes, Chem.Mol)):
         return [molecules]
+    if isinstance(molecules, pd.DataFrame):
+        columns = ", ".join(repr(str(c)) for c in molecules.columns[:6]) + (", ..." if len(molecules.columns) > 6 else "")
+        example = next((str(c) for c in molecules.columns if "smiles" in str(c).lower()), "smiles")
+        raise ConfigError(f"expected SMILES or RDKit molecules, got a DataFrame (columns {columns}): pass its column of SMILES, "
+                          f"e.g. table[{example!r}], or predict a file with predict_file")
+    if isinstance(molecules, Mapping):
+        raise ConfigError(f"expected SMILES or RDKit molecules, got a {type(molecules).__name__}, whose iteration gives its keys: "
+                          "pass list(d.values()) or list(d) for the SMILES it holds")
     if isinstance(molecules, Iterable):
         return molecules
     raise ConfigError(f"expected a SMILES string, an RDKit molecule or an iterable of them, "
                       f"got {type(molecules).__name__} {molecules!r}")
+
+
+def indexed_like(table: pd.DataFrame, molecules: object) -> pd.DataFrame:
+    """``table`` (one row per input) with the index of ``molecules`` when they are a pandas Series,
+    so that its columns assigned back to the Series' table line up with their rows; otherwise
+    ``table`` as it is (numbered from 0).
+
+    Example:
+        >>> kept = pd.Series(["C", "CC"], index=[7, 3])  # e.g. the rows of a table left after a filter
+        >>> indexed_like(pd.DataFrame({"y_pred": [1.0, 2.0]}), kept).index.tolist()
+        [7, 3]
+    """
+    if isinstance(molecules, pd.Series) and len(molecules) == len(table):
+        return table.set_axis(molecules.index, axis=0)
+    return table
 
 
 def input_chunks(

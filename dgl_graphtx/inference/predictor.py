@@ -46,7 +46,7 @@ from .checkpoint_paths import single_checkpoint
 from .domain import Domain
 from .explain import (ExplainedOutput, ExplainSettings, Explanations, add_explanation_columns, atom_table, explain_featurized,
                       explained_output, with_settings)
-from .input_chunks import as_inputs, input_chunks
+from .input_chunks import as_inputs, indexed_like, input_chunks
 from .level_outputs import LevelPredictions, add_level_columns, in_input_order, level_batch, level_tables
 from .row_inputs import attach_row_values, stored_level_targets
 
@@ -273,11 +273,13 @@ class Predictor:
         :meth:`~dgl_graphtx.datasets.MoleculeTable.carried_columns`), ``smiles`` (the input as
         given, or ``identifiers``), ``canonical_smiles``, one column per target (``<target>_pred``), ``error`` and ``warning``.
         ``features``: a table, one row per input, holding the user feature columns the model was
-        trained with (``--features-cols``)."""
+        trained with (``--features-cols``). The rows of a pandas Series keep its index (other inputs
+        are numbered from 0), so ``df["y_pred"] = predictor.predict(df["smiles"])["y_pred"]`` lines up
+        with ``df``'s rows even after a filter; a DataFrame is refused (pass its column of SMILES)."""
         chunks = list(self.predict_chunks(molecules, progress, identifiers, carried, features))
         if not chunks:  # no input: the columns a chunk has (uncertainty, explanations, levels), no row
             return with_carried_columns(self._predict_chunk([], [], None if features is None else features.iloc[:0]), carried, 0)
-        return pd.concat(chunks, ignore_index=True)
+        return indexed_like(pd.concat(chunks, ignore_index=True), molecules)
 
     def predict_chunks(
         self,

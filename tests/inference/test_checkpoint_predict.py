@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pandas as pd
@@ -158,6 +159,29 @@ def test_predict_accepts_series_and_arrays(trained, container):
     _, _, out = trained
     table = Predictor(out / "best.pt", device="cpu").predict(container(QUERY[:3]))
     assert len(table) == 3 and table["error"].isna().all()
+
+
+def test_a_series_keeps_its_index_so_predictions_assigned_back_line_up(trained):
+    """The probe: a Series left by a filter (index 10, 20, ...) came back numbered from 0, so
+    ``df["y_pred"] = predict(df["smiles"])["y_pred"]`` aligned nothing (NaN) or the wrong rows."""
+    _, _, out = trained
+    predictor = Predictor(out / "best.pt", device="cpu")
+    frame = pd.DataFrame({"smiles": QUERY[:6]}, index=[50, 40, 30, 20, 10, 0]).iloc[1::2]  # after a filter: 40, 20, 0
+    frame["dG_hyd_pred"] = predictor.predict(frame["smiles"])["dG_hyd_pred"]
+    alone = [predictor.predict([s])["dG_hyd_pred"][0] for s in frame["smiles"]]
+    np.testing.assert_allclose(frame["dG_hyd_pred"].to_numpy(), alone, rtol=0, atol=1e-6)
+    assert predictor.predict(list(frame["smiles"])).index.tolist() == [0, 1, 2]  # other inputs: numbered from 0
+
+
+@pytest.mark.parametrize("given, said", [(pd.DataFrame({"id": [1], "SMILES": ["CCO"]}), "got a DataFrame (columns 'id', 'SMILES'): "
+                                          "pass its column of SMILES, e.g. table['SMILES']"),
+                                         ({"a": "CCO"}, "got a dict, whose iteration gives its keys")])
+def test_a_table_or_mapping_is_refused_instead_of_predicting_its_column_names(trained, given, said):
+    """The probe: predict(df) predicted the column name "smiles" as a molecule (one row, NaN, a
+    syntax error) and a dict its keys, with no word that the input was not molecules."""
+    _, _, out = trained
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        Predictor(out / "best.pt", device="cpu").predict(given)
 
 
 # --------------------------------------------------------------------------------------------

@@ -300,6 +300,8 @@ def test_ensemble_predict_combines_spreads_and_applies_a_calibration(tmp_path):
     spread = np.std(members, axis=0)
     assert table["y_std"].to_numpy() == pytest.approx(3.0 * spread, rel=1e-6)
     assert (table["y_hi"] - table["y_pred"]).to_numpy() == pytest.approx(6.0 * spread, rel=1e-6)
+    kept = ensemble_predict(predictors, pd.Series(["CCO", "CCN"], index=[7, 3]))  # a Series keeps its index
+    assert kept.index.tolist() == [7, 3] and kept["y_pred"].tolist() == pytest.approx(np.mean(members, axis=0).tolist(), rel=1e-6)
 
 
 # --------------------------------------------------------------------------------------------
