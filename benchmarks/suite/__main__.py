@@ -42,6 +42,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--prepare", action="store_true", help="write the split files and record their digests; run nothing")
     parser.add_argument("--report", action="store_true", help="write the report from the ledger (runs nothing)")
     parser.add_argument("--no-docs", action="store_true", help="with --report: print only, leave docs/ and the README alone")
+    parser.add_argument("--readme-only", action="store_true",
+                        help="with --report: write the README's test table only, leave docs/benchmarks.md alone (while the "
+                             "tools it shows rerun into a new ledger)")
     parser.add_argument("--results", type=Path, help=f"ledger and digests folder (default: the ledger in {RESULTS}, a worktree of the "
                                                        f"{RESULTS_BRANCH} branch, and main's digests; with --quick {CACHE / 'quick'})")
     parser.add_argument("--cache", type=Path, help=f"split files, predictions and working folders (default: {CACHE})")
@@ -79,7 +82,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.report:
         from .report import write_report
 
-        return write_report(store, docs=not (args.no_docs or args.quick))
+        return write_report(store, docs=not (args.no_docs or args.quick), readme_only=args.readme_only)
     sets, seeds, tools = _selected(args)
     if not sets:
         raise SystemExit(f"no set of half {args.half!r} among {args.sets or args.family}")

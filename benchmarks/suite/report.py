@@ -251,20 +251,23 @@ def _moleculeace_cell(runs: pd.DataFrame) -> str:
     return f"{by_set['value'].mean().mean():.3f}" + (f" ({', '.join(notes)})" if notes else "")
 
 
-def write_report(store: Store, docs: bool) -> int:
-    """Print the report from the ledger and (with ``docs``) write it and its figure into docs/ and the README."""
+def write_report(store: Store, docs: bool, readme_only: bool = False) -> int:
+    """Print the report from the ledger and (with ``docs``) write it and its figure into docs/ and the
+    README; with ``readme_only``, the README's table of the test halves only."""
     frame = load_results(store)
-    text = markdown(frame)
+    text = readme_markdown(frame) if readme_only else markdown(frame)
     print(text)
-    if docs:
-        from benchmarks.common.report import update_section
+    if not docs:
+        return 0
+    from benchmarks.common.report import update_section
 
-        from .figure import draw, improvements
+    from .figure import draw, improvements
 
+    if not readme_only:
         if not frame.empty and not improvements(frame).empty:
             text += f"\n\n![each tool against chemprop per set and seed](img/{FIGURE.name})"
             print(f"figure written to {draw(frame[frame.family == 'transfer'], FIGURE)}")
         print(f"updated {update_section('suite', text)}")
-        if not frame[frame.half == "test"].empty:
-            print(f"updated {update_section('suite-test', readme_markdown(frame), path=README)}")
+    if not frame[frame.half == "test"].empty:
+        print(f"updated {update_section('suite-test', readme_markdown(frame), path=README)}")
     return 0

@@ -105,6 +105,24 @@ def test_relative_errors_against_the_default_by_hand():
     assert table.to_dict("records") == [{"tool": "descriptors", "relative error": pytest.approx(1.0), "pairs": 2, "better": 1}]
 
 
+def test_readme_only_writes_the_readme_table_and_leaves_the_docs_section(tmp_path, monkeypatch):
+    """``--report --readme-only``: while the tools of docs/benchmarks.md rerun into a new ledger, the
+    README's table of the test halves is written from it alone; the docs section is not touched."""
+    import benchmarks.common.report as common
+    store = runner.Store(tmp_path, tmp_path / "cache")
+    _row(store, "Solubility", 0, "default", 0.8)
+    _row(store, "Solubility", 0, "RF-morgan", 1.3)
+    _row(store, "FreeSolv", 0, "default", 0.9)
+    written = {}
+    monkeypatch.setattr(common, "update_section", lambda name, text, path=None: written.setdefault(name, text) and path)
+    assert report.write_report(store, docs=True, readme_only=True) == 0
+    assert list(written) == ["suite-test"] and "| Solubility (rmse) | **0.800** | - | - | 1.300 | - |" in written["suite-test"]
+    assert "FreeSolv" not in written["suite-test"]
+    written.clear()
+    assert report.write_report(store, docs=True) == 0  # the whole report: both
+    assert sorted(written) == ["suite", "suite-test"]
+
+
 def test_readme_table_holds_the_test_halves_only():
     rows = [{"set": s, "half": h, "family": f, "seed": 0, "tool": t, "metric": m, "value": v}
             for s, h, f, m, t, v in [("Solubility", "test", "transfer", "rmse", "default", 1.0),
