@@ -238,7 +238,8 @@ class Explanations(NamedTuple):
 
     Attributes:
         table: the prediction table with the ``<t>_baseline`` and ``<t>_contributions`` columns.
-        atoms: one row per atom of every explained molecule: ``row`` (of the input), ``smiles``
+        atoms: one row per atom of every explained molecule: ``row`` (of the input: its label in
+            ``table``'s index, which a pandas Series input keeps), ``smiles``
             (or the given identifier), ``atom`` (index in the input), ``element`` and ``contribution``.
     """
 

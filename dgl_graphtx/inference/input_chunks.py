@@ -56,6 +56,20 @@ def indexed_like(table: pd.DataFrame, molecules: object) -> pd.DataFrame:
     return table
 
 
+def indexed_rows(long_table: pd.DataFrame, molecules: object) -> pd.DataFrame:
+    """A long table's ``row`` column (positions in the input: one row per atom or bond) as labels of
+    the index :func:`indexed_like` gives the prediction table, so each row still points at its molecule.
+
+    Example:
+        >>> atoms = pd.DataFrame({"row": [0, 0, 1], "atom": [0, 1, 0]})
+        >>> indexed_rows(atoms, pd.Series(["OC", "C"], index=[7, 3]))["row"].tolist()
+        [7, 7, 3]
+    """
+    if isinstance(molecules, pd.Series):
+        return long_table.assign(row=molecules.index[long_table["row"].to_numpy(dtype=int)])
+    return long_table
+
+
 def input_chunks(
     molecules: Union[MoleculeLike, Iterable[MoleculeLike]], chunk_size: int, progress: bool = False,
     identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,

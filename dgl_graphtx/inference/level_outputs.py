@@ -132,7 +132,8 @@ class LevelPredictions(NamedTuple):
 
     Attributes:
         table: the prediction table, with a list column per atom and bond target.
-        atoms: one row per atom of every predicted molecule: ``row`` (of the input), the carried
+        atoms: one row per atom of every predicted molecule: ``row`` (of the input: its label in
+            ``table``'s index, which a pandas Series input keeps), the carried
             columns, ``smiles``, ``atom`` (index in the input), ``element``, ``<t>_pred`` per atom target.
         bonds: one row per bond: ``row``, the carried columns, ``smiles``, ``bond`` (index in the
             input), ``begin_atom``, ``end_atom``, ``<t>_pred`` per bond target.

@@ -46,7 +46,7 @@ from .checkpoint_paths import single_checkpoint
 from .domain import Domain
 from .explain import (ExplainedOutput, ExplainSettings, Explanations, add_explanation_columns, atom_table, explain_featurized,
                       explained_output, with_settings)
-from .input_chunks import as_inputs, indexed_like, input_chunks
+from .input_chunks import as_inputs, indexed_like, indexed_rows, input_chunks
 from .level_outputs import LevelPredictions, add_level_columns, in_input_order, level_batch, level_tables
 from .row_inputs import attach_row_values, stored_level_targets
 
@@ -430,7 +430,8 @@ class Predictor:
         explainer.explained = explained_output(self.model, self.target_names, with_settings(self.explained, target, steps, baseline))
         inputs = list(as_inputs(molecules))
         table = explainer.predict(inputs, **options)
-        return Explanations(table, atom_table(table, [self._prepare(m) for m in inputs], explainer.explained.target, self.meta.featurizer))
+        atoms = atom_table(table, [self._prepare(m) for m in inputs], explainer.explained.target, self.meta.featurizer)
+        return Explanations(indexed_like(table, molecules), indexed_rows(atoms, molecules))
 
     def predict_atoms(self, molecules: Union[MoleculeLike, Iterable[MoleculeLike]], progress: bool = False,
                       identifiers: Optional[Sequence[str]] = None, carried: Optional[pd.DataFrame] = None,
@@ -457,7 +458,7 @@ class Predictor:
         table = self.predict(inputs, progress, identifiers, carried, features)
         carried_names = list(carried.columns) if carried is not None else []
         atoms, bonds = level_tables(table, [self._prepare(m) for m in inputs], self.level_targets, self.meta.featurizer, carried_names)
-        return LevelPredictions(table, atoms, bonds)
+        return LevelPredictions(indexed_like(table, molecules), indexed_rows(atoms, molecules), indexed_rows(bonds, molecules))
 
     def _prepare(self, molecule: MoleculeLike) -> MoleculeLike:
         """An input as the checkpoint's featurizer takes it, as a file reader would give it

@@ -72,6 +72,19 @@ def test_explain_adds_per_atom_contributions_that_complete_each_prediction(check
     assert set(atoms["row"]) == set(range(len(MOLECULES)))
 
 
+def test_a_series_keeps_its_index_in_the_table_and_the_atoms_rows(checkpoint):
+    """A Series left by a filter: the table keeps its index and each atom's ``row`` is its
+    molecule's label there, as with predict (round fifteen, row 3)."""
+    given = pd.Series(MOLECULES[:3], index=[30, 10, 20])
+    predictor = Predictor(checkpoint)
+    found, plain = predictor.explain(given, target="z", steps=8), predictor.explain(list(given), target="z", steps=8)
+    assert found.table.index.tolist() == [30, 10, 20] and plain.table.index.tolist() == [0, 1, 2]
+    assert found.atoms["row"].tolist() == [[30, 10, 20][r] for r in plain.atoms["row"]]
+    for label, atoms in found.atoms.groupby("row"):
+        assert atoms["smiles"].iloc[0] == found.table.loc[label, "smiles"]
+        np.testing.assert_allclose(atoms["contribution"], found.table.loc[label, "z_contributions"])
+
+
 def test_no_molecule_gives_the_columns_of_explanations_and_no_row(checkpoint, tmp_path):
     found = Predictor(checkpoint).explain([], target="z")  # was a KeyError
     assert found.table.columns.tolist() == Predictor(checkpoint).explain(["CO"], target="z").table.columns.tolist()

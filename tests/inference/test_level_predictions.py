@@ -88,6 +88,17 @@ def test_long_tables_and_the_sd_file_hold_the_list_values(checkpoint, tmp_path):
     assert read[0].GetDoubleProp("logp_pred") == pytest.approx(found.table["logp_pred"][0], abs=1e-6)
 
 
+def test_a_series_keeps_its_index_in_the_table_and_the_atom_and_bond_rows(checkpoint):
+    given = pd.Series(["OCC", "c1ccncc1", "CC(=O)[O-]"], index=["x", "y", "z"])
+    found = Predictor(checkpoint).predict_atoms(given)
+    assert found.table.index.tolist() == ["x", "y", "z"]
+    for long, column in ((found.atoms, "q_atoms"), (found.bonds, "order_bonds")):
+        assert long["row"].unique().tolist() == ["x", "y", "z"]
+        for label, rows in long.groupby("row"):
+            assert rows["smiles"].iloc[0] == given[label]
+            assert rows[column.split("_")[0] + "_pred"].tolist() == pytest.approx(found.table.loc[label, column], abs=1e-6)
+
+
 def test_evaluate_scores_the_lists_against_the_measured_values(checkpoint, tmp_path):
     rows = []
     for smiles in _molecules()[:12]:
