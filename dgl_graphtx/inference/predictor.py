@@ -115,7 +115,7 @@ class Embeddings(NamedTuple):
 
     Attributes:
         table: one row per input: carried columns (when given), ``smiles`` (or the given
-            identifiers), ``canonical_smiles`` and ``error``.
+            identifiers), ``canonical_smiles`` and ``error``; a pandas Series input's index.
         molecules: ``[M, d]`` float32 molecule representations, NaN rows for invalid inputs.
         atoms: per input, ``[n_atoms, d]`` final atom states (``None`` for invalid inputs), when asked for.
     """
@@ -392,7 +392,7 @@ class Predictor:
         dim = self.model.config.hidden_dim
         table = (pd.concat(tables, ignore_index=True) if tables else
                  with_carried_columns(pd.DataFrame({"smiles": [], "canonical_smiles": [], "error": []}), carried, 0))
-        return Embeddings(table, np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
+        return Embeddings(indexed_like(table, molecules), np.concatenate(pooled) if pooled else np.zeros((0, dim), np.float32),
                           per_atom if atoms else None)
 
     def attention_maps(self, molecule: MoleculeLike) -> AttentionMaps:

@@ -171,6 +171,8 @@ def test_a_series_keeps_its_index_so_predictions_assigned_back_line_up(trained):
     alone = [predictor.predict([s])["dG_hyd_pred"][0] for s in frame["smiles"]]
     np.testing.assert_allclose(frame["dG_hyd_pred"].to_numpy(), alone, rtol=0, atol=1e-6)
     assert predictor.predict(list(frame["smiles"])).index.tolist() == [0, 1, 2]  # other inputs: numbered from 0
+    embedded = predictor.embed(frame["smiles"])  # the table keeps the index; the vectors are in input order
+    assert embedded.table.index.tolist() == [40, 20, 0] and embedded.table["smiles"].tolist() == frame["smiles"].tolist()
 
 
 @pytest.mark.parametrize("given, said", [(pd.DataFrame({"id": [1], "SMILES": ["CCO"]}), "got a DataFrame (columns 'id', 'SMILES'): "
