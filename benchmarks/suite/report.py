@@ -255,19 +255,20 @@ def write_report(store: Store, docs: bool, readme_only: bool = False) -> int:
     """Print the report from the ledger and (with ``docs``) write it and its figure into docs/ and the
     README; with ``readme_only``, the README's table of the test halves only."""
     frame = load_results(store)
-    text = readme_markdown(frame) if readme_only else markdown(frame)
+    readme = readme_markdown(frame)
+    text = readme if readme_only else markdown(frame)
     print(text)
     if not docs:
         return 0
     from benchmarks.common.report import update_section
 
-    from .figure import draw, improvements
-
     if not readme_only:
+        from .figure import draw, improvements
+
         if not frame.empty and not improvements(frame).empty:
             text += f"\n\n![each tool against chemprop per set and seed](img/{FIGURE.name})"
             print(f"figure written to {draw(frame[frame.family == 'transfer'], FIGURE)}")
         print(f"updated {update_section('suite', text)}")
     if not frame[frame.half == "test"].empty:
-        print(f"updated {update_section('suite-test', readme_markdown(frame), path=README)}")
+        print(f"updated {update_section('suite-test', readme, path=README)}")
     return 0
