@@ -12,6 +12,7 @@ Run (from the repository root):
       git worktree add benchmarks/suite/results suite-results   (once: the ledger)
       nohup nice -n 5 env OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.suite --half dev > .cache/suite/dev.log 2>&1 &
       .venv/bin/python -m benchmarks.suite --family moleculeace --half dev --seeds 42   (the MoleculeACE screen)
+      .venv/bin/python -m benchmarks.suite --seed-check      (issue 40's goal pairs on the 2-D test sets at 10 seeds)
       .venv/bin/python -m benchmarks.suite --report          (tables into docs/benchmarks.md and the README)
       .venv/bin/python -m benchmarks.suite --quick           (2 tiny sets, 1 seed, 2 epochs: ~1 min)
 """
@@ -23,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .config import CACHE, DIGESTS, FAMILIES, RESULTS, RESULTS_BRANCH, SETS, SETS_BY_NAME, TOOLS, TOOLS_BY_NAME, Quick
+from .config import (CACHE, DIGESTS, FAMILIES, RESULTS, RESULTS_BRANCH, SEED_CHECK_SEEDS, SEED_CHECK_SETS, SEED_CHECK_TOOLS, SETS,
+                     SETS_BY_NAME, TOOLS, TOOLS_BY_NAME, Quick)
 from .runner import Store, plan, quick_sets, run_all
 
 
@@ -39,6 +41,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--seeds", nargs="+", type=int, help="split and training seeds (default: each set's own, 0 1 2 or 42 117 709)")
     parser.add_argument("--epochs", type=int, help="every set's epochs replaced by this (timing runs; results go to their own folder)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 tiny sets, 1 seed, 2 epochs, our default and RF")
+    parser.add_argument("--seed-check", action="store_true",
+                        help=f"issue 40's goal at {len(SEED_CHECK_SEEDS)} seeds: {', '.join(SEED_CHECK_TOOLS)} on "
+                             f"{', '.join(SEED_CHECK_SETS)} (test half, report only) at seeds {SEED_CHECK_SEEDS[0]}-{SEED_CHECK_SEEDS[-1]}")
     parser.add_argument("--prepare", action="store_true", help="write the split files and record their digests; run nothing")
     parser.add_argument("--report", action="store_true", help="write the report from the ledger (runs nothing)")
     parser.add_argument("--no-docs", action="store_true", help="with --report: print only, leave docs/ and the README alone")
@@ -57,6 +62,9 @@ def _selected(args: argparse.Namespace) -> tuple:
         quick = Quick()
         return (quick_sets([SETS_BY_NAME[name] for name in quick.sets], quick.size, quick.epochs), list(quick.seeds),
                 [TOOLS_BY_NAME[name] for name in quick.tools])
+    if args.seed_check:
+        return ([SETS_BY_NAME[name] for name in SEED_CHECK_SETS], list(SEED_CHECK_SEEDS),
+                [TOOLS_BY_NAME[name] for name in SEED_CHECK_TOOLS])
     sets = [s for s in SETS if args.half in ("all", s.half) and (not args.sets or s.name in args.sets)
             and (args.family is None or s.family == args.family)]
     sets = [dataclasses.replace(s, epochs=args.epochs) for s in sets] if args.epochs else sets
@@ -86,7 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sets, seeds, tools = _selected(args)
     if not sets:
         raise SystemExit(f"no set of half {args.half!r} among {args.sets or args.family}")
-    runs = plan(store, sets, seeds, tools, named_tools=bool(args.tools or args.quick))
+    runs = plan(store, sets, seeds, tools, named_tools=bool(args.tools or args.quick or args.seed_check))
     if not runs:
         raise SystemExit(f"nothing to run: {', '.join(t.name for t in tools)} run on none of {', '.join(s.name for s in sets)} "
                          "(3-D tools need a 3-D set; screened recipes run on the development half only)")

@@ -227,6 +227,13 @@ HALVES = {"dev": "Development half (recipes may be chosen here)", "test": "Test 
 #: The recipe issue 28 recommended as an option, chosen on the development half (0.834 of the
 #: network's error there, 0.977 on the test half: docs/decisions/suite-candidate-recipe.md).
 RECOMMENDED = "descriptors"
+#: Issue 40's goal on the suite's 2-D test sets (the default ahead of chemprop v2 and the forest on 4 of
+#: 4), read again at 10 seeds: at the sets' own 3 seeds HIV was a tie (default 0.769, forest 0.770,
+#: seed spread ± 0.06) that 3 seeds cannot separate. Fixed before any of seeds 3-9 ran; a report only
+#: (nothing is chosen on it), apart from the tables of the sets' own seeds (``--seed-check``).
+SEED_CHECK_SETS = ("Solubility", "ClinTox", "AqSolDB", "HIV")
+SEED_CHECK_TOOLS = ("default", "RF-morgan", "chemprop")
+SEED_CHECK_SEEDS = tuple(range(10))
 #: The pairs the paired test is run for (A, B: does A beat B?).
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
     ("default", "chemprop"), ("default", "RF-morgan"), ("default", "network"), ("default", "AttentiveFP"),

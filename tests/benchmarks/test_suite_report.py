@@ -133,3 +133,32 @@ def test_readme_table_holds_the_test_halves_only():
     text = report.readme_markdown(pd.DataFrame(rows))
     assert "FreeSolv" not in text and "| Solubility (rmse) | **1.000** | - | - | 1.500 | - |" in text
     assert "| MoleculeACE test half, mean of 15 (rmse) | 0.800 (2 sets, 1 seed) | - | - | - | - |" in text
+
+
+def test_seeds_beyond_a_sets_own_stay_out_of_the_tables_and_make_the_seed_check(tmp_path):
+    """The goal's pairs at 10 seeds (``--seed-check``): rows of seeds 3-9 are left out of the tables
+    (which hold the sets' own 3 seeds for every tool) and appear in their own block, by hand: HIV
+    ROC-AUC default 0.70, 0.80, 0.90, 0.75; forest 0.60, 0.90, 0.70, 0.75; chemprop 0.5 each. Against
+    the forest the per-seed differences are +0.10, -0.10, +0.20, 0.00: mean +0.050, sd 0.129, t(0.975,
+    3 df) 3.182, half-width 0.205; ahead at 2 of 4 seeds. Against chemprop +0.20, +0.30, +0.40, +0.25:
+    mean +0.2875, sd 0.0854, half-width 0.136."""
+    store = runner.Store(tmp_path, tmp_path / "cache")
+    for seed, (ours, rf) in enumerate([(0.70, 0.60), (0.80, 0.90), (0.90, 0.70), (0.75, 0.75)]):
+        for tool, value in (("default", ours), ("RF-morgan", rf), ("chemprop", 0.5)):
+            _row(store, "HIV", seed, tool, value, metric="rocauc")
+    tables = report.load_results(store)
+    assert sorted(tables.seed.unique()) == [0, 1, 2]
+    assert report.seed_check_markdown(tables) == []  # nothing beyond the sets' own seeds
+    every = report.load_results(store, own_seeds=False)
+    text = "\n".join(report.seed_check_markdown(every))
+    assert ("| HIV (rocauc) | 4 | 0.787 | 0.738 | 0.500 | ahead at 2 of 4; +0.050 (-0.155 to +0.255) | "
+            "ahead at 4 of 4; +0.287 (+0.152 to +0.423) |") in text
+    assert "| default | **0.800 ± 0.100** |" in report.markdown(tables, every)  # the table: seeds 0-2 only
+    assert "The goal's pairs at 10 seeds" in report.markdown(tables, every)
+
+
+def test_seed_check_selects_the_goals_sets_tools_and_ten_seeds():
+    from benchmarks.suite.__main__ import _selected, parse_args
+    sets, seeds, tools = _selected(parse_args(["--seed-check"]))
+    assert [s.name for s in sets] == ["Solubility", "ClinTox", "AqSolDB", "HIV"] and all(s.half == "test" for s in sets)
+    assert seeds == list(range(10)) and [t.name for t in tools] == ["default", "RF-morgan", "chemprop"]
