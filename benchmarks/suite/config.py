@@ -234,7 +234,7 @@ RECOMMENDED = "descriptors"
 #: is read on the 10-seed means, as it was on the 3-seed means, with the paired intervals beside them:
 #: whichever way they come out, they replace the 3-seed reading of the goal.
 SEED_CHECK_SETS = ("Solubility", "ClinTox", "AqSolDB", "HIV")
-SEED_CHECK_TOOLS = ("default", "RF-morgan", "chemprop")
+SEED_CHECK_TOOLS = ("default", "RF-morgan", "chemprop")  # the default first, then the peers it is compared with
 SEED_CHECK_SEEDS = tuple(range(10))
 #: The pairs the paired test is run for (A, B: does A beat B?).
 KEY_PAIRS: Tuple[Tuple[str, str], ...] = (
